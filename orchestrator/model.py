@@ -1,0 +1,191 @@
+"""Frozen value types of the decision core: what a snapshot, an intent and a run's progress are.
+
+Everything here is a plain immutable value. The shells (mgr module, simulator) build a
+`Snapshot` from the cluster, hand it with the operator's `Intent` and the persisted `Progress`
+to `ceph_recovery.plan.plan()`, and carry out the returned actions. Nothing here does I/O.
+
+Units: bytes for memory, seconds (float, shell-supplied `now`) for time.
+Python >= 3.9 (runs inside ceph-mgr): no `match`, no `X | Y` at runtime, no dataclass slots.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+
+# process states reported by the node helper for an OSD daemon
+PROC_STOPPED = "stopped"      # no process
+PROC_RUNNING = "running"      # process alive (may still be in preboot: see OsdState.up)
+PROC_UNKNOWN = "unknown"      # no fresh helper report covers this OSD
+PROC_STATES = (PROC_STOPPED, PROC_RUNNING, PROC_UNKNOWN)
+
+# run phases (Progress.phase)
+PHASE_IDLE = "idle"
+PHASE_RUNNING = "running"
+PHASE_PAUSED = "paused"
+PHASE_ABORTING = "aborting"
+PHASE_DONE = "done"
+PHASE_ABORTED = "aborted"
+
+# intent modes (Intent.mode)
+MODE_IDLE = "idle"
+MODE_CONTROLLED = "controlled"
+MODE_PAUSED = "paused"
+MODE_ABORT = "abort"
+
+# cluster flags the run sets while it works and restores at the end
+RUN_CLUSTER_FLAGS = ("noout", "norebalance")
+
+
+@dataclass(frozen=True)
+class OsdState:
+    """One OSD as the shell sees it this tick (OSD map + PG stats + helper report)."""
+
+    id: int
+    host: str
+    crush_path: Tuple[str, ...]            # root first, host last: ("default", "r1", "h2")
+    up: bool
+    in_: bool = True
+    flags: FrozenSet[str] = frozenset()    # per-OSD flags from the OSD map: "noup", "noin", ...
+    process: str = PROC_UNKNOWN            # from the helper: PROC_*
+    rss_bytes: int = 0                     # resident memory of the daemon, 0 when not running
+    process_started_at: Optional[float] = None   # when the helper saw the process start
+    pgs: int = 0                           # PGs mapped to this OSD (up or acting set)
+    pgs_inactive: int = 0                  # of those, PGs not active (this OSD's start helps)
+    pgs_degraded: int = 0                  # of those, degraded/undersized PGs
+    pg_log_entries: int = 0                # total PG log length, 0 if unknown
+    down_since: Optional[float] = None     # when the OSD was marked down, None if up/unknown
+    heap_release: Optional[bool] = None    # tcmalloc heap release supported? None = unknown
+
+
+@dataclass(frozen=True)
+class HostMem:
+    """Memory of one OSD host (or its memory cgroup) as the helper reports it."""
+
+    name: str
+    mem_total: int                 # physical RAM, or the cgroup limit when source == "cgroup"
+    mem_used: int                  # what counts against the budget (cgroup usage, or total-available)
+    mem_available: int
+    mem_limit: Optional[int] = None
+    swap_total: int = 0
+    source: str = "host"           # "host" | "cgroup"
+    reported_at: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A network health finding (see ceph_recovery.network)."""
+
+    hosts: Tuple[str, ...]         # one host, or a pair (sorted)
+    kind: str                      # jumbo_loss, mtu_blackhole, throughput_cap, syn_cookies, ...
+    since: float
+    value: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything plan() may look at. Built fresh every tick by a shell."""
+
+    epoch: int                                          # OSD map epoch this snapshot was read at
+    osds: Tuple[OsdState, ...]
+    hosts: Tuple[HostMem, ...] = ()
+    bucket_flags: Mapping[str, FrozenSet[str]] = field(default_factory=dict)  # crush_node_flags
+    cluster_flags: FrozenSet[str] = frozenset()         # "noout", "noup", ...
+    buckets: Mapping[str, str] = field(default_factory=dict)   # CRUSH bucket name -> type
+    pgs_total: int = 0
+    pgs_active: int = 0
+    pgs_clean: int = 0
+    ok_to_stop: Mapping[int, bool] = field(default_factory=dict)  # answers valid at `epoch`
+    findings: Tuple[Finding, ...] = ()
+    helpers_seen: Mapping[str, float] = field(default_factory=dict)  # host -> last report time
+
+    def osd(self, osd_id: int) -> Optional[OsdState]:
+        for o in self.osds:
+            if o.id == osd_id:
+                return o
+        return None
+
+    def host(self, name: str) -> Optional[HostMem]:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        return None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The operator's memory budget: `--budget 80%` or `--budget 24G`."""
+
+    kind: str = "fraction"          # "fraction" | "bytes"
+    value: float = 0.8              # 0 < fraction <= 1, or bytes
+    reserve_bytes: int = 0          # kept free for the system, subtracted from the budget
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the operator asked for. Commands change only this; serve() acts."""
+
+    mode: str = MODE_IDLE
+    budget: Budget = Budget()
+    scope: Tuple[str, ...] = ()         # CRUSH buckets; empty = whole cluster
+    concurrency: int = 1                # starts in flight per host
+    holds: FrozenSet[str] = frozenset()  # buckets the operator holds (set-group noup)
+    auto_hold: bool = False             # hold a bucket whose OSDs all went down
+    start_order: str = "service_first"  # policy names, see ceph_recovery.policies
+    footprint: str = "learned"
+    over_budget: str = "heap_then_restart"
+    restart_cooldown_s: float = 600.0   # don't restart the same OSD again within this
+    boot_timeout_s: float = 600.0       # an allowed-to-boot OSD that isn't up by then -> health
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A measured start: used to learn footprints online."""
+
+    osd: int
+    pgs: int
+    downtime_s: float
+    pg_log_entries: int
+    peak_bytes: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a run persists (with a schema version): intent markers, never a cluster copy."""
+
+    run_id: str = ""
+    phase: str = PHASE_IDLE
+    epoch: int = 0                                  # last OSD map epoch decided on
+    granted: Mapping[int, float] = field(default_factory=dict)   # osd -> when start granted
+    booting: Mapping[int, float] = field(default_factory=dict)   # osd -> when allowed to boot
+    finished: FrozenSet[int] = frozenset()          # OSDs brought up by this run
+    held_osds: FrozenSet[int] = frozenset()         # per-OSD noup this run added
+    held_buckets: FrozenSet[str] = frozenset()      # bucket noup this run (or auto-hold) set
+    restarted: Mapping[int, float] = field(default_factory=dict)     # osd -> last restart
+    heap_released: Mapping[int, float] = field(default_factory=dict)  # osd -> last release
+    saved_flags: Optional[FrozenSet[str]] = None    # cluster flags before the run
+    observations: Tuple[Observation, ...] = ()
+    peaks: Mapping[int, int] = field(default_factory=dict)  # osd -> peak RSS seen while in flight
+    started_at: Optional[float] = None
+    finished_at: Optional[float] = None
+
+    def evolve(self, **changes) -> "Progress":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """One entry for mgr's set_health_checks: code -> severity, summary, detail lines."""
+
+    code: str                 # RECOVERY_BUDGET_EXCEEDED, RECOVERY_DOMAIN_HELD, ...
+    severity: str             # "warning" | "error"
+    summary: str
+    detail: Tuple[str, ...] = ()
+    count: int = 1
+
+
+def health_dict(checks) -> Dict[str, dict]:
+    """Shape a list of HealthCheck as MgrModule.set_health_checks expects."""
+    return {c.code: {"severity": c.severity, "summary": c.summary,
+                     "count": c.count, "detail": list(c.detail)} for c in checks}

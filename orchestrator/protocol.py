@@ -1,0 +1,196 @@
+"""Helper <-> mgr protocol: versioned JSON, parsed and validated here, shared by both sides.
+
+One round trip per helper cycle: the helper sends `ceph recovery helper-report <report-json>`
+and the reply is its instructions. Pure functions: dict in, value out, ProtocolError on bad
+input (the mgr module turns it into EINVAL and changes nothing).
+
+Report (helper -> mgr), version 1:
+  {"version": 1, "host": "h1", "time": 1700000000.0, "seq": 17,
+   "memory": {"total": B, "used": B, "available": B, "limit": B|null, "swap_total": B,
+              "source": "host"|"cgroup"},
+   "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
+             "started_at": T|null}],
+   "done": ["<instruction id>", ...],          # instructions carried out since last report
+   "network": {...}}                           # optional probe results (ceph_recovery.network)
+
+Instructions (mgr -> helper), version 1:
+  {"version": 1, "host": "h1", "epoch": 123,
+   "instructions": [{"id": "<run>:<n>", "op": "start"|"restart", "osd": 3, "reason": "..."}],
+   "grants": [3],                # OSDs this host may start (boot gate answers 0 for them)
+   "held": [4, 5],               # OSDs whose autostart is held (boot gate answers 1)
+   "probe": {"throughput_to": ["h2"]}}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+PROTOCOL_VERSION = 1
+INSTRUCTION_OPS = ("start", "restart", "stop")
+
+
+class ProtocolError(ValueError):
+    """A malformed report or reply: the receiver answers EINVAL and changes nothing."""
+
+
+@dataclass(frozen=True)
+class OsdProc:
+    id: int
+    process: str
+    pid: Optional[int] = None
+    rss: int = 0
+    started_at: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    total: int
+    used: int
+    available: int
+    limit: Optional[int] = None
+    swap_total: int = 0
+    source: str = "host"
+
+
+@dataclass(frozen=True)
+class Report:
+    host: str
+    time: float
+    seq: int
+    memory: MemoryReport
+    osds: Tuple[OsdProc, ...]
+    done: Tuple[str, ...] = ()
+    network: Mapping[str, Any] = field(default_factory=dict)
+    version: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class Instruction:
+    id: str
+    op: str
+    osd: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Instructions:
+    host: str
+    epoch: int
+    instructions: Tuple[Instruction, ...] = ()
+    grants: Tuple[int, ...] = ()
+    held: Tuple[int, ...] = ()
+    probe: Mapping[str, Any] = field(default_factory=dict)
+    version: int = PROTOCOL_VERSION
+
+
+def _need(d: Mapping[str, Any], key: str, types, where: str):
+    if not isinstance(d, Mapping) or key not in d:
+        raise ProtocolError("%s: missing field %r" % (where, key))
+    val = d[key]
+    if isinstance(val, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise ProtocolError("%s: field %r must be %s, got a boolean" % (where, key, types))
+    if not isinstance(val, types):
+        raise ProtocolError("%s: field %r has the wrong type (%s)" % (where, key, type(val).__name__))
+    return val
+
+
+def _nonneg(val, key: str, where: str) -> int:
+    if val < 0:
+        raise ProtocolError("%s: field %r must be >= 0" % (where, key))
+    return int(val)
+
+
+def _version(d: Mapping[str, Any], where: str) -> int:
+    version = _need(d, "version", int, where)
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError("%s: unsupported protocol version %r (this side speaks %d)"
+                            % (where, version, PROTOCOL_VERSION))
+    return version
+
+
+def parse_memory(d: Any) -> MemoryReport:
+    w = "report.memory"
+    source = _need(d, "source", str, w)
+    if source not in ("host", "cgroup"):
+        raise ProtocolError("%s: source must be 'host' or 'cgroup'" % w)
+    limit = d.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise ProtocolError("%s: limit must be an integer or null" % w)
+    return MemoryReport(
+        total=_nonneg(_need(d, "total", int, w), "total", w),
+        used=_nonneg(_need(d, "used", int, w), "used", w),
+        available=_nonneg(_need(d, "available", int, w), "available", w),
+        limit=limit, swap_total=_nonneg(d.get("swap_total", 0), "swap_total", w), source=source)
+
+
+def parse_osd_proc(d: Any, i: int) -> OsdProc:
+    w = "report.osds[%d]" % i
+    process = _need(d, "process", str, w)
+    if process not in ("running", "stopped"):
+        raise ProtocolError("%s: process must be 'running' or 'stopped'" % w)
+    pid = d.get("pid")
+    started = d.get("started_at")
+    return OsdProc(id=_nonneg(_need(d, "id", int, w), "id", w), process=process,
+                   pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+                   rss=_nonneg(d.get("rss", 0) or 0, "rss", w),
+                   started_at=float(started) if isinstance(started, (int, float)) else None)
+
+
+def parse_report(d: Any) -> Report:
+    """Validate a helper report; raise ProtocolError with a clear message on any defect."""
+    w = "report"
+    if not isinstance(d, Mapping):
+        raise ProtocolError("report must be a JSON object")
+    _version(d, w)
+    host = _need(d, "host", str, w)
+    if not host:
+        raise ProtocolError("report: host must not be empty")
+    osds = _need(d, "osds", list, w)
+    done = d.get("done", [])
+    if not isinstance(done, list) or not all(isinstance(x, str) for x in done):
+        raise ProtocolError("report: done must be a list of instruction ids")
+    network = d.get("network", {})
+    if not isinstance(network, Mapping):
+        raise ProtocolError("report: network must be an object")
+    return Report(host=host, time=float(_need(d, "time", (int, float), w)),
+                  seq=_nonneg(_need(d, "seq", int, w), "seq", w),
+                  memory=parse_memory(_need(d, "memory", Mapping, w)),
+                  osds=tuple(parse_osd_proc(o, i) for i, o in enumerate(osds)),
+                  done=tuple(done), network=dict(network))
+
+
+def report_to_dict(r: Report) -> Dict[str, Any]:
+    m = r.memory
+    return {"version": r.version, "host": r.host, "time": r.time, "seq": r.seq,
+            "memory": {"total": m.total, "used": m.used, "available": m.available,
+                       "limit": m.limit, "swap_total": m.swap_total, "source": m.source},
+            "osds": [{"id": o.id, "process": o.process, "pid": o.pid, "rss": o.rss,
+                      "started_at": o.started_at} for o in r.osds],
+            "done": list(r.done), "network": dict(r.network)}
+
+
+def parse_instructions(d: Any) -> Instructions:
+    w = "instructions"
+    if not isinstance(d, Mapping):
+        raise ProtocolError("instructions must be a JSON object")
+    _version(d, w)
+    items = []
+    for i, it in enumerate(_need(d, "instructions", list, w)):
+        wi = "instructions[%d]" % i
+        op = _need(it, "op", str, wi)
+        if op not in INSTRUCTION_OPS:
+            raise ProtocolError("%s: unknown op %r" % (wi, op))
+        items.append(Instruction(id=_need(it, "id", str, wi), op=op,
+                                 osd=_nonneg(_need(it, "osd", int, wi), "osd", wi),
+                                 reason=str(it.get("reason", ""))))
+    ints = lambda key: tuple(int(x) for x in d.get(key, []) if isinstance(x, int))  # noqa: E731
+    return Instructions(host=_need(d, "host", str, w), epoch=int(_need(d, "epoch", int, w)),
+                        instructions=tuple(items), grants=ints("grants"), held=ints("held"),
+                        probe=dict(d.get("probe", {}) or {}))
+
+
+def instructions_to_dict(x: Instructions) -> Dict[str, Any]:
+    return {"version": x.version, "host": x.host, "epoch": x.epoch,
+            "instructions": [{"id": i.id, "op": i.op, "osd": i.osd, "reason": i.reason}
+                             for i in x.instructions],
+            "grants": list(x.grants), "held": list(x.held), "probe": dict(x.probe)}

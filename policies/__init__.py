@@ -1,0 +1,1 @@
+"""ceph_recovery.policies: registries of plain policy functions (see registry.py)."""

@@ -1,0 +1,1 @@
+"""ceph_recovery_tools: the imperative shells (lab, node helper, drill, simulator, bench)."""
