@@ -1,0 +1,197 @@
+"""Ceph state -> ceph_recovery.model.Snapshot. Pure functions over the mgr's JSON dumps.
+
+Inputs are what `MgrModule.get()` returns: 'osd_map' (as `ceph osd dump -f json`),
+'osd_map_tree' (as `ceph osd tree -f json`), 'pg_dump' (pg_stats + osd_stats).
+
+Per-OSD PG counts (documented approach):
+  * up OSDs: PGs whose up or acting set holds the OSD; of those, the ones not `active`
+    (pgs_inactive) and the ones `degraded`/`undersized` (pgs_degraded); pg_log_entries is the
+    sum of `log_size` over the PGs it is acting for.
+  * down OSDs: the OSD map drops them from every up/acting set, so their PGs are not visible
+    there. `pgs` is the OSD's last `num_pgs` from osd_stats (the mgr keeps a down OSD's last
+    stats); `pgs_inactive` counts non-active PGs whose `blocked_by` names the OSD (peering waits
+    for it: its start unblocks them); `pgs_degraded` is the number of degraded/undersized PGs
+    of the cluster that list fewer OSDs than their pool size and none of them on the OSD's
+    host (bounded by `pgs`), i.e. the PGs this host's return would make whole again.
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from ceph_recovery.model import (PROC_RUNNING, PROC_STOPPED, PROC_UNKNOWN, Finding, HostMem,
+                                 OsdState, Snapshot)
+
+
+class CrushIndex(object):
+    """Names, types and parents of the CRUSH tree, and every OSD's path (root first)."""
+
+    def __init__(self, tree: Mapping[str, Any]) -> None:
+        nodes = list(tree.get("nodes", ()))
+        self.by_id = {n["id"]: n for n in nodes}
+        self.parent: Dict[int, int] = {}
+        for n in nodes:
+            for c in n.get("children", ()) or ():
+                self.parent[c] = n["id"]
+        self.types = {n["name"]: n.get("type", "") for n in nodes}
+        self.osd_ids = sorted(n["id"] for n in nodes if n["id"] >= 0)
+
+    def path(self, node_id: int) -> Tuple[str, ...]:
+        names: List[str] = []
+        cur = self.parent.get(node_id)
+        seen = set()
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            names.append(self.by_id[cur]["name"])
+            cur = self.parent.get(cur)
+        return tuple(reversed(names))
+
+    def host_of(self, osd_id: int) -> Optional[str]:
+        cur = self.parent.get(osd_id)
+        while cur is not None:
+            node = self.by_id[cur]
+            if node.get("type") == "host":
+                return node["name"]
+            cur = self.parent.get(cur)
+        return None
+
+    def buckets(self) -> Dict[str, str]:
+        return {name: t for name, t in self.types.items() if t != "osd"}
+
+    def osds_under(self, bucket: str) -> List[int]:
+        return [o for o in self.osd_ids if bucket in self.path(o)]
+
+
+def cluster_flags(osd_map: Mapping[str, Any]) -> frozenset:
+    flags = osd_map.get("flags_set")
+    if flags is None:
+        flags = [f for f in str(osd_map.get("flags", "")).split(",") if f]
+    return frozenset(flags)
+
+
+def parse_stamp(text: Any) -> Optional[float]:
+    """Ceph utime '2026-11-22T09:10:11.123456+0000' (or with a space) -> epoch seconds."""
+    if not isinstance(text, str) or not text or text.startswith("0.0"):
+        return None
+    s = text.replace(" ", "T")
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f"):
+        try:
+            dt = datetime.datetime.strptime(s, fmt)
+        except ValueError:
+            continue
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=datetime.timezone.utc)
+        ts = dt.timestamp()
+        return ts if ts > 0 else None
+    return None
+
+
+def _states(pg: Mapping[str, Any]) -> frozenset:
+    return frozenset(str(pg.get("state", "")).split("+"))
+
+
+def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
+              host_osds: Mapping[int, Iterable[int]]) -> Tuple[Dict[int, Dict[str, int]], Dict[str, int]]:
+    """Per-OSD {pgs, pgs_inactive, pgs_degraded, pg_log_entries} and cluster totals."""
+    down = set(down)
+    per: Dict[int, Dict[str, int]] = {}
+
+    def bump(osd: int, key: str, n: int = 1) -> None:
+        per.setdefault(osd, {"pgs": 0, "pgs_inactive": 0, "pgs_degraded": 0,
+                             "pg_log_entries": 0})[key] += n
+
+    stats = pg_dump.get("pg_stats", []) or []
+    totals = {"total": len(stats), "active": 0, "clean": 0}
+    short = []
+    for pg in stats:
+        st = _states(pg)
+        active = "active" in st
+        degraded = bool(st & {"degraded", "undersized"})
+        totals["active"] += active
+        totals["clean"] += "clean" in st
+        members = set(pg.get("up", []) or []) | set(pg.get("acting", []) or [])
+        for o in members:
+            bump(o, "pgs")
+            if not active:
+                bump(o, "pgs_inactive")
+            if degraded:
+                bump(o, "pgs_degraded")
+        for o in pg.get("acting", []) or []:
+            bump(o, "pg_log_entries", int(pg.get("log_size", 0) or 0))
+        if not active:
+            for o in set(pg.get("blocked_by", []) or []) - members:
+                bump(o, "pgs_inactive")
+        if degraded:
+            short.append(members)
+    num_pgs = {s.get("osd"): int(s.get("num_pgs", 0) or 0)
+               for s in pg_dump.get("osd_stats", []) or []}
+    for o in down:
+        c = per.setdefault(o, {"pgs": 0, "pgs_inactive": 0, "pgs_degraded": 0,
+                               "pg_log_entries": 0})
+        c["pgs"] = max(c["pgs"], num_pgs.get(o, 0))
+        peers = set(host_osds.get(o, ()))
+        missing_here = sum(1 for m in short if not (m & peers))
+        c["pgs_degraded"] = min(c["pgs"], missing_here) if c["pgs"] else missing_here
+    return per, totals
+
+
+def host_mem(report: Any, received_at: float) -> HostMem:
+    m = report.memory
+    total = m.limit if (m.source == "cgroup" and m.limit) else m.total
+    return HostMem(name=report.host, mem_total=int(total), mem_used=int(m.used),
+                   mem_available=int(m.available), mem_limit=m.limit, swap_total=m.swap_total,
+                   source=m.source, reported_at=received_at)
+
+
+def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
+                   pg_dump: Mapping[str, Any], reports: Mapping[str, Tuple[Any, float]],
+                   now: float, stale_after: float,
+                   ok_to_stop: Optional[Tuple[int, Mapping[int, bool]]] = None,
+                   heap_support: Optional[Mapping[int, bool]] = None,
+                   findings: Tuple[Finding, ...] = ()) -> Snapshot:
+    """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received)."""
+    crush = CrushIndex(tree)
+    epoch = int(osd_map.get("epoch", 0))
+    heap_support = heap_support or {}
+    entries = {o["osd"]: o for o in osd_map.get("osds", [])}
+    xinfo = {x.get("osd"): x for x in osd_map.get("osd_xinfo", []) or []}
+    hosts_of = {o: crush.host_of(o) for o in crush.osd_ids}
+    by_host: Dict[str, List[int]] = {}
+    for o, h in hosts_of.items():
+        if h is not None:
+            by_host.setdefault(h, []).append(o)
+    down = [o for o in crush.osd_ids if o in entries and not entries[o].get("up")]
+    per, totals = pg_counts(pg_dump, down, {o: by_host.get(hosts_of[o], ()) for o in down})
+    fresh = {h: (r, t) for h, (r, t) in reports.items() if now - t <= stale_after}
+    osds = []
+    for o in crush.osd_ids:
+        e, host = entries.get(o), hosts_of.get(o)
+        if e is None or host is None:
+            continue
+        up = bool(e.get("up"))
+        proc, rss, started = PROC_UNKNOWN, 0, None
+        if host in fresh:
+            for p in fresh[host][0].osds:
+                if p.id == o:
+                    proc = PROC_RUNNING if p.process == "running" else PROC_STOPPED
+                    rss, started = (p.rss, p.started_at) if proc == PROC_RUNNING else (0, None)
+        c = per.get(o, {})
+        osds.append(OsdState(
+            id=o, host=host, crush_path=crush.path(o), up=up, in_=bool(e.get("in")),
+            flags=frozenset(s for s in e.get("state", []) if s not in ("exists", "up")),
+            process=proc, rss_bytes=int(rss), process_started_at=started,
+            pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
+            pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),
+            down_since=None if up else parse_stamp(xinfo.get(o, {}).get("down_stamp")),
+            heap_release=heap_support.get(o)))
+    oks: Mapping[int, bool] = {}
+    if ok_to_stop is not None and ok_to_stop[0] == epoch:
+        oks = dict(ok_to_stop[1])
+    return Snapshot(
+        epoch=epoch, osds=tuple(osds),
+        hosts=tuple(host_mem(r, t) for h, (r, t) in sorted(fresh.items())),
+        bucket_flags={b: frozenset(f) for b, f in (osd_map.get("crush_node_flags") or {}).items()},
+        cluster_flags=cluster_flags(osd_map), buckets=crush.buckets(),
+        pgs_total=totals["total"], pgs_active=totals["active"], pgs_clean=totals["clean"],
+        ok_to_stop=oks, findings=tuple(findings),
+        helpers_seen={h: t for h, (r, t) in reports.items()})

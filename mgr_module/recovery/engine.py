@@ -1,0 +1,292 @@
+"""The shell's engine: one tick = snapshot -> plan() -> carry out; plus the command verbs.
+
+No mgr_module import: the Module (module.py) hands in the Ceph dumps and a `ceph` object
+(mon_command / osd_command), so this runs the same in unit tests with recorded dumps.
+Commands only change intent (and wake the loop); only tick() acts on the cluster.
+"""
+from __future__ import annotations
+
+import errno
+import json
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ceph_recovery import actions as A
+from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED,
+                                 PHASE_ABORTED, PHASE_DONE, PHASE_IDLE, PROC_RUNNING, Intent,
+                                 Progress, Snapshot)
+from ceph_recovery.protocol import Instruction, Instructions, Report
+
+from . import core
+from .cluster import CrushIndex, build_snapshot
+from .executor import Executor, mon_cmd_for
+from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
+from .state import RunState
+
+ACTIVE_PHASES_DONE = (PHASE_IDLE, PHASE_DONE, PHASE_ABORTED)
+
+
+class Engine(object):
+    def __init__(self, ceph: Any, log: Callable[..., None]) -> None:
+        self.ceph = ceph
+        self.log = log
+        self.run = RunState()
+        self.executor = Executor(ceph)
+        self.reports: Dict[str, Tuple[Report, float]] = {}
+        self.network: Dict[str, Any] = {}
+        self.findings: Tuple[Any, ...] = ()
+        self.ok_to_stop: Optional[Tuple[int, Dict[int, bool]]] = None
+        self.snapshot: Optional[Snapshot] = None
+        self.crush: Optional[CrushIndex] = None
+        self.plan_out: Optional[core.PlanOutput] = None
+        self.last_wait: Optional[Tuple[str, str]] = None
+        self.error: Optional[str] = None
+        self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
+                                        "restart_cooldown": 600.0, "boot_timeout": 600.0,
+                                        "budget_default": "80%"}
+
+    # ------------------------------------------------------------------ run state
+    @property
+    def active(self) -> bool:
+        return (self.run.intent.mode in (MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
+                and self.run.progress.phase not in (PHASE_DONE, PHASE_ABORTED))
+
+    def effective_intent(self) -> Intent:
+        o = self.options
+        return replace(self.run.intent, auto_hold=bool(o["auto_hold"]),
+                       restart_cooldown_s=float(o["restart_cooldown"]),
+                       boot_timeout_s=float(o["boot_timeout"]))
+
+    # ------------------------------------------------------------------ the tick
+    def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
+                pg_dump: Mapping[str, Any], now: float) -> Snapshot:
+        self.crush = CrushIndex(tree)
+        net = {h: r.network for h, (r, t) in self.reports.items() if r.network}
+        self.network = net
+        findings, err = core.network_findings(net, self.findings, now) if net else ((), None)
+        self.findings = findings
+        self.snapshot = build_snapshot(
+            osd_map, tree, pg_dump, self.reports, now,
+            float(self.options["helper_stale_timeout"]), self.ok_to_stop,
+            self.run.heap_support, findings)
+        return self.snapshot
+
+    def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
+        snap = self.observe(osd_map, tree, pg_dump, now)
+        out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
+        self.plan_out = out
+        if snap.epoch < self.run.progress.epoch:
+            self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than the "
+                            "last decided %d: not acting" % (snap.epoch, self.run.progress.epoch))
+            return
+        for action in out.actions:
+            cur = epoch_now()
+            if cur < snap.epoch:
+                self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
+                return
+            self.carry_out(action, snap, now)
+        self.run.progress = out.progress
+        if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
+            self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+        self.run.prune_instructions()
+
+    def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
+        if self.last_wait != (kind, reason):
+            self.last_wait = (kind, reason)
+            self.run.record(now, epoch, {"kind": kind, "reason": reason}, "noted")
+
+    def carry_out(self, action: A.Action, snap: Snapshot, now: float) -> None:
+        if isinstance(action, A.Wait):
+            self._note_wait(now, snap.epoch, "wait", action.describe())
+            return
+        self.last_wait = None
+        if isinstance(action, A.Done):
+            result = "noted"
+        elif isinstance(action, A.QueryOkToStop):
+            ok, result = self.executor.ok_to_stop(action.osd)
+            ep = int(snap.epoch)
+            if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
+                self.ok_to_stop = (ep, {})
+            self.ok_to_stop[1][action.osd] = ok
+        elif isinstance(action, A.HeapRelease):
+            supported, result = self.executor.heap_release(action.osd)
+            if supported is not None:
+                self.run.heap_support[action.osd] = supported
+        elif isinstance(action, (A.GrantStart, A.RestartOsd)):
+            result = self._instruct(action, snap, now)
+        elif mon_cmd_for(action) is not None:
+            ok, result = self.executor.run_mon_action(action)
+        else:
+            result = "ignored: unknown action"
+        self.run.record(now, snap.epoch, action.to_dict(), result)
+        self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
+
+    def _instruct(self, action, snap: Snapshot, now: float) -> str:
+        op = "start" if isinstance(action, A.GrantStart) else "restart"
+        if self.run.open_instructions(osd=action.osd):
+            return "already instructed (open instruction), not repeated"
+        o = snap.osd(action.osd)
+        if op == "start" and o is not None and o.process == PROC_RUNNING:
+            return "process already running: no start instruction"
+        ins = self.run.add_instruction(action.host, op, action.osd, action.reason, now,
+                                       snap.epoch)
+        return "instruction %s queued for helper on %s" % (ins["id"], action.host)
+
+    # ------------------------------------------------------------------ helper protocol
+    def helper_report(self, report: Report, now: float) -> Instructions:
+        self.reports[report.host] = (report, now)
+        for ins in self.run.mark_done(report.host, report.done, now):
+            self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+                            {"kind": "helper_done", "osd": ins["osd"], "op": ins["op"],
+                             "id": ins["id"], "reason": "helper on %s carried out %s"
+                             % (report.host, ins["id"])}, "done")
+        return self.instructions_for(report.host)
+
+    def instructions_for(self, host: str) -> Instructions:
+        snap = self.snapshot
+        items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"])
+                      for i in sorted(self.run.open_instructions(host=host),
+                                      key=lambda i: i["issued_at"]))
+        host_osds = [o for o in snap.osds if o.host == host] if snap else []
+        p = self.run.progress
+        grants = sorted({o.id for o in host_osds if o.id in p.granted}
+                        | {i.osd for i in items})
+        held = sorted(o.id for o in host_osds if o.id not in grants and self._held(o, snap))
+        return Instructions(host=host, epoch=snap.epoch if snap else 0, instructions=items,
+                            grants=tuple(grants), held=tuple(held))
+
+    def _held(self, o, snap: Snapshot) -> bool:
+        if "noup" in o.flags or "noup" in snap.cluster_flags:
+            return True
+        return any("noup" in snap.bucket_flags.get(b, ()) for b in o.crush_path)
+
+    # ------------------------------------------------------------------ commands
+    def start(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
+        if self.active:
+            raise InputError(errno.EBUSY, "a recovery run is already active (run %s, phase %s):"
+                             " pause/abort it or wait for it to finish"
+                             % (self.run.progress.run_id, self.run.progress.phase))
+        return self.prepare(budget, scope, concurrency, now)
+
+    def prepare(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
+        b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
+        check_concurrency(concurrency)
+        if self.crush is None:
+            raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
+        buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())
+        run_id = "r%d" % int(now)
+        return replace(self.run.intent, mode=MODE_CONTROLLED, budget=b, scope=buckets,
+                       concurrency=concurrency, run_id=run_id)
+
+    def begin(self, intent: Intent, now: float) -> None:
+        old = self.run.progress
+        self.run.intent = intent
+        self.run.progress = Progress(run_id=intent.run_id, epoch=old.epoch,
+                                     observations=old.observations, peaks=old.peaks,
+                                     restarted=old.restarted, heap_released=old.heap_released)
+        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+                        {"kind": "command", "reason": "start-controlled run %s budget %s "
+                         "scope %s concurrency %d" % (intent.run_id, intent.budget.value,
+                                                      list(intent.scope), intent.concurrency)},
+                        "accepted")
+
+    def dry_run(self, intent: Intent, now: float) -> Dict[str, Any]:
+        snap = self.snapshot
+        assert snap is not None
+        progress = Progress(run_id=intent.run_id, epoch=self.run.progress.epoch,
+                            observations=self.run.progress.observations)
+        out = core.call_plan(snap, replace(self.effective_intent(), **{
+            "mode": MODE_CONTROLLED, "budget": intent.budget, "scope": intent.scope,
+            "concurrency": intent.concurrency, "run_id": intent.run_id}), progress, now)
+        return {"dry_run": True, "epoch": snap.epoch, "budget": intent.budget.__dict__,
+                "scope": list(intent.scope), "concurrency": intent.concurrency,
+                "first_actions": core.actions_list(out.actions), "plan": _plain(out.summary),
+                "hosts": self.host_table(intent)}
+
+    def set_mode(self, verb: str, now: float) -> None:
+        mode = self.run.intent.mode
+        if verb == "pause":
+            if not self.active or mode != MODE_CONTROLLED:
+                raise InputError(errno.EINVAL, "no running recovery run to pause")
+            new = MODE_PAUSED
+        elif verb == "resume":
+            if not self.active or mode != MODE_PAUSED:
+                raise InputError(errno.EINVAL, "no paused recovery run to resume")
+            new = MODE_CONTROLLED
+        else:
+            if not self.active:
+                raise InputError(errno.EINVAL, "no recovery run to abort")
+            new = MODE_ABORT
+        self.run.intent = replace(self.run.intent, mode=new)
+        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+                        {"kind": "command", "reason": verb}, "accepted")
+
+    def hold(self, bucket: str, on: bool, now: float) -> None:
+        if self.crush is None:
+            raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
+        (name,) = check_buckets([bucket], self.crush.buckets())
+        holds = set(self.run.intent.holds)
+        if on:
+            holds.add(name)
+        elif name in holds:
+            holds.discard(name)
+        self.run.intent = replace(self.run.intent, holds=frozenset(holds))
+        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+                        {"kind": "command", "bucket": name,
+                         "reason": "%s %s" % ("hold" if on else "release", name)}, "accepted")
+
+    # ------------------------------------------------------------------ status
+    def host_table(self, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
+        snap, p = self.snapshot, self.run.progress
+        intent = intent or self.run.intent
+        nxt = {}
+        if self.plan_out is not None:
+            nxt = dict(self.plan_out.summary.get("next_by_host", {}) or {})
+        table: Dict[str, Dict[str, Any]] = {}
+        if snap is None:
+            return table
+        for o in snap.osds:
+            h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": [],
+                                          "next": nxt.get(o.host)})
+            h["osds"].append(o.id)
+            if not o.up:
+                h["down"].append(o.id)
+            if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished and not o.up:
+                h["in_flight"].append(o.id)
+        for name, h in table.items():
+            hm = snap.host(name)
+            h["used"] = hm.mem_used if hm else None
+            h["mem_total"] = hm.mem_total if hm else None
+            h["budget"] = core.budget_bytes(intent.budget, hm)
+            h["helper_seen_s_ago"] = None
+        return table
+
+    def status(self, now: float) -> Dict[str, Any]:
+        snap, p, i = self.snapshot, self.run.progress, self.run.intent
+        table = self.host_table()
+        for host, t in self.reports.items():
+            if host in table:
+                table[host]["helper_seen_s_ago"] = round(now - t[1], 1)
+        out = self.plan_out
+        return {
+            "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": self.active,
+            "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
+            "budget": dict(i.budget.__dict__), "scope": list(i.scope),
+            "concurrency": i.concurrency, "holds": sorted(i.holds),
+            "granted": sorted(p.granted), "booting": sorted(p.booting),
+            "finished": sorted(p.finished), "restarted": {str(k): v for k, v in p.restarted.items()},
+            "heap_support": {str(k): v for k, v in self.run.heap_support.items()},
+            "starts_carried_out": {str(k): v for k, v in self.run.starts.items()},
+            "pgs": {"total": snap.pgs_total if snap else 0, "active": snap.pgs_active if snap else 0,
+                    "clean": snap.pgs_clean if snap else 0},
+            "hosts": table, "open_instructions": self.run.open_instructions(),
+            "health": [h.code for h in out.health] if out else [],
+            "summary": _plain(out.summary) if out else {},
+            "findings": [f.__dict__ for f in self.findings if hasattr(f, "__dict__")],
+            "error": self.error, "journal": list(self.run.journal)}
+
+
+def _plain(v: Any) -> Any:
+    """JSON-safe copy of a summary (frozensets/tuples/dataclasses)."""
+    return json.loads(json.dumps(v, default=lambda x: sorted(x) if isinstance(x, (set, frozenset))
+                                 else getattr(x, "__dict__", str(x))))

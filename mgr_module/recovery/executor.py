@@ -1,0 +1,91 @@
+"""Carry out plan() actions: mon commands, OSD tells, and helper instructions.
+
+`Ceph` is whatever offers mon_command(dict) -> (rc, outb, outs) and
+osd_command(osd_id, dict, timeout) -> (rc, outb, outs): the mgr module in production, a
+recording fake in unit tests. Mon commands are retried with tenacity on transient errors
+(EAGAIN/ETIMEDOUT/EINTR); a definite answer (rc 0 or another errno) is never retried.
+"""
+from __future__ import annotations
+
+import errno
+import json
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from tenacity import (RetryError, retry, retry_if_result, stop_after_attempt,
+                      wait_exponential)
+
+from ceph_recovery import actions as A
+
+TRANSIENT = (-errno.EAGAIN, -errno.ETIMEDOUT, -errno.EINTR, -errno.ENOTCONN)
+# answers of `tell osd.N heap ...` on a ceph-osd that is not linked with tcmalloc
+NO_TCMALLOC = "not using tcmalloc"
+
+
+def mon_cmd_for(action: A.Action) -> Optional[Dict[str, Any]]:
+    """The mon command an action maps to, or None for actions that are not mon commands."""
+    if isinstance(action, A.HoldOsd):
+        return {"prefix": "osd add-noup", "ids": ["osd.%d" % action.osd]}
+    if isinstance(action, A.AllowBoot):
+        return {"prefix": "osd rm-noup", "ids": ["osd.%d" % action.osd]}
+    if isinstance(action, A.HoldBucket):
+        return {"prefix": "osd set-group", "flags": "noup", "who": [action.bucket]}
+    if isinstance(action, A.ReleaseBucket):
+        return {"prefix": "osd unset-group", "flags": "noup", "who": [action.bucket]}
+    if isinstance(action, A.SetFlag):
+        return {"prefix": "osd set", "key": action.flag}
+    if isinstance(action, A.UnsetFlag):
+        return {"prefix": "osd unset", "key": action.flag}
+    if isinstance(action, A.QueryOkToStop):
+        return {"prefix": "osd ok-to-stop", "ids": [str(action.osd)], "format": "json"}
+    return None
+
+
+class Executor(object):
+    def __init__(self, ceph: Any, attempts: int = 4, tell_timeout: float = 15.0) -> None:
+        self.ceph = ceph
+        self.attempts = attempts
+        self.tell_timeout = tell_timeout
+
+    def mon(self, cmd: Mapping[str, Any]) -> Tuple[int, str, str]:
+        @retry(stop=stop_after_attempt(self.attempts), reraise=False,
+               wait=wait_exponential(multiplier=0.2, max=2.0),
+               retry=retry_if_result(lambda r: r[0] in TRANSIENT))
+        def call() -> Tuple[int, str, str]:
+            return self.ceph.mon_command(dict(cmd))
+        try:
+            return call()
+        except RetryError as e:  # all attempts transient: hand back the last answer
+            return e.last_attempt.result()
+
+    def ok_to_stop(self, osd: int) -> Tuple[bool, str]:
+        """`ceph osd ok-to-stop N`: rc 0 = safe; rc EBUSY still carries the JSON verdict."""
+        rc, out, err = self.mon(mon_cmd_for(A.QueryOkToStop(reason="", osd=osd)))
+        verdict = None
+        try:
+            verdict = json.loads(out) if out.strip() else None
+        except ValueError:
+            verdict = None
+        if isinstance(verdict, dict) and "ok_to_stop" in verdict:
+            ok = bool(verdict["ok_to_stop"]) and rc == 0
+            bad = verdict.get("bad_become_inactive") or []
+            return ok, "ok_to_stop=%s%s" % (ok, " bad_become_inactive=%s" % bad if bad else "")
+        return rc == 0, "rc=%d %s" % (rc, (err or out).strip()[:200])
+
+    def heap_release(self, osd: int) -> Tuple[Optional[bool], str]:
+        """(supported?, message). None when the OSD did not answer (unknown)."""
+        rc, out, err = self.ceph.osd_command(osd, {"prefix": "heap", "heapcmd": "release"},
+                                             self.tell_timeout)
+        text = ("%s %s" % (out, err)).strip()
+        if NO_TCMALLOC in text:
+            return False, "heap release unsupported (ceph-osd not using tcmalloc)"
+        if rc == 0:
+            return True, "heap released"
+        return None, "heap release failed rc=%d %s" % (rc, text[:200])
+
+    def run_mon_action(self, action: A.Action) -> Tuple[bool, str]:
+        cmd = mon_cmd_for(action)
+        assert cmd is not None
+        rc, out, err = self.mon(cmd)
+        if rc == 0:
+            return True, "ok"
+        return False, "%s failed rc=%d %s" % (cmd["prefix"], rc, (err or out).strip()[:200])

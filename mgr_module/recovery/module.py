@@ -1,0 +1,282 @@
+"""ceph-mgr module `recovery`: controlled start of a failed failure domain.
+
+A thin shell: commands change the run's intent and wake serve(); serve() polls the cluster
+every tick, asks the pure core (`ceph_recovery.plan.plan`) what to do, and carries it out
+(engine.py). No `from __future__ import annotations` here: ceph-mgr reads the command
+arguments from the real annotation objects.
+"""
+import errno
+import json
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from mgr_module import (CLIReadCommand, CLIWriteCommand, CommandResult, HandleCommandResult,
+                        MgrModule, Option)
+
+try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
+    from ceph_recovery.model import health_dict
+    from .inputs import InputError
+    from .state import STORE_KEY, RunState
+    from ceph_recovery.protocol import ProtocolError, instructions_to_dict, parse_report
+    from .engine import Engine
+    from .logs import make_logger
+    IMPORT_ERROR = None
+except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
+    IMPORT_ERROR = str(_e)
+
+    class InputError(Exception):  # type: ignore[no-redef]
+        errno = errno.ENOSYS
+        message = "unavailable"
+
+
+def _ok(obj: Any) -> HandleCommandResult:
+    return HandleCommandResult(0, json.dumps(obj, sort_keys=True, default=str), "")
+
+
+def _err(e: InputError) -> HandleCommandResult:
+    return HandleCommandResult(-e.errno, "", "Error: %s" % e.message)
+
+
+class Module(MgrModule):
+    MODULE_OPTIONS = [
+        Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
+               desc="seconds between two planning ticks"),
+        Option("budget_default", type="str", default="80%",
+               desc="memory budget per host when start-controlled has no --budget"),
+        Option("helper_stale_timeout", type="secs", default=30,
+               desc="a helper report older than this is ignored (host shows as missing)"),
+        Option("restart_cooldown", type="secs", default=600,
+               desc="never restart the same OSD again within this many seconds"),
+        Option("boot_timeout", type="secs", default=600,
+               desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
+        Option("journal_length", type="int", default=200, min=10, max=10000,
+               desc="number of actions kept in the run's journal"),
+        Option("auto_hold", type="bool", default=False,
+               desc="hold (noup) a CRUSH bucket automatically when all of its OSDs go down"),
+    ]
+    NOTIFY_TYPES: List[str] = []   # polled in serve(): notify() types differ between releases
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._saved = ""
+        self._progress_ev = ""
+        self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
+        self.engine = Engine(self, self._slog) if IMPORT_ERROR is None else None
+
+    # ------------------------------------------------------------ ceph access for the engine
+    def _slog(self, event: str, **kw: Any) -> None:
+        if self.slog is not None:
+            self.slog.info(event, **kw)
+
+    def osd_command(self, osd: int, cmd: Dict[str, Any], timeout: float) -> Tuple[int, str, str]:
+        result = CommandResult("")
+        self.send_command(result, "osd", str(osd), json.dumps(cmd), "")
+        if not result.ev.wait(timeout):
+            return -errno.ETIMEDOUT, "", "osd.%d did not answer within %.0fs" % (osd, timeout)
+        return result.r, result.outb, result.outs
+
+    def _epoch_now(self) -> int:
+        return int(self.get_osdmap().get_epoch())
+
+    # ------------------------------------------------------------ options, store
+    def _read_options(self) -> None:
+        eng = self.engine
+        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout",
+                     "auto_hold", "budget_default"):
+            eng.options[name] = self.get_module_option(name)
+        eng.run.resize_journal(int(self.get_module_option("journal_length")))
+
+    def _load(self) -> None:
+        text = self.get_store(STORE_KEY)
+        if not text:
+            return
+        try:
+            self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
+            self._saved = text
+            self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
+                       phase=self.engine.run.progress.phase)
+        except (ValueError, TypeError, KeyError) as e:
+            self.log.error("recovery: ignoring unreadable run state: %s", e)
+
+    def _persist(self) -> None:
+        text = self.engine.run.dumps()
+        if text != self._saved:
+            self.set_store(STORE_KEY, text)
+            self._saved = text
+
+    # ------------------------------------------------------------ serve loop
+    def serve(self) -> None:
+        if IMPORT_ERROR is not None:
+            self.log.error("recovery: cannot run, import failed: %s", IMPORT_ERROR)
+            return
+        with self._lock:
+            self._read_options()
+            self._load()
+        while not self._stopping:
+            try:
+                self._tick()
+            except Exception as e:  # keep serving: the next tick re-plans from scratch
+                self.log.exception("recovery: tick failed")
+                self.engine.error = "%s: %s" % (type(e).__name__, e)
+            self._wake.wait(float(self.get_module_option("tick_interval")))
+            self._wake.clear()
+
+    def _tick(self) -> None:
+        osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
+        with self._lock:
+            self._read_options()
+            self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+            self.engine.error = None
+            self._persist()
+            out = self.engine.plan_out
+            self.set_health_checks(health_dict(out.health) if out else {})
+            self._report_progress()
+
+    def _report_progress(self) -> None:
+        eng = self.engine
+        p = eng.run.progress
+        if eng.active and p.run_id:
+            ev = "recovery-%s" % p.run_id
+            snap = eng.snapshot
+            todo = [o for o in snap.osds if not o.up and (not eng.run.intent.scope or
+                    set(o.crush_path) & set(eng.run.intent.scope))] if snap else []
+            frac = len(p.finished) / float(max(1, len(p.finished) + len(todo)))
+            try:
+                self.remote("progress", "update", ev, ev_msg="Controlled recovery %s (%s)"
+                            % (p.run_id, p.phase), ev_progress=min(1.0, frac),
+                            add_to_ceph_s=True)
+                self._progress_ev = ev
+            except Exception as e:  # progress module disabled: not fatal
+                self.log.debug("recovery: progress update failed: %s", e)
+        elif self._progress_ev:
+            try:
+                self.remote("progress", "complete", self._progress_ev)
+            except Exception as e:
+                self.log.debug("recovery: progress complete failed: %s", e)
+            self._progress_ev = ""
+
+    def shutdown(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    # ------------------------------------------------------------ commands
+    def _guard(self) -> Optional[HandleCommandResult]:
+        if IMPORT_ERROR is not None:
+            return HandleCommandResult(-errno.ENOSYS, "", "recovery: the core is not "
+                                       "importable in ceph-mgr: %s" % IMPORT_ERROR)
+        if self.engine.snapshot is None:
+            try:
+                self.engine.observe(self.get("osd_map"), self.get("osd_map_tree"),
+                                    self.get("pg_dump"), time.time())
+            except Exception as e:
+                return HandleCommandResult(-errno.EAGAIN, "", "recovery: no cluster view yet: %s" % e)
+        return None
+
+    @CLIReadCommand("recovery status")
+    def cmd_status(self) -> HandleCommandResult:
+        """Show the controlled recovery run: phase, per-host budget/used/in-flight, journal"""
+        bad = self._guard()
+        if bad:
+            return bad
+        with self._lock:
+            return _ok(self.engine.status(time.time()))
+
+    @CLIWriteCommand("recovery start-controlled")
+    def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
+                  concurrency: int = 1, dry_run: bool = False) -> HandleCommandResult:
+        """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
+        bad = self._guard()
+        if bad:
+            return bad
+        now = time.time()
+        with self._lock:
+            try:
+                if dry_run:
+                    intent = self.engine.prepare(budget, scope, concurrency, now)
+                    return _ok(self.engine.dry_run(intent, now))
+                intent = self.engine.start(budget, scope, concurrency, now)
+                self.engine.begin(intent, now)
+                self._persist()
+            except InputError as e:
+                return _err(e)
+        self._wake.set()
+        return _ok({"run_id": intent.run_id, "accepted": True})
+
+    def _verb(self, verb: str) -> HandleCommandResult:
+        bad = self._guard()
+        if bad:
+            return bad
+        with self._lock:
+            try:
+                self.engine.set_mode(verb, time.time())
+                self._persist()
+            except InputError as e:
+                return _err(e)
+        self._wake.set()
+        return _ok({"accepted": verb, "run_id": self.engine.run.progress.run_id})
+
+    @CLIWriteCommand("recovery pause")
+    def cmd_pause(self) -> HandleCommandResult:
+        """Pause the controlled recovery run (nothing new is started)"""
+        return self._verb("pause")
+
+    @CLIWriteCommand("recovery resume")
+    def cmd_resume(self) -> HandleCommandResult:
+        """Resume a paused controlled recovery run"""
+        return self._verb("resume")
+
+    @CLIWriteCommand("recovery abort")
+    def cmd_abort(self) -> HandleCommandResult:
+        """Abort the run: no OSD left half-started, flags restored"""
+        return self._verb("abort")
+
+    def _hold(self, bucket: str, on: bool) -> HandleCommandResult:
+        bad = self._guard()
+        if bad:
+            return bad
+        with self._lock:
+            try:
+                self.engine.hold(bucket, on, time.time())
+                self._persist()
+            except InputError as e:
+                return _err(e)
+        self._wake.set()
+        return _ok({"holds": sorted(self.engine.run.intent.holds)})
+
+    @CLIWriteCommand("recovery hold")
+    def cmd_hold(self, bucket: str) -> HandleCommandResult:
+        """Hold a CRUSH bucket: its OSDs may not boot (noup) or autostart"""
+        return self._hold(bucket, True)
+
+    @CLIWriteCommand("recovery release")
+    def cmd_release(self, bucket: str) -> HandleCommandResult:
+        """Release a held CRUSH bucket"""
+        return self._hold(bucket, False)
+
+    @CLIWriteCommand("recovery helper-report")
+    def cmd_helper_report(self, report: str) -> HandleCommandResult:
+        """Node helper protocol: send a report (JSON), receive this host's instructions"""
+        bad = self._guard()
+        if bad:
+            return bad
+        try:
+            parsed = parse_report(json.loads(report))
+        except ValueError as e:   # json errors and ProtocolError (a ValueError)
+            return HandleCommandResult(-errno.EINVAL, "", "Error: malformed helper report: %s" % e)
+        with self._lock:
+            reply = self.engine.helper_report(parsed, time.time())
+        return _ok(instructions_to_dict(reply))
+
+    @CLIReadCommand("recovery network")
+    def cmd_network(self) -> HandleCommandResult:
+        """Network view between hosts (helper probes) and current findings"""
+        bad = self._guard()
+        if bad:
+            return bad
+        from .core import network_view
+        with self._lock:
+            return _ok(network_view(self.engine.network, self.engine.findings, time.time()))

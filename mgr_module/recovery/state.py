@@ -1,0 +1,160 @@
+"""The module's durable run state: Intent, Progress, journal, helper instructions.
+
+Serialised to one JSON document under a schema version and stored with `set_store`
+(module store: durable, survives mgr failover). Pure: the module does the store I/O.
+Uses `ceph_recovery.persist` (the core's helpers) for Intent/Progress when it exists.
+"""
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import asdict
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+
+from ceph_recovery.model import Budget, Intent, Observation, Progress
+
+SCHEMA_VERSION = 1
+STORE_KEY = "run_state"
+
+try:  # the core's own (de)serialisers, if the core ships them
+    from ceph_recovery import persist as _core_persist  # type: ignore
+except ImportError:  # pragma: no cover - depends on the core's progress
+    _core_persist = None
+
+
+def _int_keys(d: Optional[Mapping[Any, Any]], conv=float) -> Dict[int, Any]:
+    return {int(k): conv(v) for k, v in (d or {}).items()}
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (frozenset, set)):
+        return sorted(v)
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def intent_to_dict(i: Intent) -> Dict[str, Any]:
+    if _core_persist is not None and hasattr(_core_persist, "intent_to_dict"):
+        return _core_persist.intent_to_dict(i)
+    return _jsonable(asdict(i))
+
+
+def intent_from_dict(d: Mapping[str, Any]) -> Intent:
+    if _core_persist is not None and hasattr(_core_persist, "intent_from_dict"):
+        return _core_persist.intent_from_dict(d)
+    d = dict(d)
+    b = d.pop("budget", None) or {}
+    known = set(Intent.__dataclass_fields__)
+    kw = {k: v for k, v in d.items() if k in known}
+    kw["scope"] = tuple(kw.get("scope", ()))
+    kw["holds"] = frozenset(kw.get("holds", ()))
+    return Intent(budget=Budget(**{k: v for k, v in b.items()
+                                   if k in Budget.__dataclass_fields__}), **kw)
+
+
+def progress_to_dict(p: Progress) -> Dict[str, Any]:
+    if _core_persist is not None and hasattr(_core_persist, "progress_to_dict"):
+        return _core_persist.progress_to_dict(p)
+    d = _jsonable(asdict(p))
+    d["saved_flags"] = None if p.saved_flags is None else sorted(p.saved_flags)
+    return d
+
+
+def progress_from_dict(d: Mapping[str, Any]) -> Progress:
+    if _core_persist is not None and hasattr(_core_persist, "progress_from_dict"):
+        return _core_persist.progress_from_dict(d)
+    known = set(Progress.__dataclass_fields__)
+    kw = {k: v for k, v in d.items() if k in known}
+    for k in ("granted", "booting", "restarted", "heap_released"):
+        kw[k] = _int_keys(kw.get(k))
+    kw["peaks"] = _int_keys(kw.get("peaks"), int)
+    for k in ("finished", "held_osds"):
+        kw[k] = frozenset(int(x) for x in kw.get(k, ()))
+    kw["held_buckets"] = frozenset(kw.get("held_buckets", ()))
+    sf = kw.get("saved_flags")
+    kw["saved_flags"] = None if sf is None else frozenset(sf)
+    kw["observations"] = tuple(Observation(**o) for o in kw.get("observations", ()))
+    return Progress(**kw)
+
+
+class RunState(object):
+    """Everything the module persists. Mutated under the module's lock only."""
+
+    def __init__(self, journal_len: int = 200) -> None:
+        self.intent = Intent()
+        self.progress = Progress()
+        self.journal: Deque[Dict[str, Any]] = deque(maxlen=journal_len)
+        # instruction id -> {"id","host","op","osd","reason","issued_at","epoch","done_at"}
+        self.instructions: Dict[str, Dict[str, Any]] = {}
+        self.seq = 0
+        self.heap_support: Dict[int, bool] = {}
+        self.starts: Dict[int, int] = {}      # osd -> start/restart instructions carried out
+
+    # --- journal -------------------------------------------------------------------------
+    def resize_journal(self, n: int) -> None:
+        if n != self.journal.maxlen:
+            self.journal = deque(self.journal, maxlen=max(10, int(n)))
+
+    def record(self, now: float, epoch: int, action: Mapping[str, Any], result: str) -> None:
+        self.journal.append({"time": round(now, 3), "epoch": epoch, "action": dict(action),
+                             "result": result})
+
+    # --- helper instructions ---------------------------------------------------------------
+    def open_instructions(self, host: Optional[str] = None, osd: Optional[int] = None) -> List[Dict[str, Any]]:
+        return [i for i in self.instructions.values() if i.get("done_at") is None
+                and (host is None or i["host"] == host) and (osd is None or i["osd"] == osd)]
+
+    def add_instruction(self, host: str, op: str, osd: int, reason: str, now: float,
+                        epoch: int) -> Dict[str, Any]:
+        self.seq += 1
+        iid = "%s:%d" % (self.progress.run_id or "run", self.seq)
+        ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": reason,
+               "issued_at": now, "epoch": epoch, "done_at": None}
+        self.instructions[iid] = ins
+        return ins
+
+    def mark_done(self, host: str, ids: Tuple[str, ...], now: float) -> List[Dict[str, Any]]:
+        newly = []
+        for iid in ids:
+            ins = self.instructions.get(iid)
+            if ins is not None and ins["host"] == host and ins.get("done_at") is None:
+                ins["done_at"] = now
+                self.starts[ins["osd"]] = self.starts.get(ins["osd"], 0) + 1
+                newly.append(ins)
+        return newly
+
+    def prune_instructions(self, keep: int = 500) -> None:
+        done = sorted((i for i in self.instructions.values() if i.get("done_at") is not None),
+                      key=lambda i: i["done_at"])
+        for ins in done[:max(0, len(done) - keep)]:
+            del self.instructions[ins["id"]]
+
+    # --- (de)serialisation -------------------------------------------------------------------
+    def dumps(self) -> str:
+        return json.dumps({
+            "schema": SCHEMA_VERSION, "intent": intent_to_dict(self.intent),
+            "progress": progress_to_dict(self.progress), "journal": list(self.journal),
+            "instructions": self.instructions, "seq": self.seq,
+            "heap_support": {str(k): v for k, v in self.heap_support.items()},
+            "starts": {str(k): v for k, v in self.starts.items()}}, sort_keys=True)
+
+    @classmethod
+    def loads(cls, text: str, journal_len: int = 200) -> "RunState":
+        d = json.loads(text)
+        if not isinstance(d, dict) or d.get("schema") != SCHEMA_VERSION:
+            raise ValueError("unsupported run state schema %r (expected %d)"
+                             % (d.get("schema") if isinstance(d, dict) else None, SCHEMA_VERSION))
+        st = cls(journal_len)
+        st.intent = intent_from_dict(d.get("intent", {}))
+        st.progress = progress_from_dict(d.get("progress", {}))
+        st.journal.extend(d.get("journal", []))
+        st.instructions = dict(d.get("instructions", {}))
+        st.seq = int(d.get("seq", 0))
+        st.heap_support = {int(k): bool(v) for k, v in d.get("heap_support", {}).items()}
+        st.starts = {int(k): int(v) for k, v in d.get("starts", {}).items()}
+        return st
