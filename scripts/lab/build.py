@@ -1,0 +1,173 @@
+"""`up`: build a lab cluster under one directory; a failed `up` tears down what it made."""
+from __future__ import annotations
+
+import os
+import socket
+import sysconfig
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import structlog
+
+from . import bootstrap, cgroups, launch, names, netns, procs, teardown
+from .conf import render_conf
+from .state import save_state, update_state
+
+log = structlog.get_logger("lab.up")
+
+
+class LabExists(RuntimeError):
+    """The directory already holds a lab cluster."""
+
+
+@dataclass
+class LabOptions:
+    hosts: int = 3
+    racks: int = 2
+    osds_per_host: int = 2
+    objectstore: str = "bluestore"
+    host_mem_limit: Optional[int] = None
+    netns: bool = False
+    helpers: bool = True
+    module_dir: Optional[str] = None
+    pg_num: int = 32
+    health_timeout: float = 300
+    mtu: int = 9000
+
+
+def holds_cluster(lab_dir: str) -> bool:
+    return any(os.path.exists(os.path.join(lab_dir, p)) for p in ("lab.json", "ceph.conf", "data"))
+
+
+def pick_port(addr: str, lab_dir: str) -> int:
+    """A TCP port free on addr, searched from a start derived from the lab directory."""
+    start = 10000 + int(names.lab_hash(lab_dir), 16) % 6000
+    for port in list(range(start, 16000)) + list(range(10000, start)):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((addr, port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError(f"no free TCP port on {addr} for the mon")
+
+
+def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
+    """Topology, kernel names, paths and the OSD argv: everything before anything is made."""
+    topo = names.topology(opts.hosts, opts.racks, opts.osds_per_host)
+    kn = names.kernel_names(d, topo)
+    version = cgroups.detect_version()
+    conf = os.path.join(d, "ceph.conf")
+    state: Dict[str, Any] = {
+        "version": 1, "dir": d, "conf": conf, "phase": "building",
+        "admin_keyring": os.path.join(d, "admin.keyring"),
+        "helper_keyring": os.path.join(d, "helper.keyring"),
+        "fsid": str(uuid.uuid4()), "mon_addr": None, "objectstore": opts.objectstore,
+        "netns": opts.netns, "pool": "lab", "module_dir": opts.module_dir,
+        "pythonpath": sysconfig.get_paths()["purelib"], "names": kn,
+        "cgroup_version": version, "subnet": None, "bridge_addr": None,
+        "hosts": {}, "osds": {}, "pids": {}}
+    for host, info in topo.items():
+        state["hosts"][host] = {
+            "rack": info["rack"], "osds": info["osds"], "mem_limit": opts.host_mem_limit,
+            "cgroup": {"version": version, "path": cgroups.group_path(version, kn["cgroup"], host)},
+            "netns": kn["netns"][host] if opts.netns else None, "addr": None}
+        for osd_id in info["osds"]:
+            state["osds"][str(osd_id)] = {
+                "host": host, "argv": launch.daemon_argv(state, "osd", str(osd_id)),
+                "pid_file": os.path.join(d, "run", f"osd.{osd_id}.pid"),
+                "log_file": os.path.join(d, "log", f"osd.{osd_id}.log"),
+                "data": os.path.join(d, "data", f"osd.{osd_id}")}
+    return state
+
+
+def make_kernel_objects(state: Dict[str, Any], opts: LabOptions) -> None:
+    """Memory cgroups per host; with netns, the bridge, namespaces and veths."""
+    kn = state["names"]
+    for host in state["hosts"]:
+        cgroups.create(state["cgroup_version"], kn["cgroup"], host, opts.host_mem_limit)
+    if opts.netns:
+        subnet = names.pick_subnet(state["dir"], netns.used_networks())
+        bridge_addr, addrs = names.host_addrs(subnet, state["hosts"])
+        state.update(subnet=str(subnet), bridge_addr=bridge_addr)
+        for host, addr in addrs.items():
+            state["hosts"][host]["addr"] = addr
+        save_state(state["dir"], state)
+        netns.create(kn, subnet, bridge_addr, addrs, opts.mtu)
+        mon_ip, network = bridge_addr, str(subnet)
+    else:
+        mon_ip, network = "127.0.0.1", "127.0.0.0/8"
+    state["mon_addr"] = f"{mon_ip}:{pick_port(mon_ip, state['dir'])}"
+    state["public_network"] = network
+
+
+def write_conf(state: Dict[str, Any], opts: LabOptions) -> None:
+    osds = {int(o): {"host": i["host"], "rack": state["hosts"][i["host"]]["rack"],
+                     "addr": state["hosts"][i["host"]]["addr"]} for o, i in state["osds"].items()}
+    text = render_conf(state["dir"], state["fsid"], state["mon_addr"], opts.objectstore,
+                       state["public_network"], osds)
+    with open(state["conf"], "w") as f:
+        f.write(text)
+
+
+def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
+    """Build the lab; on any failure tear down everything made so far and re-raise."""
+    d = os.path.abspath(lab_dir)
+    if holds_cluster(d):
+        raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
+                        " first or pick another directory")
+    for sub in ("run", "log", "data", "crash"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    state = initial_state(d, opts)
+    save_state(d, state)
+    try:
+        _build(state, opts)
+    except BaseException:
+        log.error("up failed; tearing down what was made", dir=d)
+        teardown.down(d)
+        raise
+    return state
+
+
+def _build(state: Dict[str, Any], opts: LabOptions) -> None:
+    t0 = time.monotonic()
+    make_kernel_objects(state, opts)
+    write_conf(state, opts)
+    save_state(state["dir"], state)
+    bootstrap.bootstrap_mon(state)
+    with_module = bootstrap.prepare_module_path(state)
+    bootstrap.bootstrap_mgr(state)
+    log.info("mon and mgr started", mon=state["mon_addr"], t=round(time.monotonic() - t0, 1))
+    bootstrap.create_osds(state)
+    launch.wait_all_up(state, timeout=opts.health_timeout)
+    log.info("all OSDs up", t=round(time.monotonic() - t0, 1))
+    bootstrap.create_pool(state, opts.pg_num)
+    bootstrap.create_helper_key(state)
+    if with_module:
+        bootstrap.enable_module(state)
+    state["module_enabled"] = with_module
+    launch.wait_pgs_clean(state, timeout=opts.health_timeout)
+    launch.wait_health_ok(state, timeout=opts.health_timeout)
+    log.info("HEALTH_OK", t=round(time.monotonic() - t0, 1))
+    state["phase"] = "up"
+    state["up_seconds"] = round(time.monotonic() - t0, 1)
+    save_state(state["dir"], state)
+    if opts.helpers:
+        start_helpers(state)
+
+
+def start_helpers(state: Dict[str, Any]) -> None:
+    """One node helper per lab host; a missing or instantly-exiting helper only warns."""
+    exe = launch.helper_executable()
+    if not os.path.exists(exe):
+        log.warning("no node helper executable; helpers not started", path=exe)
+        return
+    pids = {host: launch.start_helper(state, host) for host in state["hosts"]}
+    time.sleep(2)
+    for host, pid in pids.items():
+        if not procs.alive(pid):
+            log.warning("node helper exited at once", host=host,
+                        log=os.path.join(state["dir"], "log", f"helper.{host}.log"))
+    update_state(state["dir"], lambda s: s.__setitem__("pids", state["pids"]))

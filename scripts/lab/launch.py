@@ -1,0 +1,238 @@
+"""Launch API of the lab: start/stop/kill OSDs, mon/mgr, run the ceph CLI, wait for health.
+
+Every function takes the state dict of D/lab.json (see `state.load_state`). Used by `up`, by the
+node helper's `process` launcher, by the drill and by the integration tests.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Dict, Iterable, List, Optional
+
+import psutil
+
+from . import cgroups, procs
+from .state import update_state
+
+
+class CephError(RuntimeError):
+    """A ceph CLI call failed: rc, stdout, stderr, and the parsed JSON of stdout if any."""
+
+    def __init__(self, args: Iterable[str], rc: int, stdout: str, stderr: str):
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+        try:
+            self.json = json.loads(stdout) if stdout.strip() else None
+        except ValueError:
+            self.json = None
+        super().__init__(f"ceph {' '.join(args)} -> rc {rc}: {stderr.strip()[-500:]}")
+
+
+def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: float = 60,
+         check: bool = True, name: Optional[str] = None, keyring: Optional[str] = None) -> Any:
+    """Run `ceph -c D/ceph.conf <args>`; parsed JSON (json_out) or stdout text.
+
+    A non-zero rc raises CephError (which still carries the JSON, e.g. `osd ok-to-stop` answers
+    EBUSY with a JSON body) unless check=False.
+    """
+    cmd = ["ceph", "-c", state["conf"], "--connect-timeout", str(int(max(timeout, 1)))]
+    if name:
+        cmd += ["--name", name]
+    if keyring:
+        cmd += ["--keyring", keyring]
+    cmd += list(args) + (["-f", "json"] if json_out else [])
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 5,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise CephError(args, -110, "", f"timed out after {timeout}s") from exc
+    if proc.returncode != 0 and check:
+        raise CephError(args, proc.returncode, proc.stdout, proc.stderr)
+    if not json_out:
+        return proc.stdout
+    try:
+        return json.loads(proc.stdout) if proc.stdout.strip() else None
+    except ValueError as exc:
+        raise CephError(args, proc.returncode, proc.stdout, "not JSON: " + str(exc)) from exc
+
+
+def daemon_argv(state: Dict[str, Any], kind: str, ident: str) -> List[str]:
+    """Foreground daemon command line (-f: no fork, so the spawned pid is the daemon's)."""
+    return [f"ceph-{kind}", "-f", "-c", state["conf"], "-i", str(ident)]
+
+
+def _run_path(state: Dict[str, Any], name: str, suffix: str) -> str:
+    return os.path.join(state["dir"], "run", f"{name}.{suffix}")
+
+
+def osd_pid(state: Dict[str, Any], osd_id: int) -> Optional[int]:
+    """pid of a running ceph-osd of THIS lab (pid file + alive + our conf in its argv)."""
+    info = state["osds"][str(osd_id)]
+    marks = ("ceph-osd", state["conf"])
+    for path in (info["pid_file"], _run_path(state, f"osd.{osd_id}", "spawn.pid")):
+        pid = procs.read_pid(path)
+        if procs.alive(pid, marks) and _is_osd(pid, osd_id):
+            return pid
+    return None
+
+
+def _is_osd(pid: int, osd_id: int) -> bool:
+    try:
+        cmd = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    return any(cmd[i] == "-i" and cmd[i + 1] == str(osd_id) for i in range(len(cmd) - 1))
+
+
+def start_osd(state: Dict[str, Any], osd_id: int) -> int:
+    """Spawn ceph-osd inside its host's cgroup (and netns); pid once it exists (not up)."""
+    info = state["osds"][str(osd_id)]
+    running = osd_pid(state, osd_id)
+    if running:
+        raise RuntimeError(f"osd.{osd_id} already runs as pid {running}")
+    host = state["hosts"][info["host"]]
+    return procs.spawn(info["argv"], info["log_file"] + ".stdio",
+                       _run_path(state, f"osd.{osd_id}", "spawn.pid"),
+                       cgroup=host["cgroup"]["path"], netns=host.get("netns"))
+
+
+def stop_osd(state: Dict[str, Any], osd_id: int, sig: int = signal.SIGTERM,
+             timeout: float = 30) -> bool:
+    """Send sig to the OSD and wait for it to exit; True when it is not running at the end."""
+    pid = osd_pid(state, osd_id)
+    if pid is None:
+        return True
+    procs.signal_pid(pid, sig)
+    return not procs.wait_gone([pid], timeout)
+
+
+def kill_host(state: Dict[str, Any], host: str) -> List[int]:
+    """kill -9 every running OSD of a lab host; returns the pids killed."""
+    pids = [p for p in (osd_pid(state, o) for o in state["hosts"][host]["osds"]) if p]
+    for pid in pids:
+        procs.signal_pid(pid, signal.SIGKILL)
+    procs.wait_gone(pids, 10)
+    return pids
+
+
+def cgroup_memory(state: Dict[str, Any], host: str) -> Dict[str, Optional[int]]:
+    """{"usage", "limit", "oom_kill", "max_usage"} of the host's memory cgroup."""
+    cg = state["hosts"][host]["cgroup"]
+    return cgroups.memory(cg["version"], cg["path"])
+
+
+def mgr_env(state: Dict[str, Any]) -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = state["pythonpath"]
+    return env
+
+
+def start_mon(state: Dict[str, Any], ident: str = "a") -> int:
+    pid = procs.spawn(daemon_argv(state, "mon", ident),
+                      os.path.join(state["dir"], "log", f"mon.{ident}.stdio"),
+                      _run_path(state, f"mon.{ident}", "spawn.pid"))
+    _record_pid(state, f"mon.{ident}", pid)
+    return pid
+
+
+def start_mgr(state: Dict[str, Any], ident: str = "x") -> int:
+    pid = procs.spawn(daemon_argv(state, "mgr", ident),
+                      os.path.join(state["dir"], "log", f"mgr.{ident}.stdio"),
+                      _run_path(state, f"mgr.{ident}", "spawn.pid"), env=mgr_env(state))
+    _record_pid(state, f"mgr.{ident}", pid)
+    return pid
+
+
+def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 30) -> int:
+    """Kill the lab's mgr and start it again with the same environment; the new pid."""
+    pid = state["pids"].get(f"mgr.{ident}")
+    if procs.alive(pid, ("ceph-mgr", state["conf"])):
+        procs.terminate([pid], timeout)
+    return start_mgr(state, ident)
+
+
+def _record_pid(state: Dict[str, Any], name: str, pid: int) -> None:
+    state.setdefault("pids", {})[name] = pid
+    if os.path.exists(os.path.join(state["dir"], "lab.json")):
+        update_state(state["dir"], lambda s: s.setdefault("pids", {}).__setitem__(name, pid))
+
+
+def health(state: Dict[str, Any], timeout: float = 30) -> Dict[str, Any]:
+    return ceph(state, "health", "detail", timeout=timeout)
+
+
+def wait_health_ok(state: Dict[str, Any], timeout: float = 300,
+                   ignore: Iterable[str] = ()) -> Dict[str, Any]:
+    """Poll until HEALTH_OK (or only `ignore`d checks remain); TimeoutError with the last one."""
+    ignore, last = set(ignore), None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            last = health(state, timeout=min(30, max(5, deadline - time.monotonic())))
+        except CephError as exc:
+            last = {"status": "UNREACHABLE", "error": str(exc)}
+        checks = set((last or {}).get("checks", {}))
+        if last.get("status") == "HEALTH_OK" or (checks and checks <= ignore):
+            return last
+        time.sleep(1)
+    raise TimeoutError(f"lab not HEALTH_OK after {timeout}s: {json.dumps(last)[:2000]}")
+
+
+def wait_all_up(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
+    """Poll until every lab OSD is up and in the OSD map; the last `osd dump`."""
+    want = {int(o) for o in state["osds"]}
+    deadline, dump = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            dump = ceph(state, "osd", "dump", timeout=30)
+            up = {o["osd"] for o in dump["osds"] if o["up"] and o["in"]}
+            if want <= up:
+                return dump
+        except CephError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"OSDs not all up after {timeout}s: want {sorted(want)}")
+
+
+def helper_executable() -> str:
+    """ceph-recovery-helper installed next to the interpreter running the lab."""
+    return os.path.join(os.path.dirname(sys.executable), "ceph-recovery-helper")
+
+
+def start_helper(state: Dict[str, Any], host: str) -> int:
+    """Spawn the node helper of a lab host (in its netns if any, NOT in its memory cgroup)."""
+    argv = [helper_executable(), "run", "--lab-dir", state["dir"], "--host", host,
+            "--launcher", "process"]
+    pid = procs.spawn(argv, os.path.join(state["dir"], "log", f"helper.{host}.log"),
+                      _run_path(state, f"helper.{host}", "spawn.pid"),
+                      netns=state["hosts"][host].get("netns"))
+    _record_pid(state, f"helper.{host}", pid)
+    return pid
+
+
+def stop_helper(state: Dict[str, Any], host: str, timeout: float = 15) -> bool:
+    pid = state.get("pids", {}).get(f"helper.{host}")
+    if not procs.alive(pid, ("ceph-recovery-helper", state["dir"])):
+        return True
+    return not procs.terminate([pid], timeout)
+
+
+def wait_pgs_clean(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
+    """Poll `pg stat` until every PG is active+clean (none unknown); the last answer."""
+    deadline, stat = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            stat = ceph(state, "pg", "stat", timeout=30)
+            summary = stat.get("pg_summary", stat)
+            total = summary.get("num_pgs", 0)
+            clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
+                        if s["name"] == "active+clean")
+            if total and clean == total:
+                return stat
+        except CephError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"PGs not all active+clean after {timeout}s: {json.dumps(stat)[:1000]}")
