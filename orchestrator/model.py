@@ -169,6 +169,7 @@ class Progress:
     peaks: Mapping[int, int] = field(default_factory=dict)  # osd -> peak RSS seen while in flight
     started_at: Optional[float] = None
     finished_at: Optional[float] = None
+    auto_held: FrozenSet[str] = frozenset()         # of held_buckets, those auto-hold set
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

@@ -1,0 +1,195 @@
+"""Memory admission: over-budget responses and start grants (stages "memory" and "grants").
+
+Admission rule for the next OSD on a host (strict per-host start order, no skipping):
+
+    used + reserved + need <= budget(host)
+
+  used      host.mem_used as the helper reports it (host RAM, or the cgroup's usage)
+  reserved  for every OSD granted on that host and not yet finished: max(0, predicted - rss),
+            i.e. the growth it is still expected to make (its current rss is already in `used`)
+  need      max(0, predicted - rss) of the candidate (a process already sitting in preboot has
+            already spent part of its footprint)
+
+With nothing in flight and an empty reserve this is exactly `used + predicted <= budget`.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
+from .model import OsdState
+from .tick import Tick, fmt_bytes
+
+
+def memory_stage(t: Tick) -> None:
+    """Find hosts over budget; in a running run ask the over_budget policy what to do."""
+    v = t.view
+    for h in v.scope_hosts():
+        hm = v.hostmem.get(h)
+        if hm is None:
+            continue
+        budget = t.budget(h)
+        if hm.mem_used <= budget:
+            continue
+        t.over.add(h)
+        t.health("RECOVERY_BUDGET_EXCEEDED", "%s: used %s > budget %s" % (
+            h, fmt_bytes(hm.mem_used), fmt_bytes(budget)))
+        if t.state in ("new", "running", "paused"):
+            respond(t, h, "over budget")
+
+
+def respond(t: Tick, host: str, why: str) -> bool:
+    """One over_budget policy decision for `host`; validate and record it. True if acted."""
+    v = t.view
+    hm = v.hostmem[host]
+    act = t.pol.over_budget(hm, tuple(v.by_host.get(host, ())), t.s, t.progress(), t.i, t.now)
+    if act is None:
+        t.reasons.append("%s %s: nothing to release or restart" % (host, why))
+        return False
+    if isinstance(act, Wait):
+        t.reasons.append("%s %s: %s" % (host, why, act.reason))
+        return False
+    if isinstance(act, HeapRelease):
+        t.heap_released[act.osd] = t.now
+    elif isinstance(act, RestartOsd):
+        if not _restart_allowed(t, host, act):
+            return False
+        t.restarted[act.osd] = t.now
+        t.new_restarts.add(act.osd)
+    elif not isinstance(act, QueryOkToStop):
+        t.reasons.append("%s: ignored %s from over_budget policy" % (host, act.kind))
+        return False
+    t.emit("memory", act)
+    return True
+
+
+def _restart_allowed(t: Tick, host: str, act: RestartOsd) -> bool:
+    """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot."""
+    osd = act.osd
+    if t.state == "paused":
+        t.reasons.append("%s: restart of osd.%d deferred: paused" % (host, osd))
+        return False
+    if t.s.ok_to_stop.get(osd) is not True:
+        t.health("RECOVERY_RESTART_REFUSED",
+                 "osd.%d on %s: no ok-to-stop clearance in this snapshot" % (osd, host))
+        return False
+    last = t.p.restarted.get(osd)
+    if last is not None and t.now - last < t.i.restart_cooldown_s:
+        t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
+                 % (osd, host, t.now - last, t.i.restart_cooldown_s))
+        return False
+    busy = len(t.view.in_flight(t.granted).get(host, ())) + sum(
+        1 for x in t.new_restarts if t.view.host_of(x) == host)
+    if busy >= t.i.concurrency:
+        t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
+                         % (host, osd, busy))
+        return False
+    return True
+
+
+def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
+    """Why no new start may be granted on this host now (None = it may)."""
+    v = t.view
+    if v.helper_missing(host):
+        return "helper missing"
+    if v.findings_for(host):
+        return "network finding"
+    if host in t.over:
+        return "over budget"
+    if len(in_flight) >= t.i.concurrency:
+        return "%d in flight" % len(in_flight)
+    return None
+
+
+def _reserved(t: Tick, in_flight: List[int]) -> int:
+    total = 0
+    for osd_id in in_flight:
+        if osd_id in t.granted:
+            total += max(0, t.predict(osd_id) - t.view.by_id[osd_id].rss_bytes)
+    return total
+
+
+def grant_stage(t: Tick) -> None:
+    """Grant starts in start_order, per host while slots and budget admit (strict order)."""
+    v = t.view
+    flight = v.in_flight(t.granted)
+    for x in t.new_restarts:
+        flight.setdefault(v.host_of(x), []).append(x)
+    eligible = [o for o in v.candidates if o.id not in t.granted]
+    hosts: Dict[str, dict] = {}
+    for o in t.pol.start_order(eligible, t.s):
+        if o.id in v.op_held:
+            continue
+        st = hosts.get(o.host)
+        if st is None:
+            st = hosts[o.host] = _open_host(t, o.host, flight.get(o.host, []))
+        if st["gate"] is not None or st["blocked"]:
+            if st["next_osd"] is None:
+                st["next_osd"] = o.id
+            continue
+        _try_grant(t, o, st)
+    for h, st in hosts.items():
+        if st["next_osd"] is not None and st["predicted"] is None and h in v.hostmem:
+            st["predicted"] = t.predict(st["next_osd"])
+        t.hosts_summary[h] = {"budget": st["budget"], "used": st["used"],
+                              "in_flight": len(st["in_flight"]),
+                              "in_flight_osds": list(st["in_flight"]),
+                              "next_osd": st["next_osd"], "predicted": st["predicted"],
+                              "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
+
+
+def _open_host(t: Tick, host: str, in_flight: List[int]) -> dict:
+    gate = _host_gate(t, host, in_flight)
+    hm = t.view.hostmem.get(host)
+    if gate == "helper missing":
+        t.health("RECOVERY_HELPER_MISSING", "%s: no helper report for %s" % (
+            host, "ever" if hm is None else "> %.0fs" % 30.0))
+    elif gate == "network finding":
+        for f in t.view.findings_for(host):
+            t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
+                "<->".join(f.hosts), f.kind, f.value, f.detail, host))
+    return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
+            "budget": t.budget(host) if hm is not None else None,
+            "used": hm.mem_used if hm is not None else None,
+            "in_flight": list(in_flight), "slots": t.i.concurrency - len(in_flight),
+            "reserved": _reserved(t, in_flight) if hm is not None else 0}
+
+
+def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
+    pred = t.predict(o.id)
+    need = max(0, pred - o.rss_bytes)
+    if st["next_osd"] is None:
+        st["next_osd"], st["predicted"] = o.id, pred
+    if st["used"] + st["reserved"] + need > st["budget"]:
+        st["blocked"] = True
+        _no_fit(t, o, st, pred, need)
+        return
+    t.emit("grants", GrantStart(
+        osd=o.id, host=o.host, predicted_bytes=pred,
+        reason="used %s + reserved %s + predicted %s <= budget %s" % (
+            fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
+            fmt_bytes(st["budget"]))))
+    t.granted[o.id] = t.now
+    st["reserved"] += need
+    st["slots"] -= 1
+    st["in_flight"].append(o.id)
+    st["next_osd"], st["predicted"] = None, None
+    if st["slots"] <= 0:
+        st["gate"] = "%d in flight" % len(st["in_flight"])
+
+
+def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
+    """The host's next OSD does not fit. If the host is quiescent, try to make room."""
+    host = o.host
+    line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
+        host, o.id, fmt_bytes(need), fmt_bytes(pred), fmt_bytes(st["used"]),
+        fmt_bytes(st["reserved"]), fmt_bytes(st["budget"]))
+    if st["in_flight"]:
+        t.reasons.append("waiting for in-flight OSDs: " + line)
+        return
+    deficit = st["used"] + need - st["budget"]
+    gain = max((x.rss_bytes for x in t.view.by_host.get(host, ())
+                if x.up and x.id not in t.granted), default=0)
+    if deficit <= gain and t.state in ("new", "running") and respond(t, host, "next start"):
+        return
+    t.health("RECOVERY_BUDGET_TOO_SMALL", line)

@@ -1,0 +1,156 @@
+"""check_invariants(): the invariants of plan() (see plan.py's docstring), checked on a result.
+
+Used by the unit/property tests and by the simulator after every tick. Returns a list of
+violations (empty = all hold); it never raises on a well-formed result.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .actions import (AllowBoot, Done, GrantStart, HoldBucket, HoldOsd, ReleaseBucket,
+                      RestartOsd, SetFlag, UnsetFlag, Wait)
+from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_PAUSED, PHASE_RUNNING,
+                    RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
+from .view import View, osd_path
+
+
+def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
+                     policies=None, now: Optional[float] = None) -> List[str]:
+    """Violations of I1..I7 by `result` = plan(snapshot, intent, progress, policies, now)."""
+    actions, newp, health, summary = result
+    if snapshot.epoch < progress.epoch:
+        errs = []
+        if len(actions) != 1 or not isinstance(actions[0], Wait):
+            errs.append("I1: stale epoch %d < %d must give exactly one Wait, got %s"
+                        % (snapshot.epoch, progress.epoch, [a.kind for a in actions]))
+        if newp != progress:
+            errs.append("I1: stale epoch must leave progress unchanged")
+        return errs
+    if now is None:
+        now = float(summary.get("time", 0.0))
+    errs = [] if newp.epoch == snapshot.epoch else [
+        "I1: new progress epoch %d != snapshot epoch %d" % (newp.epoch, snapshot.epoch)]
+    old = View(snapshot, intent, progress, now)
+    new = View(snapshot, intent, newp, now)
+    errs += _in_flight(actions, intent, newp, new)
+    errs += _grants(actions, intent, progress, old, summary, policies)
+    errs += _restarts(actions, snapshot, intent, progress, now)
+    errs += _prefix(actions, intent, newp, old)
+    errs += _modes(actions, intent, progress, newp)
+    errs += _ends(actions, newp, new, health)
+    return errs
+
+
+def _in_flight(actions, intent, newp, new: View) -> List[str]:
+    touched = {a.host for a in actions if isinstance(a, (GrantStart, RestartOsd))}
+    flight = new.in_flight(newp.granted)
+    return ["I2: host %s has %d in flight > concurrency %d after granting/restarting"
+            % (h, len(flight.get(h, ())), intent.concurrency)
+            for h in sorted(touched) if len(flight.get(h, ())) > intent.concurrency]
+
+
+def _grants(actions, intent, progress, old: View, summary, policies) -> List[str]:
+    errs: List[str] = []
+    need: Dict[str, int] = {}
+    for a in actions:
+        if not isinstance(a, GrantStart):
+            continue
+        o = old.by_id.get(a.osd)
+        if o is None or o.up or o.id not in old.in_scope or o.id in progress.finished:
+            errs.append("I3: osd.%d granted but is not a down in-scope candidate" % a.osd)
+            continue
+        if o.host != a.host:
+            errs.append("I3: osd.%d granted on %s, lives on %s" % (a.osd, a.host, o.host))
+        if o.id in old.op_held:
+            errs.append("I3: osd.%d granted under held bucket %s" % (a.osd, old.op_held[o.id]))
+        if old.helper_missing(o.host) or old.findings_for(o.host):
+            errs.append("I3: osd.%d granted on %s without a fresh helper or with a network "
+                        "finding" % (a.osd, o.host))
+            continue
+        need[o.host] = need.get(o.host, 0) + max(0, a.predicted_bytes - o.rss_bytes)
+        if a.predicted_bytes <= 0:
+            errs.append("I3: osd.%d granted with predicted_bytes %d" % (a.osd, a.predicted_bytes))
+    for h, n in sorted(need.items()):
+        hm = old.hostmem[h]
+        if policies is not None:
+            budget = policies.budget(hm, intent.budget)
+        else:
+            budget = (summary.get("hosts", {}).get(h) or {}).get("budget")
+        if budget is None or hm.mem_used + n > budget:
+            errs.append("I3: grants on %s need %d + used %d > budget %s"
+                        % (h, n, hm.mem_used, budget))
+    return errs
+
+
+def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
+    errs = []
+    for a in actions:
+        if isinstance(a, RestartOsd):
+            if snapshot.ok_to_stop.get(a.osd) is not True:
+                errs.append("I4: restart of osd.%d without ok-to-stop True" % a.osd)
+            last = progress.restarted.get(a.osd)
+            if last is not None and now - last < intent.restart_cooldown_s:
+                errs.append("I4: osd.%d restarted again %.0fs after its last restart "
+                            "(cooldown %.0fs)" % (a.osd, now - last, intent.restart_cooldown_s))
+    return errs
+
+
+def _prefix(actions, intent, newp, old: View) -> List[str]:
+    errs: List[str] = []
+    held_now = {o.id for o in old.snapshot.osds if "noup" in o.flags}
+    released = False
+    active = newp.phase in (PHASE_RUNNING, PHASE_PAUSED)
+    for k, a in enumerate(actions):
+        if isinstance(a, (SetFlag, HoldBucket, HoldOsd)) and released:
+            errs.append("I5: %s at #%d comes after a ReleaseBucket" % (a.kind, k))
+        if isinstance(a, HoldOsd):
+            held_now.add(a.osd)
+        elif isinstance(a, ReleaseBucket):
+            released = True
+            if a.bucket in intent.holds:
+                errs.append("I5: operator-held bucket %s released" % a.bucket)
+            if active:
+                errs += _unheld_under(a.bucket, held_now, newp, old)
+        elif isinstance(a, GrantStart) and a.osd not in held_now:
+            errs.append("I5: osd.%d granted without a per-OSD noup before it" % a.osd)
+    return errs
+
+
+def _unheld_under(bucket, held_now, newp, old: View) -> List[str]:
+    bad = [o.id for o in old.candidates
+           if bucket in osd_path(o) and o.id not in held_now and o.id not in newp.booting]
+    return ["I5: release of %s leaves down osd(s) %s without a per-OSD hold" % (bucket, bad)] \
+        if bad else []
+
+
+def _modes(actions, intent, progress, newp) -> List[str]:
+    errs: List[str] = []
+    kinds = [a.kind for a in actions]
+    running = intent.mode == MODE_CONTROLLED
+    for a in actions:
+        if isinstance(a, (GrantStart, AllowBoot, RestartOsd)) and not running:
+            errs.append("I6: %s osd.%d while mode is %s" % (a.kind, a.osd, intent.mode))
+        if isinstance(a, AllowBoot) and a.osd not in newp.granted:
+            errs.append("I6: AllowBoot osd.%d that this run did not grant" % a.osd)
+        if isinstance(a, UnsetFlag):
+            saved = newp.saved_flags or frozenset()
+            if a.flag not in RUN_CLUSTER_FLAGS or a.flag in saved:
+                errs.append("I6: UnsetFlag %s that the run did not set" % a.flag)
+            if "done" not in kinds and newp.phase != PHASE_ABORTED:
+                errs.append("I6: UnsetFlag %s outside Done/abort" % a.flag)
+    if "done" in kinds and not isinstance(actions[-1], Done):
+        errs.append("I6: Done is not the last action")
+    return errs
+
+
+def _ends(actions, newp, new: View, health) -> List[str]:
+    """Per-tick form of I7: a running run with nothing in flight and nothing granted this tick
+    that still has candidates must say why in a health check."""
+    if newp.phase != PHASE_RUNNING or newp.granted or new.restarting:
+        return []
+    if any(isinstance(a, (GrantStart, RestartOsd)) for a in actions):
+        return []
+    if new.candidates and not health:
+        return ["I7: %d candidate(s) left, nothing in flight, and no health check says why"
+                % len(new.candidates)]
+    return []

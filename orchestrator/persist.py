@@ -1,0 +1,128 @@
+"""Progress <-> JSON with a schema version (the mgr module keeps it in its store).
+
+    text = progress_to_json(progress)
+    progress = progress_from_json(text)     # ValueError (EINVAL material) on any defect
+
+Pure: str in, value out. Mapping keys that are OSD ids become JSON strings and come back as
+ints. A resumed mgr re-plans from the stored `granted`/`booting` markers, so an OSD granted
+before a failover is never granted twice.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Mapping
+
+from .model import PHASE_IDLE, Observation, Progress
+
+SCHEMA_VERSION = 1
+PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
+_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released")
+
+
+def progress_to_dict(p: Progress) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"schema": SCHEMA_VERSION, "run_id": p.run_id, "phase": p.phase,
+                         "epoch": p.epoch}
+    for k in _OSD_FLOAT_MAPS:
+        d[k] = {str(osd): float(t) for osd, t in sorted(getattr(p, k).items())}
+    d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.peaks.items())}
+    d["finished"] = sorted(p.finished)
+    d["held_osds"] = sorted(p.held_osds)
+    d["held_buckets"] = sorted(p.held_buckets)
+    d["auto_held"] = sorted(p.auto_held)
+    d["saved_flags"] = None if p.saved_flags is None else sorted(p.saved_flags)
+    d["observations"] = [[o.osd, o.pgs, o.downtime_s, o.pg_log_entries, o.peak_bytes]
+                         for o in p.observations]
+    d["started_at"], d["finished_at"] = p.started_at, p.finished_at
+    return d
+
+
+def progress_to_json(p: Progress) -> str:
+    return json.dumps(progress_to_dict(p), sort_keys=True, separators=(",", ":"))
+
+
+def _num(v, what: str, kind=float):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("progress: %s must be a number, got %r" % (what, v))
+    return kind(v)
+
+
+def _osd_map(d: Mapping[str, Any], key: str, kind=float) -> Dict[int, Any]:
+    raw = d.get(key, {})
+    if not isinstance(raw, Mapping):
+        raise ValueError("progress: %s must be an object" % key)
+    out = {}
+    for k, v in raw.items():
+        try:
+            osd = int(k)
+        except (TypeError, ValueError):
+            raise ValueError("progress: %s has a non-integer OSD id %r" % (key, k)) from None
+        out[osd] = _num(v, "%s[%s]" % (key, k), kind)
+    return out
+
+
+def _str_set(d: Mapping[str, Any], key: str):
+    raw = d.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise ValueError("progress: %s must be a list of strings" % key)
+    return frozenset(raw)
+
+
+def _int_set(d: Mapping[str, Any], key: str):
+    raw = d.get(key, [])
+    if not isinstance(raw, list):
+        raise ValueError("progress: %s must be a list of OSD ids" % key)
+    return frozenset(int(_num(x, key, int)) for x in raw)
+
+
+def _observations(d: Mapping[str, Any]):
+    raw = d.get("observations", [])
+    if not isinstance(raw, list):
+        raise ValueError("progress: observations must be a list")
+    out = []
+    for i, ob in enumerate(raw):
+        if not isinstance(ob, list) or len(ob) != 5:
+            raise ValueError("progress: observations[%d] must be [osd, pgs, downtime_s, "
+                             "pg_log_entries, peak_bytes]" % i)
+        w = "observations[%d]" % i
+        out.append(Observation(osd=_num(ob[0], w, int), pgs=_num(ob[1], w, int),
+                               downtime_s=_num(ob[2], w), pg_log_entries=_num(ob[3], w, int),
+                               peak_bytes=_num(ob[4], w, int)))
+    return tuple(out)
+
+
+def _opt_time(d: Mapping[str, Any], key: str):
+    v = d.get(key)
+    return None if v is None else _num(v, key)
+
+
+def progress_from_dict(d: Any) -> Progress:
+    if not isinstance(d, Mapping):
+        raise ValueError("progress: expected a JSON object")
+    if d.get("schema") != SCHEMA_VERSION:
+        raise ValueError("progress: unsupported schema %r (this side reads %d)"
+                         % (d.get("schema"), SCHEMA_VERSION))
+    phase = d.get("phase", PHASE_IDLE)
+    if phase not in PHASES:
+        raise ValueError("progress: unknown phase %r" % (phase,))
+    run_id = d.get("run_id", "")
+    if not isinstance(run_id, str):
+        raise ValueError("progress: run_id must be a string")
+    saved = d.get("saved_flags")
+    return Progress(
+        run_id=run_id, phase=phase, epoch=_num(d.get("epoch", 0), "epoch", int),
+        granted=_osd_map(d, "granted"), booting=_osd_map(d, "booting"),
+        finished=_int_set(d, "finished"), held_osds=_int_set(d, "held_osds"),
+        held_buckets=_str_set(d, "held_buckets"), restarted=_osd_map(d, "restarted"),
+        heap_released=_osd_map(d, "heap_released"),
+        saved_flags=None if saved is None else _str_set(d, "saved_flags"),
+        observations=_observations(d), peaks=_osd_map(d, "peaks", int),
+        started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
+        auto_held=_str_set(d, "auto_held"))
+
+
+def progress_from_json(text: str) -> Progress:
+    try:
+        d = json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise ValueError("progress: not valid JSON: %s" % e) from None
+    return progress_from_dict(d)

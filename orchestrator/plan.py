@@ -1,0 +1,291 @@
+"""plan(): the pure, level-triggered decision core of a controlled start.
+
+    plan(snapshot, intent, progress, policies, now) -> PlanResult(actions, progress, health, summary)
+
+Every tick re-plans from the fresh snapshot; `progress` carries only markers (granted,
+booting, finished, held, restarted, heap_released, saved_flags, observations, peaks, epoch).
+
+Invariants (stated here, checked by `check_invariants`, see invariants.py):
+  I1 stale epoch: if snapshot.epoch < progress.epoch the only action is Wait and progress is
+     returned unchanged; otherwise the new progress records epoch = snapshot.epoch.
+  I2 per host, OSDs in flight (granted and not finished, or restarting) <= intent.concurrency.
+  I3 a GrantStart is only for an in-scope, down candidate whose host has a fresh helper, no
+     network finding, no operator hold over it, and
+     used + reserved + need <= budget(host) (see admission.py).
+  I4 RestartOsd only for an OSD whose snapshot.ok_to_stop answer is True, not restarted within
+     intent.restart_cooldown_s.
+  I5 prefix safety: SetFlag/HoldBucket/HoldOsd come before any ReleaseBucket; a bucket is
+     released only when every down candidate under it is held per OSD (already, or by an
+     earlier HoldOsd in the same list); an OSD is granted only when it carries a per-OSD noup
+     (already, or by an earlier HoldOsd); operator-held buckets are never released.
+  I6 no GrantStart/AllowBoot/RestartOsd unless the run is running (mode controlled); UnsetFlag
+     only for RUN_CLUSTER_FLAGS the run set (not in saved_flags), only with Done or on abort.
+  I7 a run ends all-up (Done) or with a health check saying why not.
+
+Timing constants (seconds):
+  BOOT_OBSERVE_S   a granted process must have been seen (rss > 0) or run this long before its
+                   noup goes: the load-time footprint (PG log load) shows in preboot first.
+  PEERING_GRACE_S  an up OSD whose PGs are still inactive this long after its boot was allowed
+                   is counted finished anyway: its remaining inactive PGs wait for other OSDs
+                   (e.g. two replicas in the same held domain), and holding its slot would
+                   deadlock the host.
+
+Abort semantics ("no OSD half-started"): OSDs already allowed to boot are left to come up;
+granted OSDs not yet allowed to boot stay held by their per-OSD noup (their process may sit in
+preboot) and are listed in RECOVERY_ABORTED, as are the other held candidates; the cluster
+flags the run set are restored. Pause: no new grants, boots or restarts (heap release and
+ok-to-stop queries continue); in-flight OSDs may finish.
+"""
+from __future__ import annotations
+
+from typing import Dict, Set
+
+from .actions import AllowBoot, Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
+from .admission import grant_stage, memory_stage
+from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
+from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
+                    PHASE_ABORTING, PHASE_DONE, PHASE_IDLE, PHASE_PAUSED, PHASE_RUNNING,
+                    RUN_CLUSTER_FLAGS, Intent, Observation, Progress, Snapshot)
+from .policy_types import Policies
+from .result import PlanResult
+from .tick import Tick
+from .view import osd_path
+
+BOOT_OBSERVE_S = 10.0
+PEERING_GRACE_S = 60.0
+MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
+ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
+
+__all__ = ["plan", "PlanResult", "check_invariants", "validate_intent"]
+
+
+def validate_intent(intent: Intent) -> None:
+    """Raise ValueError (EINVAL material) for an intent plan() cannot act on."""
+    if intent.mode not in MODES:
+        raise ValueError("unknown mode %r (known: %s)" % (intent.mode, ", ".join(MODES)))
+    if isinstance(intent.concurrency, bool) or not isinstance(intent.concurrency, int) \
+            or intent.concurrency < 1:
+        raise ValueError("concurrency must be an integer >= 1, got %r" % (intent.concurrency,))
+    if intent.restart_cooldown_s < 0 or intent.boot_timeout_s <= 0:
+        raise ValueError("restart_cooldown_s must be >= 0 and boot_timeout_s > 0")
+
+
+def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,
+         now: float) -> PlanResult:
+    """Decide this tick's ordered actions. Pure: reads its arguments, returns new values."""
+    validate_intent(intent)
+    if snapshot.epoch < progress.epoch:
+        msg = "stale osd map epoch %d < %d" % (snapshot.epoch, progress.epoch)
+        return PlanResult((Wait(reason=msg),), progress, (),
+                          {"run_id": progress.run_id, "phase": progress.phase,
+                           "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
+    t = Tick(snapshot, intent, progress, policies, now)
+    t.state = _run_state(intent, progress)
+    if t.state == "new":
+        _start_run(t)
+    _bucket_holds(t)
+    if t.state is not None:
+        _track_in_flight(t)
+        _hold_osds(t)
+    memory_stage(t)
+    if t.state in ("new", "running"):
+        _boots(t)
+        grant_stage(t)
+    _held_report(t)
+    _tail(t)
+    return t.result()
+
+
+def _run_state(i: Intent, p: Progress):
+    if i.mode == MODE_CONTROLLED:
+        if p.run_id != i.run_id or p.phase in (PHASE_IDLE, PHASE_ABORTED):
+            return "new"
+        return "running" if p.phase in ACTIVE else None
+    if p.phase in ACTIVE:      # mode idle during a run stops it like abort does
+        return "paused" if i.mode == MODE_PAUSED else "abort"
+    return None
+
+
+def _start_run(t: Tick) -> None:
+    """First tick of a run: save and set cluster flags, convert bucket noup to per-OSD holds."""
+    p, s = t.p, t.s
+    if p.phase not in ACTIVE or p.saved_flags is None:
+        t.saved_flags = frozenset(s.cluster_flags)
+        t.granted, t.booting, t.peaks = {}, {}, {}
+        t.finished, t.held_osds = set(), set()
+    t.run_id, t.phase, t.started_at, t.finished_at = t.i.run_id, PHASE_RUNNING, t.now, None
+    for f in RUN_CLUSTER_FLAGS:
+        if f not in s.cluster_flags and (t.view.candidates or t.granted):
+            t.emit("flags", SetFlag(flag=f, reason="run %s: keep data in place while OSDs return"
+                                    % (t.i.run_id or "-")))
+    scope, holds, convert = set(t.i.scope), t.i.holds, set()
+    for o in t.view.candidates:
+        below = not scope
+        for b in osd_path(o):
+            below = below or b in scope
+            if below and b in t.view.noup_buckets and b not in holds:
+                convert.add(b)
+    for b in sorted(convert):
+        t.emit("releases", ReleaseBucket(bucket=b, reason="run %s: bucket noup replaced by "
+                                         "per-OSD holds" % (t.i.run_id or "-")))
+    t.held_buckets -= convert
+    t.auto_held -= convert
+
+
+def _bucket_holds(t: Tick) -> None:
+    """Operator holds and releases, and auto-hold of buckets whose OSDs are all down."""
+    noup, holds = t.view.noup_buckets, t.i.holds
+    for b in sorted(holds):
+        if b not in noup:
+            t.emit("hold_buckets", HoldBucket(bucket=b, reason="operator hold"))
+        t.held_buckets.add(b)
+        t.auto_held.discard(b)
+    if t.i.auto_hold:
+        _auto_hold(t)
+    for b in sorted(t.held_buckets - set(holds) - t.auto_held):
+        if b in noup:
+            t.emit("releases", ReleaseBucket(bucket=b, reason="operator released the hold"))
+        t.held_buckets.discard(b)
+
+
+def _auto_hold(t: Tick) -> None:
+    total: Dict[str, int] = {}
+    down: Dict[str, int] = {}
+    parent: Dict[str, str] = {}
+    scoped: Set[str] = set()
+    for o in t.s.osds:
+        path = osd_path(o)
+        for k, b in enumerate(path):
+            total[b] = total.get(b, 0) + 1
+            if not o.up:
+                down[b] = down.get(b, 0) + 1
+            if k:
+                parent[b] = path[k - 1]
+            if o.id in t.view.in_scope:
+                scoped.add(b)
+    full = {b for b, n in total.items() if down.get(b, 0) == n}
+    active = t.state is not None and t.state != "abort"
+    for b in sorted(full):
+        if parent.get(b) in full or b in t.view.noup_buckets or b in t.held_buckets:
+            continue
+        if active and b in scoped:
+            continue      # the running run holds its scope per OSD
+        t.emit("hold_buckets", HoldBucket(bucket=b, reason="auto-hold: all %d OSDs under %s "
+                                          "are down" % (total[b], b)))
+        t.held_buckets.add(b)
+        t.auto_held.add(b)
+
+
+def _hold_osds(t: Tick) -> None:
+    """Every down candidate not yet allowed to boot carries a per-OSD noup."""
+    for o in sorted(t.view.candidates, key=lambda x: x.id):
+        if "noup" in o.flags or o.id in t.booting:
+            continue
+        t.emit("hold_osds", HoldOsd(osd=o.id, reason="held until its start is granted"))
+        t.held_osds.add(o.id)
+
+
+def _track_in_flight(t: Tick) -> None:
+    """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id.get(osd_id)
+        if o is None:
+            _forget(t, osd_id)
+            continue
+        if o.rss_bytes > t.peaks.get(osd_id, 0):
+            t.peaks[osd_id] = o.rss_bytes
+        booted = t.booting.get(osd_id)
+        if o.up and (o.pgs_inactive == 0 or (
+                booted is not None and t.now - booted >= PEERING_GRACE_S)):
+            granted_at = t.granted[osd_id]
+            downtime = max(0.0, granted_at - o.down_since) if o.down_since is not None else 0.0
+            t.observations.append(Observation(
+                osd=osd_id, pgs=o.pgs, downtime_s=downtime, pg_log_entries=o.pg_log_entries,
+                peak_bytes=max(t.peaks.get(osd_id, 0), o.rss_bytes)))
+            t.finished.add(osd_id)
+            _forget(t, osd_id)
+            continue
+        since = booted if booted is not None else t.granted[osd_id]
+        if not o.up and t.now - since > t.i.boot_timeout_s:
+            t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s)" % (
+                osd_id, o.host, "allowed to boot" if booted is not None else "granted",
+                t.now - since, o.process))
+
+
+def _forget(t: Tick, osd_id: int) -> None:
+    t.granted.pop(osd_id, None)
+    t.booting.pop(osd_id, None)
+    t.peaks.pop(osd_id, None)
+    t.held_osds.discard(osd_id)
+
+
+def _boots(t: Tick) -> None:
+    """AllowBoot a granted OSD once its process runs in preboot and its rss was seen."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id[osd_id]
+        if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
+            continue
+        if "noup" not in o.flags:
+            t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
+            continue
+        started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
+        if o.rss_bytes <= 0 and t.now - started < BOOT_OBSERVE_S:
+            continue
+        again = osd_id in t.booting
+        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB seen" % (
+            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0)))
+        t.booting.setdefault(osd_id, t.now)
+
+
+def _held_report(t: Tick) -> None:
+    """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
+    held = set(t.i.holds) | t.held_buckets | (t.view.noup_buckets if t.state else set())
+    if not held:
+        return
+    waiting: Dict[str, int] = {}
+    for o in t.s.osds:
+        if not o.up:
+            for b in osd_path(o):
+                if b in held:
+                    waiting[b] = waiting.get(b, 0) + 1
+    for b in sorted(held):
+        who = ("operator" if b in t.i.holds else "auto-hold" if b in t.auto_held
+               else "this run" if b in t.held_buckets else "bucket noup")
+        t.health("RECOVERY_DOMAIN_HELD", "%s: held (%s), %d down OSD(s) wait" % (
+            b, who, waiting.get(b, 0)))
+
+
+def _restore_flags(t: Tick, why: str) -> None:
+    saved = t.saved_flags or frozenset()
+    set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
+    for f in RUN_CLUSTER_FLAGS:
+        if f not in saved and (f in t.s.cluster_flags or f in set_now):
+            t.emit("tail", UnsetFlag(flag=f, reason="%s: restore flags saved at start" % why))
+
+
+def _tail(t: Tick) -> None:
+    v = t.view
+    if t.state in ("new", "running"):
+        if not v.candidates and not t.granted and not v.restarting and not t.new_restarts:
+            _restore_flags(t, "run done")
+            t.emit("tail", Done(reason="all %d in-scope OSDs up; %d started by this run" % (
+                len(v.in_scope), len(t.finished))))
+            t.phase, t.finished_at = PHASE_DONE, t.now
+    elif t.state == "paused":
+        t.phase = PHASE_PAUSED
+        t.health("RECOVERY_PAUSED", "paused by operator: %d granted, %d waiting" % (
+            len(t.granted), len(v.candidates)), count=len(t.granted))
+    elif t.state == "abort":
+        _restore_flags(t, "run aborted")
+        t.phase, t.finished_at = PHASE_ABORTED, t.now
+    if t.phase == PHASE_ABORTED and t.i.mode == MODE_ABORT:
+        left = sorted(o.id for o in v.candidates if o.id not in t.booting)
+        if left:
+            t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
+                "osd.%d%s" % (x, " (started, preboot)" if x in t.granted else "")
+                for x in left), count=len(left))
+    if t.state is not None and not t.actions():
+        t.emit("tail", Wait(reason="%d in flight, %d waiting%s" % (
+            len(t.granted), len(v.candidates) - len(t.granted),
+            "; " + t.reasons[0] if t.reasons else "")))
+

@@ -1,0 +1,135 @@
+"""Mutable working state of ONE plan() call (never escapes it): actions per stage, health
+lines, and copies of the progress markers that the stages update. `result()` freezes it.
+
+Stages are emitted in this fixed order so that every prefix of the action list leaves the
+cluster no worse off: flags and holds first, releases only after the per-OSD holds that
+replace them, then memory responses, boots, grants, and finally flag restores / Done.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+from .actions import Action
+from .model import (HealthCheck, Intent, Observation, Progress, Snapshot)
+from .policy_types import Policies
+from .result import PlanResult
+from .view import View
+
+STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
+MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
+
+SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
+            "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
+            "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
+            "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
+            "RECOVERY_RESTART_REFUSED": "warning"}
+SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
+           "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
+           "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
+           "RECOVERY_NETWORK_DEGRADED": "%d network finding(s) hold OSD starts",
+           "RECOVERY_HELPER_MISSING": "%d host(s) without a fresh recovery helper",
+           "RECOVERY_BOOT_TIMEOUT": "%d OSD(s) granted a start are not up in time",
+           "RECOVERY_PAUSED": "controlled recovery paused (%d OSDs in flight)",
+           "RECOVERY_ABORTED": "controlled recovery aborted (%d OSDs left held)",
+           "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused"}
+
+
+def fmt_bytes(n: float) -> str:
+    return "%.0f MiB" % (n / 1048576.0)
+
+
+class Tick:
+    """Working state of one plan() call."""
+
+    def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress,
+                 policies: Policies, now: float):
+        self.s, self.i, self.p, self.pol, self.now = snapshot, intent, progress, policies, now
+        self.view = View(snapshot, intent, progress, now)
+        self.stage: Dict[str, List[Action]] = {k: [] for k in STAGES}
+        self._health: Dict[str, List[str]] = {}
+        self._health_count: Dict[str, int] = {}
+        self.reasons: List[str] = []
+        self.state: Optional[str] = None          # "new" | "running" | "paused" | "abort" | None
+        self.phase = progress.phase
+        self.run_id = progress.run_id
+        self.saved_flags = progress.saved_flags
+        self.started_at, self.finished_at = progress.started_at, progress.finished_at
+        self.granted = dict(progress.granted)
+        self.booting = dict(progress.booting)
+        self.finished: Set[int] = set(progress.finished)
+        self.held_osds: Set[int] = set(progress.held_osds)
+        self.held_buckets: Set[str] = set(progress.held_buckets)
+        self.auto_held: Set[str] = set(progress.auto_held)
+        self.restarted = dict(progress.restarted)
+        self.heap_released = dict(progress.heap_released)
+        self.observations: List[Observation] = list(progress.observations)
+        self.peaks = dict(progress.peaks)
+        self.new_restarts: Set[int] = set()
+        self.over: Set[str] = set()               # hosts over budget this tick
+        self.hosts_summary: Dict[str, dict] = {}
+        self._budgets: Dict[str, int] = {}
+        self._pred: Dict[int, int] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, stage: str, action: Action) -> None:
+        self.stage[stage].append(action)
+
+    def health(self, code: str, line: str, count: int = 1) -> None:
+        self._health.setdefault(code, []).append(line)
+        self._health_count[code] = self._health_count.get(code, 0) + count
+
+    def budget(self, host: str) -> int:
+        if host not in self._budgets:
+            self._budgets[host] = int(self.pol.budget(self.view.hostmem[host], self.i.budget))
+        return self._budgets[host]
+
+    def predict(self, osd_id: int) -> int:
+        if osd_id not in self._pred:
+            o = self.view.by_id[osd_id]
+            self._pred[osd_id] = int(self.pol.footprint(o, self.observations, self.now))
+        return self._pred[osd_id]
+
+    def progress(self) -> Progress:
+        """The progress as it stands now (what policies see, and what plan() returns)."""
+        return Progress(
+            run_id=self.run_id, phase=self.phase, epoch=max(self.s.epoch, self.p.epoch),
+            granted=dict(self.granted), booting=dict(self.booting),
+            finished=frozenset(self.finished), held_osds=frozenset(self.held_osds),
+            held_buckets=frozenset(self.held_buckets), restarted=dict(self.restarted),
+            heap_released=dict(self.heap_released), saved_flags=self.saved_flags,
+            observations=tuple(self.observations[-MAX_OBSERVATIONS:]), peaks=dict(self.peaks),
+            started_at=self.started_at, finished_at=self.finished_at,
+            auto_held=frozenset(self.auto_held))
+
+    def actions(self) -> Tuple[Action, ...]:
+        return tuple(a for k in STAGES for a in self.stage[k])
+
+    def health_checks(self) -> Tuple[HealthCheck, ...]:
+        out = []
+        for code in sorted(self._health):
+            n = self._health_count[code]
+            out.append(HealthCheck(code=code, severity=SEVERITY.get(code, "warning"),
+                                   summary=SUMMARY.get(code, code + " (%d)") % n,
+                                   detail=tuple(self._health[code]), count=n))
+        return tuple(out)
+
+    def summary(self, progress: Progress) -> dict:
+        v = self.view
+        in_flight = sum(len(x) for x in v.in_flight(self.granted).values())
+        return {
+            "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
+            "epoch": progress.epoch, "time": self.now,
+            "policies": list(self.pol.names),
+            "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
+                       "granted": len(progress.granted), "booting": len(progress.booting),
+                       "finished": len(progress.finished), "osds": len(v.by_id),
+                       "in_scope": len(v.in_scope)},
+            "hosts": self.hosts_summary,
+            "health": sorted(self._health),
+            "reasons": list(self.reasons),
+        }
+
+    def result(self) -> PlanResult:
+        progress = self.progress()
+        return PlanResult(self.actions(), progress, self.health_checks(),
+                          self.summary(progress))

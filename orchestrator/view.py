@@ -1,0 +1,102 @@
+"""Per-tick indexes over a Snapshot: built once per plan() call in O(OSDs x CRUSH depth).
+
+Shared by plan() and check_invariants() so both agree on what "candidate", "in flight",
+"held" and "helper missing" mean:
+
+- in scope: the OSD's CRUSH path (or host) contains one of `intent.scope`, or scope is empty;
+- candidate: in scope, down, not `finished` by this run, not restarting;
+- restarting: restarted by this run less than RESTART_SETTLE_S ago, or less than
+  `intent.boot_timeout_s` ago and still down;
+- in flight on a host: granted (and not finished) OSDs plus restarting OSDs of that host;
+- operator-held: an `intent.holds` bucket is on the OSD's CRUSH path (or is its host);
+- helper missing: no HostMem for the host, or its last report (helpers_seen, else
+  HostMem.reported_at) is older than HELPER_STALE_S.
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set
+
+from .model import HostMem, Intent, OsdState, Progress, Snapshot
+
+HELPER_STALE_S = 30.0      # a helper that has not reported for this long is missing
+RESTART_SETTLE_S = 30.0    # a restart occupies its host's slot at least this long
+
+
+def osd_path(o: OsdState):
+    """CRUSH path including the host, whatever the shell put in crush_path."""
+    if o.crush_path and o.crush_path[-1] == o.host:
+        return o.crush_path
+    return tuple(o.crush_path) + (o.host,)
+
+
+class View:
+    """Indexes over one snapshot for one intent/progress; read-only after construction."""
+
+    def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress, now: float):
+        self.snapshot = snapshot
+        self.intent = intent
+        self.now = now
+        self.by_id: Dict[int, OsdState] = {}
+        self.by_host: Dict[str, List[OsdState]] = {}
+        self.hostmem: Dict[str, HostMem] = {h.name: h for h in snapshot.hosts}
+        self.noup_buckets: FrozenSet[str] = frozenset(
+            b for b, f in snapshot.bucket_flags.items() if "noup" in f)
+        scope = frozenset(intent.scope)
+        holds = frozenset(intent.holds)
+        self.in_scope: Set[int] = set()
+        self.op_held: Dict[int, str] = {}          # osd -> the operator-held bucket over it
+        for o in snapshot.osds:
+            self.by_id[o.id] = o
+            self.by_host.setdefault(o.host, []).append(o)
+            path = osd_path(o)
+            if not scope or not scope.isdisjoint(path):
+                self.in_scope.add(o.id)
+            if holds and not holds.isdisjoint(path):
+                self.op_held[o.id] = next(b for b in path if b in holds)
+        self.restarting: Set[int] = set()
+        for osd_id, t in progress.restarted.items():
+            o = self.by_id.get(osd_id)
+            if o is None:
+                continue
+            age = now - t
+            if age < RESTART_SETTLE_S or (age < intent.boot_timeout_s and not o.up):
+                self.restarting.add(osd_id)
+        self.candidates: List[OsdState] = [
+            o for o in snapshot.osds
+            if o.id in self.in_scope and not o.up and o.id not in progress.finished
+            and o.id not in self.restarting]
+
+    # ------------------------------------------------------------------ queries
+    def bucket_noup_over(self, o: OsdState) -> List[str]:
+        """Buckets on the OSD's path that carry a bucket-level noup (set-group)."""
+        if not self.noup_buckets:
+            return []
+        return [b for b in osd_path(o) if b in self.noup_buckets]
+
+    def helper_missing(self, host: str) -> bool:
+        hm = self.hostmem.get(host)
+        if hm is None:
+            return True
+        seen = self.snapshot.helpers_seen.get(host, hm.reported_at)
+        return seen is not None and self.now - seen > HELPER_STALE_S
+
+    def findings_for(self, host: str) -> list:
+        return [f for f in self.snapshot.findings if host in f.hosts]
+
+    def in_flight(self, granted: Iterable[int]) -> Dict[str, List[int]]:
+        """host -> OSDs in flight there (granted and not finished, or restarting)."""
+        out: Dict[str, List[int]] = {}
+        for osd_id in sorted(set(granted) | self.restarting):
+            o = self.by_id.get(osd_id)
+            if o is not None:
+                out.setdefault(o.host, []).append(osd_id)
+        return out
+
+    def scope_hosts(self) -> List[str]:
+        """Hosts that carry at least one in-scope OSD, sorted."""
+        return sorted(h for h, osds in self.by_host.items()
+                      if any(o.id in self.in_scope for o in osds))
+
+    def host_of(self, osd_id: int) -> Optional[str]:
+        o = self.by_id.get(osd_id)
+        return o.host if o is not None else None

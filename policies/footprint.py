@@ -1,0 +1,87 @@
+"""footprint policies: (osd, observations, now) -> predicted peak RSS (bytes) of this OSD from
+process start until its PGs are active.
+
+`static` is the conservative prior alone; `learned` scales the prior by what this cluster's
+starts actually peaked at (Observation.peak_bytes / prior of that start), with a margin.
+
+Where the prior's numbers come from:
+- BASE_BYTES 360 MiB: on the lab (DESIGN, Ceph 16.2.15 BlueStore) idle OSDs sit at ~70 MB,
+  returning OSDs jump 200-240 MiB within 3-6 s of starting (PG log load + peering) and peak at
+  370-401 MiB through recovery with ~16 PGs each. A start with little PG information must
+  cover that; with the lab's PG count the prior gives ~455 MiB (> the 401 MiB peak).
+- PG log: Ceph defaults osd_target_pg_log_entries_per_osd 300000, per PG clamped to
+  [osd_min_pg_log_entries 250, osd_max_pg_log_entries 10000], plus osd_pg_log_dups_tracked
+  3000 dup entries per PG. LOG_ENTRY_BYTES 400: a pg_log_entry_t with its object name and
+  mempool overhead (osd_pglog mempool, a few hundred bytes each; dups are smaller, counted the
+  same to stay conservative). When the snapshot has no log length, the default-derived
+  estimate is used.
+- PER_PG_BYTES 1 MiB: per-PG in-memory state (PG object, info, peering structures).
+- Unknown PG count: mon_target_pg_per_osd default 100.
+- Downtime: missing sets grow with the history an OSD missed, bounded by the PG log length
+  (past it, Ceph backfills instead of log-based recovery): +50 % at 1 h of downtime or more,
+  linear before (field: "above all with how long the OSD was down").
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ceph_recovery.model import Observation, OsdState
+
+MiB = 1 << 20
+BASE_BYTES = 360 * MiB
+PER_PG_BYTES = 1 * MiB
+LOG_ENTRY_BYTES = 400
+TARGET_ENTRIES_PER_OSD = 300000
+MIN_ENTRIES_PER_PG, MAX_ENTRIES_PER_PG = 250, 10000
+DUPS_PER_PG = 3000
+DEFAULT_PGS = 100
+DOWNTIME_FULL_S = 3600.0
+DOWNTIME_EXTRA = 0.5
+MIN_FOOTPRINT = 64 * MiB
+MAX_FOOTPRINT = 1 << 40         # sanity bound: 1 TiB
+
+LEARN_WINDOW = 32       # most recent observations used
+LEARN_MIN_OBS = 3       # below this many, learning may only raise the prior, never lower it
+LEARN_MARGIN = 1.2      # safety margin over the worst observed peak/prior ratio
+
+
+def prior(pgs: int, pg_log_entries: int, downtime_s: float) -> int:
+    """The conservative prior in bytes (see the module docstring for every number)."""
+    pgs = pgs if pgs > 0 else DEFAULT_PGS
+    entries = pg_log_entries
+    if entries <= 0:
+        per_pg = min(MAX_ENTRIES_PER_PG, max(MIN_ENTRIES_PER_PG, TARGET_ENTRIES_PER_OSD // pgs))
+        entries = per_pg * pgs
+    entries += DUPS_PER_PG * pgs
+    base = BASE_BYTES + pgs * PER_PG_BYTES + entries * LOG_ENTRY_BYTES
+    factor = 1.0 + DOWNTIME_EXTRA * min(max(downtime_s, 0.0), DOWNTIME_FULL_S) / DOWNTIME_FULL_S
+    return int(base * factor)
+
+
+def _downtime(osd: OsdState, now: float) -> float:
+    return max(0.0, now - osd.down_since) if osd.down_since is not None else 0.0
+
+
+def _bound(n: float) -> int:
+    return int(min(MAX_FOOTPRINT, max(MIN_FOOTPRINT, n)))
+
+
+def static(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
+    """The prior alone: no learning."""
+    return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now)))
+
+
+def learned(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
+    """Prior x (worst observed peak/prior ratio of the recent starts) x margin."""
+    p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now))
+    ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s)
+              for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
+    if not ratios:
+        return _bound(p)
+    k = max(ratios) * LEARN_MARGIN
+    if len(ratios) < LEARN_MIN_OBS:
+        k = max(k, 1.0)
+    return _bound(p * k)
+
+
+FOOTPRINT = {"learned": learned, "static": static}

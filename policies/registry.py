@@ -1,0 +1,39 @@
+"""The policy registries and resolve(intent) -> Policies.
+
+REGISTRY = {"start_order": {...}, "budget": {...}, "footprint": {...}, "over_budget": {...}}
+Names come from the Intent: start_order, footprint, over_budget; the budget policy is named by
+intent.budget.kind ("fraction" | "bytes").
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+from ceph_recovery.model import Intent
+from ceph_recovery.policy_types import Policies
+
+from .budget import BUDGET
+from .footprint import FOOTPRINT
+from .over_budget import OVER_BUDGET
+from .start_order import START_ORDER
+
+REGISTRY: Dict[str, Dict[str, Callable]] = {
+    "start_order": START_ORDER,
+    "budget": BUDGET,
+    "footprint": FOOTPRINT,
+    "over_budget": OVER_BUDGET,
+}
+
+
+def _pick(kind: str, name: str) -> Callable:
+    table = REGISTRY[kind]
+    if name not in table:
+        raise ValueError("unknown %s policy %r (known: %s)" % (kind, name, ", ".join(sorted(table))))
+    return table[name]
+
+
+def resolve(intent: Intent) -> Policies:
+    """The Policies bundle for an intent; ValueError naming the known policies otherwise."""
+    names = (intent.start_order, intent.budget.kind, intent.footprint, intent.over_budget)
+    return Policies(start_order=_pick("start_order", names[0]), budget=_pick("budget", names[1]),
+                    footprint=_pick("footprint", names[2]),
+                    over_budget=_pick("over_budget", names[3]), names=names)
