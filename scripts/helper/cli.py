@@ -1,0 +1,197 @@
+"""ceph-recovery-helper: run | gate <osd> | start-osd <osd>.
+
+  run        the node helper daemon (one per OSD host)
+  gate       the boot gate for ceph-osd@N's ExecCondition=: exit 0 may start, 1 held
+  start-osd  the lab's stand-in for `systemctl start ceph-osd@N` with the gate drop-in:
+             runs the gate, then spawns the OSD in its lab host's cgroup/netns
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import structlog
+from ceph_recovery import protocol
+
+from . import daemon, gatecheck, launchers
+from .state import DEFAULT_STATE_DIR, StateDir
+
+HELPER_NAME = "client.recovery-helper"
+DEFAULT_CONF = "/etc/ceph/ceph.conf"
+EXIT_ALLOW, EXIT_HELD, EXIT_ERROR = 0, 1, 2
+
+
+def configure_logging(level: str = "info") -> None:
+    structlog.configure(
+        processors=[structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                    structlog.processors.format_exc_info,
+                    structlog.processors.JSONRenderer(sort_keys=True)],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            getattr(logging, level.upper(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--conf", "-c", default=None, help="ceph.conf (default %s, or the lab's)"
+                   % DEFAULT_CONF)
+    p.add_argument("--name", "-n", default=HELPER_NAME, help="cephx name (default %(default)s)")
+    p.add_argument("--keyring", "-k", default=None, help="keyring (default: from ceph.conf, "
+                   "or the lab's helper keyring)")
+    p.add_argument("--lab-dir", default=None, help="lab directory (ceph-recovery-lab --dir)")
+    p.add_argument("--state-dir", default=None, help="default %s (lab: D/helper/<host>)"
+                   % DEFAULT_STATE_DIR)
+    p.add_argument("--timeout", type=float, default=5.0, help="mon connect/command timeout")
+    p.add_argument("--log-level", default="info")
+
+
+def _gate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", choices=("allow", "hold"), default="allow",
+                   help="decision when the mon is unreachable and nothing is cached")
+    p.add_argument("--grant-ttl", type=float, default=gatecheck.DEFAULT_GRANT_TTL,
+                   help="seconds a cached mgr grant stays valid (default %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ceph-recovery-helper", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="the helper daemon")
+    _common(run)
+    _gate_args(run)
+    run.add_argument("--host", default=socket.gethostname().split(".")[0],
+                     help="CRUSH host name of this node (default: short hostname)")
+    run.add_argument("--launcher", choices=("systemd", "process"), default=None,
+                     help="default systemd, or process with --lab-dir")
+    run.add_argument("--interval", type=float, default=2.0)
+    run.add_argument("--cgroup", default=None, help="memory cgroup dir to report instead "
+                     "of the host (v1 or v2); the lab host's cgroup with --lab-dir")
+    run.add_argument("--stop-timeout", type=float, default=60.0)
+    run.add_argument("--probe-budget", type=float, default=1.0,
+                     help="seconds the network probe may take per cycle")
+    run.add_argument("--once", action="store_true", help="one cycle, print the reply, exit")
+    for name, hlp in (("gate", "boot gate: exit 0 may start, 1 held"),
+                      ("start-osd", "lab: gate, then spawn the OSD (exit 1 if held)")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("osd", type=int)
+        _common(p)
+        _gate_args(p)
+    return ap
+
+
+def _lab(args) -> Optional[Dict[str, Any]]:
+    if not args.lab_dir:
+        return None
+    from ceph_recovery_tools.lab.state import load_state
+    return load_state(args.lab_dir)
+
+
+def _resolve(args, host: Optional[str]) -> Dict[str, Any]:
+    """conf/keyring/state dir/cgroup from the flags, filled in from the lab when given."""
+    lab = _lab(args)
+    out = {"conf": args.conf or (lab["conf"] if lab else DEFAULT_CONF),
+           "keyring": args.keyring or (lab.get("helper_keyring") if lab else None),
+           "state_dir": args.state_dir, "cgroup": getattr(args, "cgroup", None), "lab": lab}
+    if lab and host:
+        if host not in lab["hosts"]:
+            raise SystemExit("ceph-recovery-helper: host %r is not in the lab %s (hosts: %s)"
+                             % (host, args.lab_dir, ", ".join(sorted(lab["hosts"]))))
+        out["state_dir"] = out["state_dir"] or os.path.join(lab["dir"], "helper", host)
+        out["cgroup"] = out["cgroup"] or lab["hosts"][host]["cgroup"]["path"]
+    out["state_dir"] = out["state_dir"] or DEFAULT_STATE_DIR
+    return out
+
+
+def _osd_host(args, osd: int) -> Optional[str]:
+    lab = _lab(args)
+    if not lab:
+        return None
+    info = lab["osds"].get(str(osd))
+    if info is None:
+        raise SystemExit("ceph-recovery-helper: osd.%d is not in the lab %s" % (osd, args.lab_dir))
+    return info["host"]
+
+
+def gate_fn(args, conf: Dict[str, Any]):
+    state = StateDir(conf["state_dir"])
+
+    def check(osd: int):
+        res = gatecheck.check(osd, conf["conf"], args.name, conf["keyring"], state,
+                              args.timeout, args.no_cache, args.grant_ttl)
+        return res.allowed, res.reason, res.source
+    return check
+
+
+def cmd_gate(args) -> int:
+    log = structlog.get_logger("ceph-recovery-gate")
+    conf = _resolve(args, _osd_host(args, args.osd))
+    try:
+        allowed, reason, source = gate_fn(args, conf)(args.osd)
+    except Exception as exc:   # noqa: BLE001 - the gate must answer, never crash undecided
+        allowed = args.no_cache != "hold"
+        reason, source = "gate error %s: %s" % (type(exc).__name__, exc), "error"
+    log.info("gate", osd=args.osd, allowed=allowed, reason=reason, source=source)
+    print("osd.%d %s: %s" % (args.osd, "may start" if allowed else "held", reason))
+    return EXIT_ALLOW if allowed else EXIT_HELD
+
+
+def cmd_start_osd(args) -> int:
+    log = structlog.get_logger("ceph-recovery-helper")
+    if not args.lab_dir:
+        print("start-osd needs --lab-dir (in production: systemctl start ceph-osd@%d)"
+              % args.osd, file=sys.stderr)
+        return EXIT_ERROR
+    conf = _resolve(args, _osd_host(args, args.osd))
+    launcher = launchers.ProcessLauncher(args.lab_dir, gate_fn(args, conf))
+    try:
+        result = launcher.start(args.osd)
+    except Exception as exc:   # noqa: BLE001 - report any launch failure as an error exit
+        log.error("start_failed", osd=args.osd, error=str(exc))
+        print("osd.%d: start failed: %s" % (args.osd, exc), file=sys.stderr)
+        return EXIT_ERROR
+    print("osd.%d: %s" % (args.osd, result))
+    return EXIT_HELD if result == "held" else EXIT_ALLOW
+
+
+def cmd_run(args) -> int:
+    conf = _resolve(args, args.host)
+    kind = args.launcher or ("process" if args.lab_dir else "systemd")
+    if kind == "process":
+        if not args.lab_dir:
+            print("--launcher process needs --lab-dir", file=sys.stderr)
+            return EXIT_ERROR
+        launcher = launchers.ProcessLauncher(args.lab_dir, gate_fn(args, conf))
+    else:
+        launcher = launchers.SystemdLauncher()
+    opts = daemon.Options(host=args.host, conf=conf["conf"], name=args.name,
+                          keyring=conf["keyring"], state_dir=conf["state_dir"],
+                          interval=args.interval, cgroup=conf["cgroup"], timeout=args.timeout,
+                          stop_timeout=args.stop_timeout, probe_budget=args.probe_budget,
+                          lab_dir=args.lab_dir)
+    helper = daemon.Helper(opts, launcher)
+    if args.once:
+        try:
+            ins = helper.run_cycle(time.time())
+        finally:
+            helper.close()
+        print(json.dumps(None if ins is None else protocol.instructions_to_dict(ins)))
+        return EXIT_ALLOW if ins is not None else EXIT_ERROR
+    return helper.run()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    handler = {"run": cmd_run, "gate": cmd_gate, "start-osd": cmd_start_osd}[args.cmd]
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

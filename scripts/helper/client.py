@@ -1,0 +1,98 @@
+"""python-rados access for the helper: connect with a timeout, mon/mgr commands with retries.
+
+Every call is bounded: the connect timeout and `rados_mon_op_timeout`/`client_mount_timeout`
+keep a dead or unreachable mon from blocking the helper (or the boot gate) for long.
+Transient errors (timeouts, connection resets) are retried by tenacity; an answer with a
+non-zero rc is returned, not retried (the caller decides: EBUSY from ok-to-stop is an answer).
+"""
+from __future__ import annotations
+
+import errno
+import json
+from typing import Any, Dict, Optional, Tuple
+
+import rados
+from tenacity import (retry, retry_if_exception_type, retry_if_result, stop_after_attempt,
+                      stop_after_delay, wait_exponential)
+
+TRANSIENT = (rados.TimedOut, rados.ConnectionShutdown, rados.InterruptedOrTimeoutError)
+
+
+class ClusterUnreachable(RuntimeError):
+    """The mon could not be reached within the timeout."""
+
+
+class CommandFailed(RuntimeError):
+    def __init__(self, what: str, rc: int, outs: str) -> None:
+        self.rc, self.outs = rc, outs
+        super().__init__("%s -> rc %d: %s" % (what, rc, outs))
+
+
+def connect(conf: str, name: str, keyring: Optional[str] = None,
+            timeout: float = 5.0) -> "rados.Rados":
+    """Connected Rados handle, or ClusterUnreachable after about `timeout` seconds."""
+    t = str(max(1, int(timeout)))
+    opts = {"client_mount_timeout": t, "rados_mon_op_timeout": t, "rados_osd_op_timeout": t,
+            # the helper/gate is a short-lived client: no admin socket, no log file clutter
+            "admin_socket": "", "log_to_stderr": "false", "err_to_stderr": "false",
+            "log_file": ""}
+    if keyring:
+        opts["keyring"] = keyring
+    cluster = rados.Rados(conffile=conf, name=name, conf=opts)
+    try:
+        cluster.connect(timeout=max(1, int(timeout)))
+    except (rados.Error, OSError) as exc:
+        try:
+            cluster.shutdown()
+        except Exception:    # noqa: BLE001 - best effort cleanup of a failed handle
+            pass
+        raise ClusterUnreachable("cannot reach the monitors with %s as %s: %s"
+                                 % (conf, name, exc)) from exc
+    return cluster
+
+
+def _retrying(timeout: float, attempts: int):
+    timed_out = retry_if_result(lambda res: res[0] in (-errno.ETIMEDOUT, -errno.EINTR))
+    return retry(retry=(retry_if_exception_type(TRANSIENT) | timed_out), reraise=True,
+                 retry_error_callback=lambda state: state.outcome.result(),
+                 stop=(stop_after_attempt(attempts) | stop_after_delay(timeout * attempts)),
+                 wait=wait_exponential(multiplier=0.2, max=2))
+
+
+def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
+             **args: Any) -> Any:
+    """`ceph <prefix> -f json` through the mon; CommandFailed on a non-zero rc."""
+    cmd = dict(args, prefix=prefix, format="json")
+
+    @_retrying(timeout, attempts)
+    def call() -> Tuple[int, bytes, str]:
+        return cluster.mon_command(json.dumps(cmd), b"", timeout=int(max(1, timeout)))
+
+    rc, out, outs = call()
+    if rc != 0:
+        raise CommandFailed(prefix, rc, outs)
+    return json.loads(out) if out else None
+
+
+def mgr_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
+             **args: Any) -> Tuple[int, Any, str]:
+    """A mgr (module) command: (rc, parsed JSON or None, status string). Not raised on rc."""
+    cmd = dict(args, prefix=prefix, format="json")
+
+    @_retrying(timeout, attempts)
+    def call() -> Tuple[int, bytes, str]:
+        return cluster.mgr_command(json.dumps(cmd), b"", timeout=int(max(1, timeout)))
+
+    rc, out, outs = call()
+    try:
+        parsed = json.loads(out) if out else None
+    except ValueError:
+        parsed = None
+    return rc, parsed, outs
+
+
+def osd_map_view(cluster: "rados.Rados", timeout: float = 5.0,
+                 attempts: int = 3) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(osd dump, osd tree) as JSON, the inputs of gate.gate_decision."""
+    return (mon_json(cluster, "osd dump", timeout, attempts),
+            mon_json(cluster, "osd tree", timeout, attempts))

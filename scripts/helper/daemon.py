@@ -1,0 +1,202 @@
+"""The helper daemon: a fixed cycle (Patroni-style), flag-only signal handlers.
+
+Each cycle: refresh this host's OSD map view when it may be stale, measure memory and OSD
+processes, probe the network (optional module, bounded time), send the report to the mgr as
+`recovery helper-report`, cache its reply (the boot gate reads the grants), and carry out new
+instructions exactly once (ids persisted in the state dir before acting).
+SIGTERM/SIGINT set a stop flag; SIGHUP sets a reload flag (reconnect, reload the view).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+import structlog
+from ceph_recovery import protocol
+
+from . import client, gate, memory, netrun, report
+from .state import StateDir
+
+log = structlog.get_logger("ceph-recovery-helper")
+
+REPORT_PREFIX = "recovery helper-report"
+VIEW_MAX_AGE = 60.0
+
+
+@dataclass
+class Options:
+    host: str
+    conf: str
+    name: str
+    keyring: Optional[str]
+    state_dir: str
+    interval: float = 2.0
+    cgroup: Optional[str] = None
+    timeout: float = 5.0
+    stop_timeout: float = 60.0
+    probe_budget: float = 1.0
+    lab_dir: Optional[str] = None
+
+
+class Helper:
+    def __init__(self, opts: Options, launcher: Any,
+                 read_memory: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
+        self.opts = opts
+        self.launcher = launcher
+        self.state = StateDir(opts.state_dir).ensure()
+        self.read_memory = read_memory or (lambda: memory.read_memory(opts.cgroup))
+        self.cluster = None
+        self.stop_requested = False
+        self.reload_requested = False
+        self.failed: List[Dict[str, str]] = []
+        self.probe = netrun.ProbeRunner(opts.probe_budget)
+        self.probe_request: Dict[str, Any] = {}
+
+    # -- signals: flags only -------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        def _stop(signum, _frame):
+            self.stop_requested = True
+
+        def _reload(signum, _frame):
+            self.reload_requested = True
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGHUP, _reload)
+
+    def run(self) -> int:
+        self.install_signal_handlers()
+        log.info("helper_started", host=self.opts.host, launcher=self.launcher.name,
+                 interval=self.opts.interval, state_dir=self.state.path)
+        while not self.stop_requested:
+            began = time.monotonic()
+            if self.reload_requested:
+                self.reload_requested = False
+                self._disconnect()
+                log.info("helper_reload")
+            try:
+                self.run_cycle(time.time())
+            except Exception as exc:    # noqa: BLE001 - a cycle must never kill the daemon
+                log.exception("cycle_failed", error=str(exc))
+                self._disconnect()
+            self._sleep_until(began + self.opts.interval)
+        self.close()
+        log.info("helper_stopped", host=self.opts.host)
+        return 0
+
+    def close(self) -> None:
+        self._disconnect()
+        self.probe.close()
+
+    def _sleep_until(self, deadline: float) -> None:
+        while not self.stop_requested and not self.reload_requested:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.2))
+
+    # -- cluster ---------------------------------------------------------------------------
+    def _connected(self):
+        if self.cluster is None:
+            o = self.opts
+            self.cluster = client.connect(o.conf, o.name, o.keyring, o.timeout)
+        return self.cluster
+
+    def _disconnect(self) -> None:
+        if self.cluster is not None:
+            try:
+                self.cluster.shutdown()
+            except Exception:   # noqa: BLE001 - best effort
+                pass
+            self.cluster = None
+
+    def refresh_view(self, now: float, want_epoch: Optional[int] = None) -> Dict[str, Any]:
+        """This host's OSDs and their gate view; re-read from the mon only when stale."""
+        view = self.state.load_view()
+        stale = (view is None or view.get("host") != self.opts.host
+                 or now - float(view.get("saved_at", 0)) > VIEW_MAX_AGE
+                 or (want_epoch is not None and want_epoch != view["osd_dump"].get("epoch")))
+        if not stale:
+            return view
+        dump, tree = client.osd_map_view(self._connected(), self.opts.timeout)
+        osds = gate.host_osds(self.opts.host, tree)
+        small_dump, small_tree = gate.trim_view(osds, dump, tree)
+        self.state.save_view(small_dump, small_tree, self.opts.host, osds, now)
+        return self.state.load_view() or {}
+
+    # -- one cycle ------------------------------------------------------------------------
+    def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
+        procs = [report.osd_process(o, self.launcher.pid(o)) for o in osds]
+        network = self.probe.run({"host": self.opts.host, "lab_dir": self.opts.lab_dir,
+                                  "request": self.probe_request, "now": now,
+                                  "budget_s": self.opts.probe_budget})
+        rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
+                                  procs, self.state.pending_done(), network)
+        if self.failed:
+            rep["failed"] = list(self.failed)     # extra field: parse_report ignores it
+        return rep
+
+    def run_cycle(self, now: float) -> Optional[protocol.Instructions]:
+        view = self.refresh_view(now)
+        rep = self.build(now, list(view.get("osds", [])))
+        rc, reply, outs = client.mgr_json(self._connected(), REPORT_PREFIX, self.opts.timeout,
+                                          report=json.dumps(rep))
+        if rc != 0:
+            log.warning("report_rejected", rc=rc, error=outs)
+            return None
+        self.failed = []
+        try:
+            ins = protocol.parse_instructions(reply)
+        except protocol.ProtocolError as exc:
+            log.error("bad_reply", error=str(exc), reply=str(reply)[:500])
+            return None
+        if ins.host != self.opts.host:
+            log.error("reply_for_other_host", host=ins.host)
+            return None
+        self.state.save_instructions(protocol.instructions_to_dict(ins), now)
+        self.state.acknowledge([i.id for i in ins.instructions])
+        self.probe_request = dict(ins.probe)
+        if ins.epoch != view.get("osd_dump", {}).get("epoch"):
+            view = self.refresh_view(now, want_epoch=ins.epoch)
+        self.execute(ins, set(view.get("osds", [])))
+        return ins
+
+    # -- instructions, exactly once -----------------------------------------------------------
+    def execute(self, ins: protocol.Instructions, host_osds: set) -> None:
+        done = set(self.state.executed_ids())
+        for item in ins.instructions:
+            if item.id in done:
+                continue
+            if item.osd not in host_osds:
+                self._fail(item, "osd.%d is not on host %s" % (item.osd, self.opts.host))
+                continue
+            self.state.mark_executed(item.id, ok=False)   # before acting: never twice
+            try:
+                error = self._carry_out(item)
+            except Exception as exc:   # noqa: BLE001 - report, keep going
+                error = "%s: %s" % (type(exc).__name__, exc)
+            if error:
+                self._fail(item, error)
+            else:
+                self.state.mark_done(item.id)
+                log.info("instruction_done", id=item.id, op=item.op, osd=item.osd,
+                         reason=item.reason)
+
+    def _fail(self, item: protocol.Instruction, error: str) -> None:
+        self.state.mark_executed(item.id, ok=False)
+        self.failed.append({"id": item.id, "error": error})
+        log.error("instruction_failed", id=item.id, op=item.op, osd=item.osd, error=error)
+
+    def _carry_out(self, item: protocol.Instruction) -> Optional[str]:
+        if item.op in ("stop", "restart"):
+            if not self.launcher.stop(item.osd, self.opts.stop_timeout):
+                return "osd.%d still running %ss after the stop request" % (
+                    item.osd, self.opts.stop_timeout)
+            if item.op == "stop":
+                return None
+        result = self.launcher.start(item.osd)
+        if result == "held":
+            return "the boot gate held osd.%d despite the instruction" % item.osd
+        return None

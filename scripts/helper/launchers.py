@@ -1,0 +1,113 @@
+"""How the helper starts and stops OSD daemons.
+
+- `systemd`: ceph-osd@N units through systemctl. The unit's ExecCondition= drop-in runs the
+  boot gate, so systemd itself refuses a held OSD; the helper only asks.
+- `process` (the lab): plain processes through ceph_recovery_tools.lab.launch, spawned inside
+  the lab host's cgroup/netns. It consults the same boot gate before spawning, exactly as
+  systemd's ExecCondition would: a held OSD without a grant is refused and logged.
+
+`start()` returns "started", "already-running" or "held"; `stop()` True if the OSD is gone.
+"""
+from __future__ import annotations
+
+import subprocess
+from typing import Callable, List, Optional, Tuple
+
+import structlog
+
+log = structlog.get_logger("ceph-recovery-helper")
+
+SYSTEMCTL = "systemctl"
+
+
+def osd_unit(osd_id: int) -> str:
+    return "ceph-osd@%d.service" % int(osd_id)
+
+
+def systemctl_start(osd_id: int) -> List[str]:
+    return [SYSTEMCTL, "start", osd_unit(osd_id)]
+
+
+def systemctl_stop(osd_id: int) -> List[str]:
+    return [SYSTEMCTL, "stop", osd_unit(osd_id)]
+
+
+def systemctl_main_pid(osd_id: int) -> List[str]:
+    return [SYSTEMCTL, "show", "--property=MainPID", "--value", osd_unit(osd_id)]
+
+
+def parse_main_pid(out: str) -> Optional[int]:
+    """`systemctl show --property=MainPID --value` prints 0 when the unit has no process."""
+    text = out.strip()
+    if not text.isdigit():
+        return None
+    pid = int(text)
+    return pid or None
+
+
+class SystemdLauncher:
+    name = "systemd"
+
+    def __init__(self, timeout: float = 120.0) -> None:
+        self.timeout = timeout
+
+    def _run(self, argv: List[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
+                              stdin=subprocess.DEVNULL, check=False)
+
+    def pid(self, osd_id: int) -> Optional[int]:
+        res = self._run(systemctl_main_pid(osd_id))
+        return parse_main_pid(res.stdout) if res.returncode == 0 else None
+
+    def start(self, osd_id: int) -> str:
+        if self.pid(osd_id):
+            return "already-running"
+        res = self._run(systemctl_start(osd_id))
+        if res.returncode != 0:
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_start(osd_id)),
+                                                    res.returncode, res.stderr.strip()))
+        # ExecCondition= failing (the gate said held) skips the start without an error
+        return "started" if self.pid(osd_id) else "held"
+
+    def stop(self, osd_id: int, timeout: float = 60.0) -> bool:
+        res = self._run(systemctl_stop(osd_id))
+        if res.returncode != 0:
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_stop(osd_id)),
+                                                    res.returncode, res.stderr.strip()))
+        return self.pid(osd_id) is None
+
+
+GateFn = Callable[[int], Tuple[bool, str, str]]
+
+
+class ProcessLauncher:
+    """The lab's stand-in for systemd: gate first, then spawn in the host's cgroup/netns."""
+
+    name = "process"
+
+    def __init__(self, lab_dir: str, gate: GateFn) -> None:
+        from ceph_recovery_tools.lab import launch, state   # the lab is optional in production
+        self._launch, self._state = launch, state
+        self.lab_dir = lab_dir
+        self.gate = gate
+
+    def lab_state(self):
+        return self._state.load_state(self.lab_dir)
+
+    def pid(self, osd_id: int) -> Optional[int]:
+        return self._launch.osd_pid(self.lab_state(), osd_id)
+
+    def start(self, osd_id: int) -> str:
+        st = self.lab_state()
+        if self._launch.osd_pid(st, osd_id):
+            return "already-running"
+        allowed, reason, source = self.gate(osd_id)
+        if not allowed:
+            log.warning("start_refused", osd=osd_id, reason=reason, source=source)
+            return "held"
+        pid = self._launch.start_osd(st, osd_id)
+        log.info("osd_spawned", osd=osd_id, pid=pid, gate=reason, source=source)
+        return "started"
+
+    def stop(self, osd_id: int, timeout: float = 60.0) -> bool:
+        return bool(self._launch.stop_osd(self.lab_state(), osd_id, timeout=timeout))

@@ -1,0 +1,38 @@
+"""Build the helper's report (protocol v1, see ceph_recovery.protocol) from measured values.
+
+`osd_process(osd_id, pid)` reads one OSD's process with psutil; `build_report` assembles and
+validates the report (parse_report raises ProtocolError on anything the mgr would reject).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Mapping, Optional
+
+import psutil
+from ceph_recovery import protocol
+
+
+def osd_process(osd_id: int, pid: Optional[int]) -> Dict[str, Any]:
+    """{"id", "process", "pid", "rss", "started_at"} for one OSD; stopped if pid is gone."""
+    if pid:
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    return {"id": osd_id, "process": "running", "pid": pid,
+                            "rss": int(proc.memory_info().rss),
+                            "started_at": float(proc.create_time())}
+        except psutil.Error:
+            pass
+    return {"id": osd_id, "process": "stopped", "pid": None, "rss": 0, "started_at": None}
+
+
+def build_report(host: str, seq: int, now: float, memory: Mapping[str, Any],
+                 osds: Iterable[Mapping[str, Any]], done: Iterable[str] = (),
+                 network: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """A validated protocol-v1 report dict (ProtocolError if a field is malformed)."""
+    report = {"version": protocol.PROTOCOL_VERSION, "host": host, "time": float(now),
+              "seq": int(seq), "memory": dict(memory),
+              "osds": sorted((dict(o) for o in osds), key=lambda o: o["id"]),
+              "done": list(done), "network": dict(network or {})}
+    protocol.parse_report(report)
+    return report

@@ -1,0 +1,177 @@
+"""Exactly-once instruction execution across a helper restart (state dir), the done/ack cycle,
+and the boot gate's fallbacks when the mon is unreachable (a real rados connect to a loopback
+port where nothing listens; no cluster needed).
+
+The launcher here is a recorder standing in for the OS side (systemctl / spawning ceph-osd):
+the code under test is the helper's bookkeeping, which is real.
+"""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from ceph_recovery import protocol
+from ceph_recovery_tools.helper import daemon, gatecheck
+from ceph_recovery_tools.helper.state import StateDir
+
+
+def _load_gate_fixtures():
+    """The OSD map fixtures of test_helper_gate.py (importlib mode: load it by path)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "test_helper_gate.py")
+    spec = importlib.util.spec_from_file_location("_helper_gate_fixtures", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_fx = _load_gate_fixtures()
+DUMP, TREE, dump_with = _fx.DUMP, _fx.TREE, _fx.dump_with
+
+
+class RecordingLauncher:
+    name = "recording"
+
+    def __init__(self, stop_ok=True, start_result="started"):
+        self.calls = []
+        self.stop_ok, self.start_result = stop_ok, start_result
+
+    def pid(self, osd):
+        return None
+
+    def start(self, osd):
+        self.calls.append(("start", osd))
+        return self.start_result
+
+    def stop(self, osd, timeout=60.0):
+        self.calls.append(("stop", osd))
+        return self.stop_ok
+
+
+def helper(tmp_path, launcher):
+    opts = daemon.Options(host="h2", conf="/nonexistent.conf", name="client.recovery-helper",
+                          keyring=None, state_dir=str(tmp_path / "state"), probe_budget=0)
+    return daemon.Helper(opts, launcher, read_memory=lambda: {})
+
+
+def ins(*items, epoch=10):
+    return protocol.parse_instructions({
+        "version": 1, "host": "h2", "epoch": epoch,
+        "instructions": [{"id": i, "op": op, "osd": osd, "reason": "test"} for i, op, osd in items],
+        "grants": sorted({osd for _, op, osd in items if op != "stop"}), "held": []})
+
+
+def test_start_runs_once_even_after_a_helper_restart(tmp_path):
+    first = RecordingLauncher()
+    reply = ins(("run1:1", "start", 2))
+    helper(tmp_path, first).execute(reply, {2, 3})
+    helper(tmp_path, first).execute(reply, {2, 3})     # same reply again, same process
+    restarted = RecordingLauncher()
+    h = helper(tmp_path, restarted)                       # a new helper on the same state dir
+    h.execute(reply, {2, 3})
+    assert first.calls == [("start", 2)] and restarted.calls == []
+    assert h.state.pending_done() == ["run1:1"]
+
+
+def test_done_ids_are_reported_until_the_mgr_drops_them(tmp_path):
+    h = helper(tmp_path, RecordingLauncher())
+    h.execute(ins(("r:1", "start", 2), ("r:2", "restart", 3)), {2, 3})
+    assert h.state.pending_done() == ["r:1", "r:2"]
+    h.state.acknowledge(["r:2"])                          # the mgr still lists r:2 only
+    assert h.state.pending_done() == ["r:2"]
+    h.state.acknowledge([])
+    assert h.state.pending_done() == [] and h.state.executed_ids() == ["r:1", "r:2"]
+
+
+def test_restart_is_stop_then_start(tmp_path):
+    rec = RecordingLauncher()
+    helper(tmp_path, rec).execute(ins(("r:1", "restart", 3)), {2, 3})
+    assert rec.calls == [("stop", 3), ("start", 3)]
+
+
+def test_failed_stop_does_not_start_and_is_not_done(tmp_path):
+    rec = RecordingLauncher(stop_ok=False)
+    h = helper(tmp_path, rec)
+    h.execute(ins(("r:1", "restart", 3)), {2, 3})
+    assert rec.calls == [("stop", 3)]
+    assert h.state.pending_done() == [] and [f["id"] for f in h.failed] == ["r:1"]
+    h.execute(ins(("r:1", "restart", 3)), {2, 3})       # not retried: at most once
+    assert rec.calls == [("stop", 3)]
+
+
+def test_instruction_for_another_hosts_osd_is_refused(tmp_path):
+    rec = RecordingLauncher()
+    h = helper(tmp_path, rec)
+    h.execute(ins(("r:1", "start", 0)), {2, 3})
+    assert rec.calls == [] and h.failed[0]["error"] == "osd.0 is not on host h2"
+
+
+def test_held_start_is_a_failure_not_done(tmp_path):
+    h = helper(tmp_path, RecordingLauncher(start_result="held"))
+    h.execute(ins(("r:1", "start", 2)), {2, 3})
+    assert h.state.pending_done() == [] and "held" in h.failed[0]["error"]
+
+
+# -- boot gate fallbacks: real rados connect to a dead loopback port ---------------------------
+@pytest.fixture()
+def dead_conf(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                           # nothing listens there now
+    conf = tmp_path / "dead.conf"
+    conf.write_text("[global]\nfsid = 5b3c3c4e-0000-4000-8000-000000000001\n"
+                    "mon_host = v2:127.0.0.1:%d\nauth_client_required = none\n" % port)
+    return str(conf)
+
+
+def _cache(state, dump, osds=(2, 3), grants=(), now=1000.0):
+    from ceph_recovery_tools.helper import gate
+    small_dump, small_tree = gate.trim_view(list(osds), dump, TREE)
+    state.save_view(small_dump, small_tree, "h2", list(osds), now)
+    state.save_instructions({"version": 1, "host": "h2", "epoch": 10, "instructions": [],
+                             "grants": list(grants), "held": []}, now)
+
+
+def test_gate_without_cache_follows_the_no_cache_policy(tmp_path, dead_conf):
+    st = StateDir(str(tmp_path / "s"))
+    res = gatecheck.check(2, dead_conf, "client.admin", None, st, timeout=1)
+    assert (res.allowed, res.source) == (True, "no-cache")
+    res = gatecheck.check(2, dead_conf, "client.admin", None, st, timeout=1, no_cache="hold")
+    assert (res.allowed, res.source) == (False, "no-cache")
+
+
+def test_gate_uses_cached_view_when_mon_unreachable(tmp_path, dead_conf):
+    st = StateDir(str(tmp_path / "s")).ensure()
+    _cache(st, dump_with(buckets={"h2": ["noup"]}))
+    res = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1001.0)
+    assert (res.allowed, res.source) == (False, "cache")
+    assert "noup on CRUSH bucket h2" in res.reason and "mon unreachable" in res.reason
+
+
+def test_cached_grant_allows_until_it_expires(tmp_path, dead_conf):
+    st = StateDir(str(tmp_path / "s")).ensure()
+    _cache(st, dump_with(buckets={"h2": ["noup"]}), grants=[3], now=1000.0)
+    fresh = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1010.0,
+                            grant_ttl=300)
+    old = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1400.0,
+                          grant_ttl=300)
+    assert (fresh.allowed, old.allowed) == (True, False)
+
+
+def test_osd_missing_from_cache_is_the_no_cache_case(tmp_path, dead_conf):
+    st = StateDir(str(tmp_path / "s")).ensure()
+    _cache(st, dump_with(buckets={"default": ["noup"]}), osds=(2, 3))
+    res = gatecheck.check(0, dead_conf, "client.admin", None, st, timeout=1, no_cache="hold")
+    assert (res.allowed, res.source) == (False, "no-cache")
+
+
+def test_state_files_are_json(tmp_path):
+    st = StateDir(str(tmp_path / "s")).ensure()
+    st.mark_done("a:1")
+    with open(st._f("executed.json")) as f:
+        assert json.load(f) == {"ids": ["a:1"], "pending_done": ["a:1"]}
+    assert DUMP["epoch"] == 57
