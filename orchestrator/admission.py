@@ -47,8 +47,8 @@ def respond(t: Tick, host: str, why: str) -> bool:
         t.reasons.append("%s %s: nothing to release or restart" % (host, why))
         return False
     if isinstance(act, Wait):
-        t.reasons.append("%s %s: %s" % (host, why, act.reason))
-        return False
+        t.emit("memory", Wait(host=host, reason="%s %s: %s" % (host, why, act.reason)))
+        return True
     if isinstance(act, HeapRelease):
         t.heap_released[act.osd] = t.now
     elif isinstance(act, RestartOsd):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .actions import (AllowBoot, Done, GrantStart, HoldBucket, HoldOsd, ReleaseBucket,
-                      RestartOsd, SetFlag, UnsetFlag, Wait)
+from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd,
+                      QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, osd_path
@@ -148,8 +148,9 @@ def _ends(actions, newp, new: View, health) -> List[str]:
     that still has candidates must say why in a health check."""
     if newp.phase != PHASE_RUNNING or newp.granted or new.restarting:
         return []
-    if any(isinstance(a, (GrantStart, RestartOsd)) for a in actions):
-        return []
+    if any(isinstance(a, (GrantStart, RestartOsd, QueryOkToStop, HeapRelease, AllowBoot))
+           or (isinstance(a, Wait) and a.host) for a in actions):
+        return []       # making progress, or a policy's deliberate wait on one host
     if new.candidates and not health:
         return ["I7: %d candidate(s) left, nothing in flight, and no health check says why"
                 % len(new.candidates)]

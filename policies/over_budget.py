@@ -37,10 +37,10 @@ def _restart(host: HostMem, osds: Sequence[OsdState], snapshot: Snapshot, progre
         answer = snapshot.ok_to_stop.get(o.id)
         if answer is True:
             return RestartOsd(osd=o.id, host=host.name, reason=(
-                "%s over budget: restart heaviest osd.%d (rss %.0f MiB), ok-to-stop cleared it"
+                "%s short of memory: restart heaviest osd.%d (rss %.0f MiB), ok-to-stop cleared it"
                 % (host.name, o.id, o.rss_bytes / MiB)))
         if answer is None:
-            return QueryOkToStop(osd=o.id, reason="%s over budget: may heaviest osd.%d (rss %.0f"
+            return QueryOkToStop(osd=o.id, reason="%s short of memory: may heaviest osd.%d (rss %.0f"
                                  " MiB) stop?" % (host.name, o.id, o.rss_bytes / MiB))
     return None
 
@@ -53,7 +53,7 @@ def heap_then_restart(host: HostMem, osds_on_host: Sequence[OsdState], snapshot:
         top = running[0]
         last = progress.heap_released.get(top.id)
         if last is None or now - last >= HEAP_RELEASE_COOLDOWN_S:
-            return HeapRelease(osd=top.id, reason="%s over budget: release free heap of "
+            return HeapRelease(osd=top.id, reason="%s short of memory: release free heap of "
                                "heaviest osd.%d (rss %.0f MiB)" % (host.name, top.id,
                                                                    top.rss_bytes / MiB))
     ids = {o.id for o in osds_on_host}
