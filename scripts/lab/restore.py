@@ -1,0 +1,34 @@
+"""Bring a lab back to its healthy baseline after a test or drill broke it."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from . import launch
+
+RESTORE_FLAGS = ("noup", "nodown", "noout", "noin", "norecover", "nobackfill", "norebalance",
+                 "pause")
+
+
+def clear_flags(state: Dict[str, Any]) -> None:
+    """Unset global flags, per-OSD noup/noout/nodown/noin, and CRUSH bucket (group) flags."""
+    for flag in RESTORE_FLAGS:
+        launch.ceph(state, "osd", "unset", flag, json_out=False)
+    dump = launch.ceph(state, "osd", "dump")
+    for osd in dump["osds"]:
+        for flag in ("noup", "nodown", "noout", "noin"):
+            if flag in osd.get("state", []):
+                launch.ceph(state, "osd", f"rm-{flag}", str(osd["osd"]), json_out=False)
+    for bucket, flags in (dump.get("crush_node_flags") or {}).items():
+        if flags:
+            launch.ceph(state, "osd", "unset-group", ",".join(flags), bucket, json_out=False)
+
+
+def restore(state: Dict[str, Any], timeout: float = 300) -> None:
+    """Start every stopped OSD, clear flags, wait until all up, PGs clean and HEALTH_OK."""
+    for osd_id in sorted(int(o) for o in state["osds"]):
+        if launch.osd_pid(state, osd_id) is None:
+            launch.start_osd(state, osd_id)
+    clear_flags(state)
+    launch.wait_all_up(state, timeout)
+    launch.wait_pgs_clean(state, timeout)
+    launch.wait_health_ok(state, timeout)

@@ -1,0 +1,97 @@
+"""Fixtures giving integration tests a REAL local Ceph lab cluster (needs root).
+
+- `lab`: session-scoped 3 hosts x 2 OSDs over 2 racks, BlueStore, helpers per `up`'s default;
+  yields the state dict of D/lab.json (see ceph_recovery_tools.lab.launch for the API).
+- `healthy_lab`: the same lab, restored after the test (stopped OSDs started again, noup/noout
+  and similar flags cleared, all up and HEALTH_OK) so tests that break it do not leak.
+- `lab_factory`: session-scoped `make(**LabOptions fields) -> state` for an extra lab with other
+  options (netns=True, host_mem_limit=..., objectstore="memstore", ...). At most one extra lab
+  lives at a time: `make` tears down the previous one; `make.down()` tears it down early.
+
+Set CEPH_RECOVERY_KEEP_LAB_LOGS=1 to keep the lab's log/ directory after the session.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List
+
+import pytest
+
+from ceph_recovery_tools.lab import bootstrap, build, teardown
+from ceph_recovery_tools.lab.restore import restore
+
+pytestmark = pytest.mark.integration
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.integration)
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the lab cluster needs root (memory cgroups, network namespaces)")
+    if shutil.which("ceph-osd") is None:
+        pytest.skip("Ceph is not installed (run scripts/bootstrap.sh)")
+
+
+def _options(**overrides: Any) -> build.LabOptions:
+    module_dir = bootstrap.module_dir_from(None, REPO_ROOT)
+    return build.LabOptions(module_dir=module_dir, **overrides)
+
+
+def _start(prefix: str, opts: build.LabOptions) -> Dict[str, Any]:
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    return build.up(d, opts)
+
+
+def _stop(state_dir: str) -> None:
+    report = teardown.down(state_dir)
+    if not os.environ.get("CEPH_RECOVERY_KEEP_LAB_LOGS"):
+        shutil.rmtree(state_dir, ignore_errors=True)
+    left = {k: v for k, v in report.items() if v}
+    assert not left, f"lab teardown left things behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def lab() -> Any:
+    _require_root()
+    state = _start("lab-pytest-", _options())
+    try:
+        yield state
+    finally:
+        _stop(state["dir"])
+
+
+@pytest.fixture
+def healthy_lab(lab: Dict[str, Any]) -> Any:
+    yield lab
+    restore(lab)
+
+
+@pytest.fixture(scope="session")
+def lab_factory() -> Any:
+    _require_root()
+    current: List[str] = []
+
+    def down() -> None:
+        while current:
+            _stop(current.pop())
+
+    def make(**options: Any) -> Dict[str, Any]:
+        down()
+        state = _start("lab-pytest-x-", _options(**options))
+        current.append(state["dir"])
+        return state
+
+    make.down = down  # type: ignore[attr-defined]
+    try:
+        yield make
+    finally:
+        down()
+
