@@ -105,7 +105,7 @@ def raw_probe(targets: Sequence[Target], count: int, interval_s: float,
             _receive(sock, ident, count, index, addr_of, stats, sent_at,
                      time.monotonic() + interval_s)
         deadline = time.monotonic() + wait_s
-        while sent_at and time.monotonic() < deadline:
+        while sent_at and time.monotonic() < deadline:   # stops as soon as all are in
             _receive(sock, ident, count, index, addr_of, stats, sent_at, deadline)
         return {k: v.as_dict(k[1]) for k, v in stats.items()}
     finally:
@@ -115,7 +115,10 @@ def raw_probe(targets: Sequence[Target], count: int, interval_s: float,
 def _receive(sock, ident, count, index, addr_of, stats, sent_at, until: float) -> None:
     while True:
         left = until - time.monotonic()
-        if left <= 0 or not sent_at:
+        if left <= 0:
+            return
+        if not sent_at:                      # every reply is in: keep the pacing
+            time.sleep(left)
             return
         ready, _w, _x = select.select([sock], [], [], left)
         if not ready:
@@ -146,7 +149,7 @@ def ping_probe(targets: Sequence[Target], count: int, interval_s: float,
     for peer, addr, size in targets:
         six = ":" in addr
         payload = size - (48 if six else IPV4_ICMP_OVERHEAD)
-        argv = ["ping", "-6" if six else "-4", "-q", "-n", "-M", "do", "-s", str(payload),
+        argv = ["ping", "-6" if six else "-4", "-n", "-M", "do", "-s", str(payload),
                 "-c", str(count), "-i", "%.3f" % interval_s, "-W", "%.3f" % max(wait_s, 0.1),
                 addr]
         procs.append(((peer, size), subprocess.Popen(
