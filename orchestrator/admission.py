@@ -170,6 +170,8 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
             fmt_bytes(st["budget"]))))
     t.granted[o.id] = t.now
+    if o.down_since is not None:
+        t.downtime[o.id] = max(0.0, t.now - o.down_since)
     st["reserved"] += need
     st["slots"] -= 1
     st["in_flight"].append(o.id)

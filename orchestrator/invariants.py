@@ -11,7 +11,7 @@ from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, Hold
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
-from .view import View, osd_path
+from .view import View, begin_run, osd_path, starts_run
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
@@ -30,11 +30,13 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
         now = float(summary.get("time", 0.0))
     errs = [] if newp.epoch == snapshot.epoch else [
         "I1: new progress epoch %d != snapshot epoch %d" % (newp.epoch, snapshot.epoch)]
-    old = View(snapshot, intent, progress, now)
+    base = begin_run(intent, progress, snapshot, now) if starts_run(intent, progress) \
+        else progress
+    old = View(snapshot, intent, base, now)
     new = View(snapshot, intent, newp, now)
     errs += _in_flight(actions, intent, newp, new)
-    errs += _grants(actions, intent, progress, old, summary, policies)
-    errs += _restarts(actions, snapshot, intent, progress, now)
+    errs += _grants(actions, intent, base, old, summary, policies)
+    errs += _restarts(actions, snapshot, intent, base, now)
     errs += _prefix(actions, intent, newp, old)
     errs += _modes(actions, intent, progress, newp)
     errs += _ends(actions, newp, new, health)

@@ -170,6 +170,7 @@ class Progress:
     started_at: Optional[float] = None
     finished_at: Optional[float] = None
     auto_held: FrozenSet[str] = frozenset()         # of held_buckets, those auto-hold set
+    downtime: Mapping[int, float] = field(default_factory=dict)  # osd -> seconds down at grant
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

@@ -16,7 +16,7 @@ from .model import PHASE_IDLE, Observation, Progress
 
 SCHEMA_VERSION = 1
 PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
-_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released")
+_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
@@ -117,7 +117,7 @@ def progress_from_dict(d: Any) -> Progress:
         saved_flags=None if saved is None else _str_set(d, "saved_flags"),
         observations=_observations(d), peaks=_osd_map(d, "peaks", int),
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
-        auto_held=_str_set(d, "auto_held"))
+        auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"))
 
 
 def progress_from_json(text: str) -> Progress:

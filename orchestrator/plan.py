@@ -49,7 +49,7 @@ from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_A
 from .policy_types import Policies
 from .result import PlanResult
 from .tick import Tick
-from .view import osd_path
+from .view import begin_run, osd_path, starts_run
 
 BOOT_OBSERVE_S = 10.0
 PEERING_GRACE_S = 60.0
@@ -79,9 +79,11 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         return PlanResult((Wait(reason=msg),), progress, (),
                           {"run_id": progress.run_id, "phase": progress.phase,
                            "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
-    t = Tick(snapshot, intent, progress, policies, now)
-    t.state = _run_state(intent, progress)
-    if t.state == "new":
+    state = _run_state(intent, progress)
+    start = begin_run(intent, progress, snapshot, now) if state == "new" else progress
+    t = Tick(snapshot, intent, start, policies, now)
+    t.state = state
+    if state == "new":
         _start_run(t)
     _bucket_holds(t)
     if t.state is not None:
@@ -97,9 +99,9 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
 
 
 def _run_state(i: Intent, p: Progress):
+    if starts_run(i, p):
+        return "new"
     if i.mode == MODE_CONTROLLED:
-        if p.run_id != i.run_id or p.phase in (PHASE_IDLE, PHASE_ABORTED):
-            return "new"
         return "running" if p.phase in ACTIVE else None
     if p.phase in ACTIVE:      # mode idle during a run stops it like abort does
         return "paused" if i.mode == MODE_PAUSED else "abort"
@@ -107,13 +109,8 @@ def _run_state(i: Intent, p: Progress):
 
 
 def _start_run(t: Tick) -> None:
-    """First tick of a run: save and set cluster flags, convert bucket noup to per-OSD holds."""
-    p, s = t.p, t.s
-    if p.phase not in ACTIVE or p.saved_flags is None:
-        t.saved_flags = frozenset(s.cluster_flags)
-        t.granted, t.booting, t.peaks = {}, {}, {}
-        t.finished, t.held_osds = set(), set()
-    t.run_id, t.phase, t.started_at, t.finished_at = t.i.run_id, PHASE_RUNNING, t.now, None
+    """First tick of a run: set cluster flags, convert bucket noup to per-OSD holds."""
+    s = t.s
     for f in RUN_CLUSTER_FLAGS:
         if f not in s.cluster_flags and (t.view.candidates or t.granted):
             t.emit("flags", SetFlag(flag=f, reason="run %s: keep data in place while OSDs return"
@@ -130,6 +127,7 @@ def _start_run(t: Tick) -> None:
                                          "per-OSD holds" % (t.i.run_id or "-")))
     t.held_buckets -= convert
     t.auto_held -= convert
+    t.released |= convert
 
 
 def _bucket_holds(t: Tick) -> None:
@@ -145,6 +143,7 @@ def _bucket_holds(t: Tick) -> None:
     for b in sorted(t.held_buckets - set(holds) - t.auto_held):
         if b in noup:
             t.emit("releases", ReleaseBucket(bucket=b, reason="operator released the hold"))
+            t.released.add(b)
         t.held_buckets.discard(b)
 
 
@@ -197,8 +196,7 @@ def _track_in_flight(t: Tick) -> None:
         booted = t.booting.get(osd_id)
         if o.up and (o.pgs_inactive == 0 or (
                 booted is not None and t.now - booted >= PEERING_GRACE_S)):
-            granted_at = t.granted[osd_id]
-            downtime = max(0.0, granted_at - o.down_since) if o.down_since is not None else 0.0
+            downtime = t.downtime.get(osd_id, 0.0)
             t.observations.append(Observation(
                 osd=osd_id, pgs=o.pgs, downtime_s=downtime, pg_log_entries=o.pg_log_entries,
                 peak_bytes=max(t.peaks.get(osd_id, 0), o.rss_bytes)))
@@ -216,6 +214,7 @@ def _forget(t: Tick, osd_id: int) -> None:
     t.granted.pop(osd_id, None)
     t.booting.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
+    t.downtime.pop(osd_id, None)
     t.held_osds.discard(osd_id)
 
 
@@ -240,6 +239,7 @@ def _boots(t: Tick) -> None:
 def _held_report(t: Tick) -> None:
     """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
     held = set(t.i.holds) | t.held_buckets | (t.view.noup_buckets if t.state else set())
+    held -= t.released
     if not held:
         return
     waiting: Dict[str, int] = {}

@@ -64,6 +64,8 @@ class Tick:
         self.heap_released = dict(progress.heap_released)
         self.observations: List[Observation] = list(progress.observations)
         self.peaks = dict(progress.peaks)
+        self.downtime = dict(progress.downtime)
+        self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
         self.hosts_summary: Dict[str, dict] = {}
@@ -99,7 +101,7 @@ class Tick:
             heap_released=dict(self.heap_released), saved_flags=self.saved_flags,
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]), peaks=dict(self.peaks),
             started_at=self.started_at, finished_at=self.finished_at,
-            auto_held=frozenset(self.auto_held))
+            auto_held=frozenset(self.auto_held), downtime=dict(self.downtime))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])

@@ -16,10 +16,31 @@ from __future__ import annotations
 
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set
 
-from .model import HostMem, Intent, OsdState, Progress, Snapshot
+from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_ABORTING, PHASE_IDLE, PHASE_PAUSED,
+                    PHASE_RUNNING, HostMem, Intent, OsdState, Progress, Snapshot)
 
 HELPER_STALE_S = 30.0      # a helper that has not reported for this long is missing
 RESTART_SETTLE_S = 30.0    # a restart occupies its host's slot at least this long
+
+
+ACTIVE_PHASES = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
+
+
+def starts_run(intent: Intent, progress: Progress) -> bool:
+    """Is this tick the first of a run? (controlled, and a new run_id or no run going on)"""
+    return intent.mode == MODE_CONTROLLED and (
+        progress.run_id != intent.run_id or progress.phase in (PHASE_IDLE, PHASE_ABORTED))
+
+
+def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float) -> Progress:
+    """The progress a new run starts from: run markers cleared (unless a run was going on,
+    which the new run_id takes over), cluster flags saved, learning and cooldowns kept."""
+    p = progress
+    if p.phase not in ACTIVE_PHASES or p.saved_flags is None:
+        p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
+                     peaks={}, downtime={}, finished=frozenset(), held_osds=frozenset())
+    return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
+                    finished_at=None)
 
 
 def osd_path(o: OsdState):
