@@ -23,8 +23,8 @@ log = structlog.get_logger("lab.bootstrap")
 
 # cephx capabilities of the node helpers' key (client.recovery-helper in D/helper.keyring).
 HELPER_CAPS = {
-    "mon": 'allow r, allow command "osd ok-to-stop"',
-    "mgr": 'allow r, allow command "recovery helper-report"',
+    "mon": "allow r",
+    "mgr": 'allow command "recovery helper-report"',
 }
 HELPER_NAME = "client.recovery-helper"
 MGR_CAPS = {"mon": "allow profile mgr", "osd": "allow *", "mds": "allow *"}
