@@ -52,7 +52,8 @@ def connect(conf: str, name: str, keyring: Optional[str] = None,
 
 
 def _retrying(timeout: float, attempts: int):
-    timed_out = retry_if_result(lambda res: res[0] in (-errno.ETIMEDOUT, -errno.EINTR))
+    # librados reports a command timeout as -ETIMEDOUT, mgr_command sometimes as +ETIMEDOUT
+    timed_out = retry_if_result(lambda res: abs(res[0]) in (errno.ETIMEDOUT, errno.EINTR))
     return retry(retry=(retry_if_exception_type(TRANSIENT) | timed_out), reraise=True,
                  retry_error_callback=lambda state: state.outcome.result(),
                  stop=(stop_after_attempt(attempts) | stop_after_delay(timeout * attempts)),

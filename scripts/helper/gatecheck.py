@@ -7,7 +7,8 @@ Order of evidence:
    never ran a helper (or lost its state dir), so no hold can be known here; holding would keep
    the OSD down with nobody aware of it, and systemd would never retry: "never block forever".
    Sites that prefer to fail closed pass `--no-cache hold`.
-Grants come from the cached mgr instructions (its `grants` plus the OSDs of its start/restart
+The mgr's `held` list counts only in the cache fallback. Grants come from the cached mgr
+instructions (its `grants` plus the OSDs of its start/restart
 instructions) and expire after `grant_ttl` seconds, so an old grant cannot release a new hold.
 """
 from __future__ import annotations
@@ -66,7 +67,9 @@ def check(osd_id: int, conf: str, name: str, keyring: Optional[str], state: Stat
         return _from_cache(osd_id, state, grants, held, no_cache, str(exc))
     except Exception as exc:   # noqa: BLE001 - rados errors of any kind: fall back, never hang
         return _from_cache(osd_id, state, grants, held, no_cache, repr(exc))
-    allowed, reason = gate.gate_decision(osd_id, dump, tree, grants, held)
+    # the fresh map is the truth: the mgr's cached `held` list (derived from an older map) is
+    # only evidence when the mon is unreachable
+    allowed, reason = gate.gate_decision(osd_id, dump, tree, grants)
     try:
         state.ensure()
         _refresh_cache(state, osd_id, dump, tree, now)

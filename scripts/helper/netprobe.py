@@ -332,6 +332,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--mon", action="append", default=[], help="mon IP:PORT (repeatable)")
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--tput", action="append", default=[], help="throughput probe to HOST")
+    ap.add_argument("--proc", action="append", default=[], help="process names for ss "
+                    "(default ceph-osd)")
     ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--interval", type=float, default=2.0)
     a = ap.parse_args(argv)
@@ -341,6 +343,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         d["peers"] = dict(p.split("=", 1) for p in a.peer)
     if a.mon:
         d["mon_addrs"] = a.mon
+    if a.proc:
+        d["proc_names"] = tuple(a.proc)
     for i in range(a.cycles):
         if i:
             time.sleep(a.interval)
