@@ -91,9 +91,15 @@ def _states(pg: Mapping[str, Any]) -> frozenset:
 
 
 def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
-              host_osds: Mapping[int, Iterable[int]]) -> Tuple[Dict[int, Dict[str, int]], Dict[str, int]]:
-    """Per-OSD {pgs, pgs_inactive, pgs_degraded, pg_log_entries} and cluster totals."""
+              host_osds: Mapping[int, Iterable[int]],
+              fallback_pgs: Optional[Mapping[int, int]] = None,
+              ) -> Tuple[Dict[int, Dict[str, int]], Dict[str, int]]:
+    """Per-OSD {pgs, pgs_inactive, pgs_degraded, pg_log_entries} and cluster totals.
+
+    fallback_pgs: PG counts for down OSDs whose osd_stats this mgr never received (an mgr
+    that started after they went down): their last count seen up, else an even share."""
     down = set(down)
+    pg_dump = pg_dump.get("pg_map", pg_dump)   # `ceph pg dump` wraps it, mgr's get() does not
     per: Dict[int, Dict[str, int]] = {}
 
     def bump(osd: int, key: str, n: int = 1) -> None:
@@ -128,11 +134,20 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
     for o in down:
         c = per.setdefault(o, {"pgs": 0, "pgs_inactive": 0, "pgs_degraded": 0,
                                "pg_log_entries": 0})
-        c["pgs"] = max(c["pgs"], num_pgs.get(o, 0))
+        c["pgs"] = max(c["pgs"], num_pgs.get(o, 0) or (fallback_pgs or {}).get(o, 0))
         peers = set(host_osds.get(o, ()))
         missing_here = sum(1 for m in short if not (m & peers))
         c["pgs_degraded"] = min(c["pgs"], missing_here) if c["pgs"] else missing_here
     return per, totals
+
+
+def even_share(osd_map: Mapping[str, Any]) -> Dict[int, int]:
+    """Each `in` OSD's even share of all PG replicas (pg_num x size over the pools)."""
+    ins = [o["osd"] for o in osd_map.get("osds", []) if o.get("in")]
+    replicas = sum(int(p.get("pg_num", 0)) * int(p.get("size", 0))
+                   for p in osd_map.get("pools", []) or [])
+    share = int(round(replicas / float(len(ins)))) if ins else 0
+    return {o: share for o in ins}
 
 
 def host_mem(report: Any, received_at: float) -> HostMem:
@@ -148,7 +163,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    now: float, stale_after: float,
                    ok_to_stop: Optional[Tuple[int, Mapping[int, bool]]] = None,
                    heap_support: Optional[Mapping[int, bool]] = None,
-                   findings: Tuple[Finding, ...] = ()) -> Snapshot:
+                   findings: Tuple[Finding, ...] = (),
+                   pgs_seen: Optional[Mapping[int, int]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received)."""
     crush = CrushIndex(tree)
     epoch = int(osd_map.get("epoch", 0))
@@ -161,7 +177,10 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         if h is not None:
             by_host.setdefault(h, []).append(o)
     down = [o for o in crush.osd_ids if o in entries and not entries[o].get("up")]
-    per, totals = pg_counts(pg_dump, down, {o: by_host.get(hosts_of[o], ()) for o in down})
+    fallback = dict(even_share(osd_map))
+    fallback.update(pgs_seen or {})
+    per, totals = pg_counts(pg_dump, down, {o: by_host.get(hosts_of[o], ()) for o in down},
+                            fallback)
     fresh = {h: (r, t) for h, (r, t) in reports.items() if now - t <= stale_after}
     osds = []
     for o in crush.osd_ids:

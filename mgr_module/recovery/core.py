@@ -2,7 +2,6 @@
 so the module loads (and reports why) even while a core piece is missing."""
 from __future__ import annotations
 
-import inspect
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ceph_recovery.model import Budget, HostMem, Intent, Progress, Snapshot
@@ -20,25 +19,32 @@ class PlanOutput(object):
 
 
 def _plan_fn():
-    from ceph_recovery.plan import plan  # noqa: WPS433 (lazy: the core may not be built yet)
+    from ceph_recovery.plan import plan  # lazy: the module still loads if the core is broken
     return plan
 
 
+def policies_for(intent: Intent):
+    """The policy bundle named by the intent (ceph_recovery.policies.resolve)."""
+    from ceph_recovery.policies import resolve
+    return resolve(intent)
+
+
 def call_plan(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) -> PlanOutput:
-    fn = _plan_fn()
-    params = inspect.signature(fn).parameters
-    kw: Dict[str, Any] = {}
-    if "now" in params:
-        kw["now"] = now
-    args = [snapshot, intent, progress]
-    res = fn(*args, **kw) if "now" in kw else fn(*args, now)
-    if isinstance(res, tuple):
-        actions, new_progress = res[0], res[1]
-        health = res[2] if len(res) > 2 else ()
-        summary = res[3] if len(res) > 3 else {}
-        return PlanOutput(actions, new_progress, health, summary)
-    return PlanOutput(getattr(res, "actions", ()), getattr(res, "progress", progress),
-                      getattr(res, "health", ()), getattr(res, "summary", {}))
+    actions, new_progress, health, summary = _plan_fn()(snapshot, intent, progress,
+                                                       policies_for(intent), now)
+    return PlanOutput(actions, new_progress, health, summary)
+
+
+def preview(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) -> Dict[str, Any]:
+    """Dry-run material: start order and predicted footprints from the run's own policies."""
+    from ceph_recovery.view import View
+    pol = policies_for(intent)
+    view = View(snapshot, intent, progress, now)
+    order = pol.start_order(sorted(view.candidates, key=lambda o: o.id), snapshot)
+    return {"order": [{"osd": o.id, "host": o.host, "pgs": o.pgs,
+                       "predicted_bytes": int(pol.footprint(o, progress.observations, now))}
+                      for o in order],
+            "policies": list(pol.names)}
 
 
 def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:
@@ -46,9 +52,8 @@ def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:
     if host is None:
         return int(budget.value) - budget.reserve_bytes if budget.kind == "bytes" else None
     try:
-        from ceph_recovery.plan import budget_bytes as core_budget  # type: ignore
-        return int(core_budget(budget, host))
-    except (ImportError, TypeError):
+        return int(policies_for(Intent(budget=budget)).budget(host, budget))
+    except ImportError:
         pass
     if budget.kind == "fraction":
         return int(budget.value * host.mem_total) - budget.reserve_bytes

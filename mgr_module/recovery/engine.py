@@ -68,7 +68,10 @@ class Engine(object):
         self.snapshot = build_snapshot(
             osd_map, tree, pg_dump, self.reports, now,
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
-            self.run.heap_support, findings)
+            self.run.heap_support, findings, self.run.pgs_seen)
+        for o in self.snapshot.osds:
+            if o.up and o.pgs:
+                self.run.pgs_seen[o.id] = o.pgs
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
@@ -193,15 +196,24 @@ class Engine(object):
     def dry_run(self, intent: Intent, now: float) -> Dict[str, Any]:
         snap = self.snapshot
         assert snap is not None
-        progress = Progress(run_id=intent.run_id, epoch=self.run.progress.epoch,
+        progress = Progress(epoch=self.run.progress.epoch,
                             observations=self.run.progress.observations)
-        out = core.call_plan(snap, replace(self.effective_intent(), **{
-            "mode": MODE_CONTROLLED, "budget": intent.budget, "scope": intent.scope,
-            "concurrency": intent.concurrency, "run_id": intent.run_id}), progress, now)
-        return {"dry_run": True, "epoch": snap.epoch, "budget": intent.budget.__dict__,
+        eff = replace(self.effective_intent(), mode=MODE_CONTROLLED, budget=intent.budget,
+                      scope=intent.scope, concurrency=intent.concurrency, run_id=intent.run_id)
+        out = core.call_plan(snap, eff, progress, now)
+        pre = core.preview(snap, eff, progress, now)
+        hosts = self.host_table(eff)
+        for h in hosts.values():
+            mine = [x["predicted_bytes"] for x in pre["order"] if x["osd"] in h["down"]]
+            if h["budget"] is not None and h["used"] is not None:
+                h["headroom_bytes"] = h["budget"] - h["used"]
+                h["headroom_after_first_bytes"] = (h["budget"] - h["used"] - mine[0]
+                                                   if mine else h["headroom_bytes"])
+        return {"dry_run": True, "epoch": snap.epoch, "budget": dict(intent.budget.__dict__),
                 "scope": list(intent.scope), "concurrency": intent.concurrency,
-                "first_actions": core.actions_list(out.actions), "plan": _plain(out.summary),
-                "hosts": self.host_table(intent)}
+                "order": pre["order"], "policies": pre["policies"], "hosts": hosts,
+                "first_actions": core.actions_list(out.actions),
+                "health": [h.code for h in out.health]}
 
     def set_mode(self, verb: str, now: float) -> None:
         mode = self.run.intent.mode
@@ -237,27 +249,31 @@ class Engine(object):
 
     # ------------------------------------------------------------------ status
     def host_table(self, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
+        """Per host: OSDs, down, in flight, budget, used, next OSD (plan summary if any)."""
         snap, p = self.snapshot, self.run.progress
         intent = intent or self.run.intent
-        nxt = {}
-        if self.plan_out is not None:
-            nxt = dict(self.plan_out.summary.get("next_by_host", {}) or {})
+        planned: Dict[str, Any] = {}
+        if self.plan_out is not None and intent is self.run.intent:
+            planned = dict(self.plan_out.summary.get("hosts", {}) or {})
         table: Dict[str, Dict[str, Any]] = {}
         if snap is None:
             return table
         for o in snap.osds:
-            h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": [],
-                                          "next": nxt.get(o.host)})
+            h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": []})
             h["osds"].append(o.id)
             if not o.up:
                 h["down"].append(o.id)
-            if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished and not o.up:
+            if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
                 h["in_flight"].append(o.id)
         for name, h in table.items():
             hm = snap.host(name)
             h["used"] = hm.mem_used if hm else None
             h["mem_total"] = hm.mem_total if hm else None
             h["budget"] = core.budget_bytes(intent.budget, hm)
+            pl = planned.get(name) or {}
+            h["next_osd"] = pl.get("next_osd")
+            h["predicted_next_bytes"] = pl.get("predicted")
+            h["gate"] = pl.get("gate")
             h["helper_seen_s_ago"] = None
         return table
 

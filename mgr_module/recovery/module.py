@@ -35,7 +35,7 @@ def _ok(obj: Any) -> HandleCommandResult:
 
 
 def _err(e: InputError) -> HandleCommandResult:
-    return HandleCommandResult(-e.errno, "", "Error: %s" % e.message)
+    return HandleCommandResult(-e.errno, "", e.message)
 
 
 class Module(MgrModule):
@@ -266,7 +266,7 @@ class Module(MgrModule):
         try:
             parsed = parse_report(json.loads(report))
         except ValueError as e:   # json errors and ProtocolError (a ValueError)
-            return HandleCommandResult(-errno.EINVAL, "", "Error: malformed helper report: %s" % e)
+            return HandleCommandResult(-errno.EINVAL, "", "malformed helper report: %s" % e)
         with self._lock:
             reply = self.engine.helper_report(parsed, time.time())
         return _ok(instructions_to_dict(reply))

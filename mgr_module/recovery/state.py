@@ -22,10 +22,6 @@ except ImportError:  # pragma: no cover - depends on the core's progress
     _core_persist = None
 
 
-def _int_keys(d: Optional[Mapping[Any, Any]], conv=float) -> Dict[int, Any]:
-    return {int(k): conv(v) for k, v in (d or {}).items()}
-
-
 def _jsonable(v: Any) -> Any:
     if isinstance(v, (frozenset, set)):
         return sorted(v)
@@ -68,17 +64,20 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
 def progress_from_dict(d: Mapping[str, Any]) -> Progress:
     if _core_persist is not None and hasattr(_core_persist, "progress_from_dict"):
         return _core_persist.progress_from_dict(d)
-    known = set(Progress.__dataclass_fields__)
-    kw = {k: v for k, v in d.items() if k in known}
-    for k in ("granted", "booting", "restarted", "heap_released"):
-        kw[k] = _int_keys(kw.get(k))
-    kw["peaks"] = _int_keys(kw.get("peaks"), int)
-    for k in ("finished", "held_osds"):
-        kw[k] = frozenset(int(x) for x in kw.get(k, ()))
-    kw["held_buckets"] = frozenset(kw.get("held_buckets", ()))
-    sf = kw.get("saved_flags")
-    kw["saved_flags"] = None if sf is None else frozenset(sf)
-    kw["observations"] = tuple(Observation(**o) for o in kw.get("observations", ()))
+    fields = Progress.__dataclass_fields__
+    kw: Dict[str, Any] = {}
+    for k, v in d.items():
+        if k not in fields:
+            continue                      # a field a newer schema added: ignored
+        if k == "observations":
+            v = tuple(Observation(**o) for o in v or ())
+        elif k == "saved_flags":
+            v = None if v is None else frozenset(v)
+        elif isinstance(v, dict):         # every mapping of Progress is keyed by OSD id
+            v = {int(x): y for x, y in v.items()}
+        elif isinstance(v, list):         # every list of Progress is a frozenset
+            v = frozenset(v)
+        kw[k] = v
     return Progress(**kw)
 
 
@@ -94,6 +93,7 @@ class RunState(object):
         self.seq = 0
         self.heap_support: Dict[int, bool] = {}
         self.starts: Dict[int, int] = {}      # osd -> start/restart instructions carried out
+        self.pgs_seen: Dict[int, int] = {}    # osd -> PG count last seen while it was up
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -141,7 +141,8 @@ class RunState(object):
             "progress": progress_to_dict(self.progress), "journal": list(self.journal),
             "instructions": self.instructions, "seq": self.seq,
             "heap_support": {str(k): v for k, v in self.heap_support.items()},
-            "starts": {str(k): v for k, v in self.starts.items()}}, sort_keys=True)
+            "starts": {str(k): v for k, v in self.starts.items()},
+            "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()}}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -157,4 +158,5 @@ class RunState(object):
         st.seq = int(d.get("seq", 0))
         st.heap_support = {int(k): bool(v) for k, v in d.get("heap_support", {}).items()}
         st.starts = {int(k): int(v) for k, v in d.get("starts", {}).items()}
+        st.pgs_seen = {int(k): int(v) for k, v in d.get("pgs_seen", {}).items()}
         return st
