@@ -8,7 +8,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 need_root() { [ "$(id -u)" = 0 ] || { echo "bootstrap: run as root (installs packages, makes cgroups)" >&2; exit 1; }; }
 need_root
 pkgs=(ceph ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-venv python3-pip
-      nftables iproute2 iputils-ping procps util-linux)
+      nftables iproute2 iputils-ping procps util-linux systemd)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
