@@ -24,7 +24,7 @@ log = structlog.get_logger("lab.bootstrap")
 # cephx capabilities of the node helpers' key (client.recovery-helper in D/helper.keyring).
 HELPER_CAPS = {
     "mon": "allow r",
-    "mgr": 'allow command "recovery helper-report"',
+    "mgr": 'allow command "recovery helper-report", allow command "osd ok-to-stop"',
 }
 HELPER_NAME = "client.recovery-helper"
 MGR_CAPS = {"mon": "allow profile mgr", "osd": "allow *", "mds": "allow *"}
