@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd,
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
-from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_PAUSED, PHASE_RUNNING,
+from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, begin_run, osd_path, starts_run
 
@@ -38,7 +38,8 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
     errs += _grants(actions, intent, base, old, summary, policies)
     errs += _restarts(actions, snapshot, intent, base, now)
     errs += _prefix(actions, intent, newp, old)
-    errs += _modes(actions, intent, progress, newp)
+    errs += _modes(actions, intent, progress, newp,
+                   {o.id: o.up for o in snapshot.osds})
     errs += _ends(actions, newp, new, health)
     return errs
 
@@ -69,6 +70,8 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
             errs.append("I3: osd.%d granted on %s without a fresh helper or with a network "
                         "finding" % (a.osd, o.host))
             continue
+        if o.id in progress.granted:
+            continue            # a re-grant: admitted (and reserved) when first granted
         need[o.host] = need.get(o.host, 0) + max(0, a.predicted_bytes - o.rss_bytes)
         if a.predicted_bytes <= 0:
             errs.append("I3: osd.%d granted with predicted_bytes %d" % (a.osd, a.predicted_bytes))
@@ -125,20 +128,20 @@ def _unheld_under(bucket, held_now, newp, old: View) -> List[str]:
         if bad else []
 
 
-def _modes(actions, intent, progress, newp) -> List[str]:
+def _modes(actions, intent, progress, newp, up) -> List[str]:
     errs: List[str] = []
     kinds = [a.kind for a in actions]
     running = intent.mode == MODE_CONTROLLED
     for a in actions:
         if isinstance(a, (GrantStart, AllowBoot, RestartOsd)) and not running:
             errs.append("I6: %s osd.%d while mode is %s" % (a.kind, a.osd, intent.mode))
-        if isinstance(a, AllowBoot) and a.osd not in newp.granted:
+        if isinstance(a, AllowBoot) and a.osd not in newp.granted and not up.get(a.osd):
             errs.append("I6: AllowBoot osd.%d that this run did not grant" % a.osd)
         if isinstance(a, UnsetFlag):
             saved = newp.saved_flags or frozenset()
             if a.flag not in RUN_CLUSTER_FLAGS or a.flag in saved:
                 errs.append("I6: UnsetFlag %s that the run did not set" % a.flag)
-            if "done" not in kinds and newp.phase != PHASE_ABORTED:
+            if "done" not in kinds and newp.phase not in (PHASE_ABORTED, PHASE_DONE):
                 errs.append("I6: UnsetFlag %s outside Done/abort" % a.flag)
     if "done" in kinds and not isinstance(actions[-1], Done):
         errs.append("I6: Done is not the last action")

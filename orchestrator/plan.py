@@ -40,18 +40,21 @@ from __future__ import annotations
 
 from typing import Dict, Set
 
-from .actions import AllowBoot, Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
+from .actions import (AllowBoot, Done, GrantStart, HoldBucket, HoldOsd, ReleaseBucket, SetFlag,
+                      UnsetFlag, Wait)
 from .admission import grant_stage, memory_stage
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
                     PHASE_ABORTING, PHASE_DONE, PHASE_IDLE, PHASE_PAUSED, PHASE_RUNNING,
-                    RUN_CLUSTER_FLAGS, Intent, Observation, Progress, Snapshot)
+                    RUN_CLUSTER_FLAGS, PROC_STOPPED, Intent, Observation, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
 from .tick import Tick
 from .view import begin_run, osd_path, starts_run
 
 BOOT_OBSERVE_S = 10.0
+GRANT_RETRY_S = 30.0
+FLAG_RESTORE_GRACE_S = 60.0
 PEERING_GRACE_S = 60.0
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
@@ -92,6 +95,8 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     memory_stage(t)
     if t.state in ("new", "running"):
         _boots(t)
+        _clear_stale_noup(t)
+        _regrants(t)
         grant_stage(t)
     _held_report(t)
     _tail(t)
@@ -202,7 +207,12 @@ def _track_in_flight(t: Tick) -> None:
                 peak_bytes=max(t.peaks.get(osd_id, 0), o.rss_bytes)))
             t.finished.add(osd_id)
             _forget(t, osd_id)
+            if "noup" in o.flags:
+                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
             continue
+        if booted is not None and not o.up and o.process == PROC_STOPPED:
+            t.booting.pop(osd_id)     # its process died while booting: hold and start again
+            booted = None
         since = booted if booted is not None else t.granted[osd_id]
         if not o.up and t.now - since > t.i.boot_timeout_s:
             t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s)" % (
@@ -234,6 +244,31 @@ def _boots(t: Tick) -> None:
         t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB seen" % (
             "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0)))
         t.booting.setdefault(osd_id, t.now)
+
+
+def _clear_stale_noup(t: Tick) -> None:
+    """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
+    must not keep its per-OSD noup: it would stay down at its next restart."""
+    for osd_id in sorted(t.held_osds):
+        o = t.view.by_id.get(osd_id)
+        if o is None or (o.up and osd_id not in t.granted):
+            t.held_osds.discard(osd_id)
+            if o is not None and "noup" in o.flags:
+                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+
+
+def _regrants(t: Tick) -> None:
+    """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
+    gets its GrantStart again (a lost instruction, or a process that died): same slot."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id[osd_id]
+        if o.up or o.process != PROC_STOPPED or t.now - t.granted[osd_id] < GRANT_RETRY_S:
+            continue
+        if o.id in t.view.op_held or t.view.helper_missing(o.host) or o.host in t.over:
+            continue
+        t.emit("grants", GrantStart(osd=osd_id, host=o.host, predicted_bytes=t.predict(osd_id),
+                                    reason="re-grant: process not running %.0fs after grant"
+                                    % (t.now - t.granted[osd_id])))
 
 
 def _held_report(t: Tick) -> None:
@@ -278,6 +313,9 @@ def _tail(t: Tick) -> None:
     elif t.state == "abort":
         _restore_flags(t, "run aborted")
         t.phase, t.finished_at = PHASE_ABORTED, t.now
+    elif t.phase in (PHASE_DONE, PHASE_ABORTED) and t.finished_at is not None and \
+            t.now - t.finished_at <= FLAG_RESTORE_GRACE_S:
+        _restore_flags(t, "run %s, flags still set" % t.phase)   # a lost UnsetFlag
     if t.phase == PHASE_ABORTED and t.i.mode == MODE_ABORT:
         left = sorted(o.id for o in v.candidates if o.id not in t.booting)
         if left:
