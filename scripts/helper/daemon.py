@@ -12,7 +12,7 @@ import json
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import structlog
 from ceph_recovery import protocol
@@ -43,9 +43,11 @@ class Options:
 
 class Helper:
     def __init__(self, opts: Options, launcher: Any,
-                 read_memory: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
+                 read_memory: Optional[Callable[[], Dict[str, Any]]] = None,
+                 ok_to_stop: Optional[Callable[[int], Tuple[bool, str]]] = None) -> None:
         self.opts = opts
         self.launcher = launcher
+        self.ok_to_stop = ok_to_stop or self._ok_to_stop
         self.state = StateDir(opts.state_dir).ensure()
         self.read_memory = read_memory or (lambda: memory.read_memory(opts.cgroup))
         self.cluster = None
@@ -111,6 +113,19 @@ class Helper:
             except Exception:   # noqa: BLE001 - best effort
                 pass
             self.cluster = None
+
+    def _ok_to_stop(self, osd: int) -> Tuple[bool, str]:
+        """Ask `ceph osd ok-to-stop` (a mgr command) right before stopping: the mgr's answer
+        may be a few seconds old. Unanswered counts as not ok: never stop without clearance."""
+        try:
+            rc, out, outs = client.mgr_json(self._connected(), "osd ok-to-stop", self.opts.timeout,
+                                            ids=[str(osd)])
+        except Exception as exc:   # noqa: BLE001 - any failure means no clearance
+            return False, "ok-to-stop unanswered: %s" % exc
+        if isinstance(out, dict) and out.get("ok_to_stop") is True:
+            return True, "ok-to-stop: yes"
+        return False, "ok-to-stop refused osd.%d (rc %d): %s" % (osd, rc, outs.strip()
+                                                                 or json.dumps(out)[:300])
 
     def refresh_view(self, now: float, want_epoch: Optional[int] = None) -> Dict[str, Any]:
         """This host's OSDs and their gate view; re-read from the mon only when stale."""
@@ -190,13 +205,16 @@ class Helper:
         log.error("instruction_failed", id=item.id, op=item.op, osd=item.osd, error=error)
 
     def _carry_out(self, item: protocol.Instruction) -> Optional[str]:
-        if item.op in ("stop", "restart"):
+        """None when carried out, else why not. stop/restart need a fresh ok-to-stop."""
+        if item.op in ("stop", "restart") and self.launcher.pid(item.osd):
+            ok, why = self.ok_to_stop(item.osd)
+            if not ok:
+                return why
             if not self.launcher.stop(item.osd, self.opts.stop_timeout):
                 return "osd.%d still running %ss after the stop request" % (
                     item.osd, self.opts.stop_timeout)
-            if item.op == "stop":
-                return None
-        result = self.launcher.start(item.osd)
-        if result == "held":
+        if item.op == "stop":
+            return None
+        if self.launcher.start(item.osd) == "held":
             return "the boot gate held osd.%d despite the instruction" % item.osd
         return None

@@ -35,26 +35,33 @@ DUMP, TREE, dump_with = _fx.DUMP, _fx.TREE, _fx.dump_with
 class RecordingLauncher:
     name = "recording"
 
-    def __init__(self, stop_ok=True, start_result="started"):
+    def __init__(self, stop_ok=True, start_result="started", running=()):
         self.calls = []
+        self.running = set(running)
         self.stop_ok, self.start_result = stop_ok, start_result
 
     def pid(self, osd):
-        return None
+        return 1000 + osd if osd in self.running else None
 
     def start(self, osd):
         self.calls.append(("start", osd))
+        if self.start_result == "started":
+            self.running.add(osd)
         return self.start_result
 
     def stop(self, osd, timeout=60.0):
         self.calls.append(("stop", osd))
+        if self.stop_ok:
+            self.running.discard(osd)
         return self.stop_ok
 
 
-def helper(tmp_path, launcher):
+def helper(tmp_path, launcher, ok_to_stop=(True, "ok-to-stop: yes")):
+    """A helper on tmp_path/state; ok_to_stop stands in for the mgr's `osd ok-to-stop`."""
     opts = daemon.Options(host="h2", conf="/nonexistent.conf", name="client.recovery-helper",
                           keyring=None, state_dir=str(tmp_path / "state"), probe_budget=0)
-    return daemon.Helper(opts, launcher, read_memory=lambda: {})
+    return daemon.Helper(opts, launcher, read_memory=lambda: {},
+                         ok_to_stop=lambda osd: ok_to_stop)
 
 
 def ins(*items, epoch=10):
@@ -87,13 +94,28 @@ def test_done_ids_are_reported_until_the_mgr_drops_them(tmp_path):
 
 
 def test_restart_is_stop_then_start(tmp_path):
-    rec = RecordingLauncher()
+    rec = RecordingLauncher(running={3})
     helper(tmp_path, rec).execute(ins(("r:1", "restart", 3)), {2, 3})
     assert rec.calls == [("stop", 3), ("start", 3)]
 
 
+def test_restart_without_fresh_ok_to_stop_does_nothing(tmp_path):
+    rec = RecordingLauncher(running={3})
+    h = helper(tmp_path, rec, ok_to_stop=(False, "ok-to-stop refused osd.3 (rc -16): EBUSY"))
+    h.execute(ins(("r:1", "restart", 3), ("r:2", "stop", 3)), {2, 3})
+    assert rec.calls == [] and h.state.pending_done() == []
+    assert [f["error"] for f in h.failed] == ["ok-to-stop refused osd.3 (rc -16): EBUSY"] * 2
+
+
+def test_stop_of_a_stopped_osd_is_done_without_calls(tmp_path):
+    rec = RecordingLauncher()
+    h = helper(tmp_path, rec, ok_to_stop=(False, "must not be asked"))
+    h.execute(ins(("r:1", "stop", 2)), {2, 3})
+    assert rec.calls == [] and h.state.pending_done() == ["r:1"]
+
+
 def test_failed_stop_does_not_start_and_is_not_done(tmp_path):
-    rec = RecordingLauncher(stop_ok=False)
+    rec = RecordingLauncher(stop_ok=False, running={3})
     h = helper(tmp_path, rec)
     h.execute(ins(("r:1", "restart", 3)), {2, 3})
     assert rec.calls == [("stop", 3)]
