@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from . import launch
+from . import launch, procs
 from .launch import CephError, ceph
 
 log = structlog.get_logger("lab.bootstrap")
@@ -61,11 +61,24 @@ def bootstrap_mon(state: Dict[str, Any], ident: str = "a") -> None:
     run("ceph-mon", "-c", conf, "--mkfs", "-i", ident, "--monmap", monmap, "--keyring", monkey)
     os.unlink(monkey)
     os.unlink(monmap)
-    launch.start_mon(state, ident)
+    pid = launch.start_mon(state, ident)
     for attempt in Retrying(stop=stop_after_delay(60), wait=wait_fixed(0.5), reraise=True,
                             retry=retry_if_exception_type(CephError)):
         with attempt:
+            _check_alive(state, pid, f"mon.{ident}")
             ceph(state, "mon", "stat", timeout=10)
+
+
+def _check_alive(state: Dict[str, Any], pid: int, name: str) -> None:
+    """RuntimeError with the end of the daemon's log if it died (bad port, bad conf...)."""
+    if procs.alive(pid):
+        return
+    tail = ""
+    for path in (f"{state['dir']}/log/{name}.log", f"{state['dir']}/log/{name}.stdio"):
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                tail += "".join(f.readlines()[-5:])
+    raise RuntimeError(f"{name} (pid {pid}) died at start:\n{tail}")
 
 
 def prepare_module_path(state: Dict[str, Any]) -> bool:
@@ -89,7 +102,9 @@ def bootstrap_mgr(state: Dict[str, Any], ident: str = "x") -> None:
     os.makedirs(data, exist_ok=True)
     ceph(state, "auth", "get-or-create", f"mgr.{ident}", *_caps_args(MGR_CAPS),
          "-o", os.path.join(data, "keyring"), json_out=False)
-    launch.start_mgr(state, ident)
+    pid = launch.start_mgr(state, ident)
+    time.sleep(0.5)
+    _check_alive(state, pid, f"mgr.{ident}")
 
 
 def _mkfs_osd(state: Dict[str, Any], osd_id: int, osd_uuid: str, secret: str) -> None:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sysconfig
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 import structlog
 
@@ -41,10 +42,12 @@ def holds_cluster(lab_dir: str) -> bool:
     return any(os.path.exists(os.path.join(lab_dir, p)) for p in ("lab.json", "ceph.conf", "data"))
 
 
-def pick_port(addr: str, lab_dir: str) -> int:
+def pick_port(addr: str, lab_dir: str, exclude: Iterable[int] = ()) -> int:
     """A TCP port free on addr, searched from a start derived from the lab directory."""
-    start = 10000 + int(names.lab_hash(lab_dir), 16) % 6000
+    start, exclude = 10000 + int(names.lab_hash(lab_dir), 16) % 6000, set(exclude)
     for port in list(range(start, 16000)) + list(range(10000, start)):
+        if port in exclude:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind((addr, port))
@@ -136,7 +139,7 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
     make_kernel_objects(state, opts)
     write_conf(state, opts)
     save_state(state["dir"], state)
-    bootstrap.bootstrap_mon(state)
+    start_mon(state, opts)
     with_module = bootstrap.prepare_module_path(state)
     bootstrap.bootstrap_mgr(state)
     log.info("mon and mgr started", mon=state["mon_addr"], t=round(time.monotonic() - t0, 1))
@@ -149,13 +152,32 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
         bootstrap.enable_module(state)
     state["module_enabled"] = with_module
     launch.wait_pgs_clean(state, timeout=opts.health_timeout)
-    launch.wait_health_ok(state, timeout=opts.health_timeout)
+    launch.wait_health_ok(state, timeout=opts.health_timeout, fail_on=("MGR_MODULE_ERROR",))
     log.info("HEALTH_OK", t=round(time.monotonic() - t0, 1))
     state["phase"] = "up"
     state["up_seconds"] = round(time.monotonic() - t0, 1)
     save_state(state["dir"], state)
     if opts.helpers:
         start_helpers(state)
+
+
+def start_mon(state: Dict[str, Any], opts: LabOptions, attempts: int = 3) -> None:
+    """Bootstrap the mon; if it dies at start (another lab took its port), use another port."""
+    tried = []
+    for attempt in range(attempts):
+        try:
+            bootstrap.bootstrap_mon(state)
+            return
+        except RuntimeError as exc:
+            if "died at start" not in str(exc) or attempt == attempts - 1:
+                raise
+            log.warning("mon died at start; retrying on another port", error=str(exc)[:300])
+        ip, port = state["mon_addr"].rsplit(":", 1)
+        tried.append(int(port))
+        shutil.rmtree(os.path.join(state["dir"], "data", "mon.a"), ignore_errors=True)
+        state["mon_addr"] = f"{ip}:{pick_port(ip, state['dir'], tried)}"
+        write_conf(state, opts)
+        save_state(state["dir"], state)
 
 
 def start_helpers(state: Dict[str, Any]) -> None:

@@ -146,12 +146,35 @@ def start_mgr(state: Dict[str, Any], ident: str = "x") -> int:
     return pid
 
 
-def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 30) -> int:
-    """Kill the lab's mgr and start it again with the same environment; the new pid."""
+def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 60,
+                wait: bool = True) -> int:
+    """Kill the lab's mgr and start it again with the same environment; the new pid.
+
+    With wait, returns once a NEW mgr instance (another gid) is active and available.
+    """
+    old_gid = ceph(state, "mgr", "dump", timeout=30).get("active_gid")
     pid = state["pids"].get(f"mgr.{ident}")
     if procs.alive(pid, ("ceph-mgr", state["conf"])):
         procs.terminate([pid], timeout)
-    return start_mgr(state, ident)
+    new = start_mgr(state, ident)
+    if wait:
+        wait_mgr_available(state, timeout, not_gid=old_gid)
+    return new
+
+
+def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,
+                       not_gid: Optional[int] = None) -> Dict[str, Any]:
+    """Poll `mgr dump` until an mgr is active and available (and not instance `not_gid`)."""
+    deadline, dump = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            dump = ceph(state, "mgr", "dump", timeout=30)
+            if dump.get("available") and dump.get("active_gid") not in (0, not_gid):
+                return dump
+        except CephError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"no available mgr after {timeout}s")
 
 
 def _record_pid(state: Dict[str, Any], name: str, pid: int) -> None:
@@ -164,19 +187,25 @@ def health(state: Dict[str, Any], timeout: float = 30) -> Dict[str, Any]:
     return ceph(state, "health", "detail", timeout=timeout)
 
 
-def wait_health_ok(state: Dict[str, Any], timeout: float = 300,
-                   ignore: Iterable[str] = ()) -> Dict[str, Any]:
-    """Poll until HEALTH_OK (or only `ignore`d checks remain); TimeoutError with the last one."""
-    ignore, last = set(ignore), None
+def wait_health_ok(state: Dict[str, Any], timeout: float = 300, ignore: Iterable[str] = (),
+                   fail_on: Iterable[str] = ()) -> Dict[str, Any]:
+    """Poll until HEALTH_OK (or only `ignore`d checks remain); TimeoutError with the last one.
+
+    A check listed in `fail_on` seen on 5 polls in a row raises RuntimeError at once.
+    """
+    ignore, fail_on, last, streak = set(ignore), set(fail_on), None, 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             last = health(state, timeout=min(30, max(5, deadline - time.monotonic())))
         except CephError as exc:
             last = {"status": "UNREACHABLE", "error": str(exc)}
-        checks = set((last or {}).get("checks", {}))
+        checks = set(last.get("checks", {}))
         if last.get("status") == "HEALTH_OK" or (checks and checks <= ignore):
             return last
+        streak = streak + 1 if checks & fail_on else 0
+        if streak >= 5:
+            raise RuntimeError(f"lab health: {json.dumps(last)[:2000]}")
         time.sleep(1)
     raise TimeoutError(f"lab not HEALTH_OK after {timeout}s: {json.dumps(last)[:2000]}")
 

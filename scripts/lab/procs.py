@@ -2,7 +2,7 @@
 
 A daemon is spawned detached (its own session, stdio to its log file), optionally started inside
 a memory cgroup (its pid is written to cgroup.procs before exec, so its whole memory is charged
-there) and inside a network namespace (`ip netns exec` execs in place, the pid is kept).
+there) and inside a network namespace (`nsenter --net` execs in place, the pid is kept).
 PID 1 on these machines does not reap orphans: a dead daemon may linger as a zombie, so "alive"
 means "exists and is not a zombie".
 """
@@ -28,7 +28,7 @@ def spawn(argv: Sequence[str], log_file: str, spawn_pid_file: str,
     if os.path.exists(spawn_pid_file):
         os.unlink(spawn_pid_file)
     procs_file = os.path.join(cgroup, "cgroup.procs") if cgroup else ""
-    prefix = ["ip", "netns", "exec", netns] if netns else []
+    prefix = netns_prefix(netns)
     cmd = ["setsid", "-f", "sh", "-c", _SPAWN_SH, "sh", spawn_pid_file, procs_file,
            *prefix, *argv]
     os.makedirs(os.path.dirname(log_file), exist_ok=True)
@@ -44,6 +44,12 @@ def spawn(argv: Sequence[str], log_file: str, spawn_pid_file: str,
             return pid
         time.sleep(0.02)
     raise RuntimeError(f"{argv[0]} did not start within {timeout}s; see {log_file}")
+
+
+def netns_prefix(netns: Optional[str]) -> List[str]:
+    """Command prefix entering only the network namespace (`ip netns exec` would also remount
+    /sys, hiding /sys/fs/cgroup from the process: helpers need the cgroups)."""
+    return ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
 
 
 def read_pid(path: str) -> Optional[int]:
