@@ -1,0 +1,114 @@
+"""ceph-recovery-sim: run one start strategy on a model cluster and print the outcome.
+
+    ceph-recovery-sim --osds 1200 --hosts 100 --racks 10 --fail rack:1 --downtime 3600 \
+        --strategy controlled --seed 1 --json
+"""
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import random
+import sys
+from typing import List, Optional
+
+from .params import GiB, Params, with_overrides
+from .topology import TopologyError, load
+
+STRATEGIES = ("naive", "serial", "controlled", "unlimited")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ceph-recovery-sim", description=__doc__.split("\n")[0])
+    ap.add_argument("--osds", type=int, default=60)
+    ap.add_argument("--hosts", type=int, default=6)
+    ap.add_argument("--racks", type=int, default=3)
+    ap.add_argument("--pg-bits", type=int, default=0, help="pg_num = osds << bits (default 5)")
+    ap.add_argument("--fail", default="rack:1", help="rack:N or host:N, comma-separated")
+    ap.add_argument("--downtime", type=float, default=3600.0, help="seconds the domain was down")
+    ap.add_argument("--strategy", choices=STRATEGIES, default="controlled")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budget", type=float, default=0.8, help="fraction of host RAM")
+    ap.add_argument("--host-ram", type=float, default=None,
+                    help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
+    ap.add_argument("--concurrency", type=int, default=1, help="controlled: starts per host")
+    ap.add_argument("--horizon", type=float, default=96 * 3600.0, help="simulated seconds")
+    ap.add_argument("--tick", type=float, default=5.0, help="simulated seconds per tick")
+    ap.add_argument("--no-heap-release", action="store_true",
+                    help="OSDs without tcmalloc: heap release frees nothing")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a model parameter (see docs/memory-model.md)")
+    ap.add_argument("--check-invariants", action="store_true",
+                    help="controlled: check plan() invariants every tick, count violations")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    return ap
+
+
+def build_params(args) -> Params:
+    kw = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError("--param wants NAME=VALUE, got %r" % item)
+        cur = getattr(Params(), name, None)
+        if cur is None:
+            raise ValueError("unknown model parameter %r" % name)
+        kw[name] = type(cur)(float(value)) if not isinstance(cur, bool) else value in (
+            "1", "true", "yes")
+    if args.no_heap_release:
+        kw["heap_release"] = False
+    return with_overrides(Params(), **kw)
+
+
+def run(args) -> dict:
+    from .engine import RunConfig, Sim
+    from .strategies import make
+    if args.tick <= 0 or args.horizon <= 0 or args.downtime < 0:
+        raise ValueError("tick and horizon must be > 0, downtime >= 0")
+    if not 0 < args.budget <= 1:
+        raise ValueError("--budget is a fraction of host RAM in (0, 1]")
+    random.seed(args.seed)
+    params = build_params(args)
+    topo = load(args.osds, args.hosts, args.racks, args.pg_bits)
+    cfg = RunConfig(strategy=args.strategy, fail=args.fail, downtime_s=args.downtime,
+                    horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
+                    host_ram=args.host_ram, concurrency=args.concurrency,
+                    check_invariants=args.check_invariants, seed=args.seed)
+    return Sim(topo, params, cfg, make(cfg)).run()
+
+
+def _fmt_t(v) -> str:
+    return "never" if v is None else "%.0f s (%.2f h)" % (v, v / 3600.0)
+
+
+def human(r: dict) -> str:
+    lines = ["%s: %d OSDs / %d hosts / %d racks, %d PGs, fail %s (%d OSDs) down %.0f s" % (
+        r["strategy"], r["osds"], r["hosts"], r["racks"], r["pgs"], r["fail"],
+        r["failed_osds"], r["downtime_s"])]
+    for k in ("time_to_all_up_s", "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s"):
+        lines.append("  %-26s %s" % (k, _fmt_t(r[k])))
+    lines.append("  peak host mem             %.1f GiB (%.2f x budget %.1f GiB)" % (
+        r["peak_host_mem_bytes"] / GiB, r["peak_host_mem_over_budget"], r["budget_bytes"] / GiB))
+    lines.append("  oom_kills %d, restarts %d, heap_releases %d, units failed %d, decisions %d"
+                 % (r["oom_kills"], r["restarts"], r["heap_releases"], r["units_failed"],
+                    r["decisions"]))
+    lines.append("  converged %s, wall %.2f s" % (r["converged"], r["wall_s"]))
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        r = run(args)
+    except TopologyError as e:
+        print("ceph-recovery-sim: %s" % e, file=sys.stderr)
+        return e.errno
+    except (ValueError, LookupError) as e:
+        print("ceph-recovery-sim: %s" % e, file=sys.stderr)
+        return errno.EINVAL if isinstance(e, ValueError) else errno.ENOENT
+    print(json.dumps(r, indent=1, sort_keys=True) if args.json else human(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

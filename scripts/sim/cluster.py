@@ -1,0 +1,163 @@
+"""State of the model cluster: OSD processes, their memory, and per-PG counters.
+
+PG states are kept incrementally: every PG holds how many of its up-set members are
+peering, up-and-peered, and up-peered-and-recovered; an OSD changing class touches only its
+own PGs (about 100), never the whole PG table. A PG is active when at least min_size members
+are up and peered and none is still peering; clean when every member is recovered.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+from .params import Params
+from .topology import Topology
+
+# OSD classes as PGs see them
+C_DOWN, C_PEERING, C_OK, C_CLEAN = 0, 1, 2, 3
+# process phases
+STOPPED, LOADING, PREBOOT, BOOTING, PEERING, RECOVERING, ACTIVE, FAILED = (
+    "stopped", "loading", "preboot", "booting", "peering", "recovering", "active", "failed")
+RUNNING_PHASES = (LOADING, PREBOOT, BOOTING, PEERING, RECOVERING, ACTIVE)
+
+
+class Osd:
+    """One OSD daemon of the model (process, map state, memory components)."""
+
+    __slots__ = ("id", "host", "rack", "pgs", "phase", "cls", "noup", "down_since",
+                 "started_at", "t_phase_end", "pending_writes", "active_pgs_down",
+                 "peer_base_left", "peer_left", "peer_total", "obj_left", "obj_total",
+                 "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
+                 "restart_at", "inactive", "degraded", "load_bytes", "in_scope")
+
+    def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
+        self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
+        self.phase, self.cls, self.noup = ACTIVE, C_CLEAN, False
+        self.down_since: Optional[float] = None
+        self.started_at: Optional[float] = None
+        self.t_phase_end = 0.0
+        self.pending_writes = 0.0        # missed client writes not yet recovered
+        self.active_pgs_down = 0         # its PGs that stayed active (took writes) while it was down
+        self.peer_base_left = self.peer_left = self.peer_total = 0.0
+        self.obj_left = self.obj_total = 0.0
+        self.hist_peak = self.hist_keep = 0.0
+        self.nonhist = self.rss = 0.0
+        self.veteran = True              # running since before the failure (a survivor)
+        self.starts: List[float] = []    # systemd start times (StartLimitBurst accounting)
+        self.restart_at: Optional[float] = None
+        self.inactive = self.degraded = 0
+        self.load_bytes = load_bytes
+        self.in_scope = False
+
+    @property
+    def up(self) -> bool:
+        return self.cls != C_DOWN
+
+    @property
+    def running(self) -> bool:
+        return self.phase in RUNNING_PHASES
+
+
+class Cluster:
+    """OSDs, hosts and PG counters of one simulation run."""
+
+    def __init__(self, topo: Topology, params: Params, host_ram: float):
+        self.p, self.topo = params, topo
+        self.size, self.min_size = topo.size, topo.min_size
+        by_osd: List[List[int]] = [[] for _ in range(topo.n_osds)]
+        for i, up in enumerate(topo.pgs):
+            for o in up:
+                by_osd[o].append(i)
+        self.osds = [Osd(i, topo.host_of[i], topo.rack_of_host[topo.host_of[i]], by_osd[i],
+                         params.load_bytes(len(by_osd[i]))) for i in range(topo.n_osds)]
+        self.members = topo.pgs
+        n = len(topo.pgs)
+        self.n_ok = [self.size] * n
+        self.n_peer = [0] * n
+        self.n_clean = [self.size] * n
+        self.n_active = self.n_clean_total = n
+        self.hosts = topo.hosts
+        self.host_osds: Dict[str, List[Osd]] = {h: [] for h in self.hosts}
+        for o in self.osds:
+            self.host_osds[o.host].append(o)
+        self.host_ram = float(host_ram)
+        self.host_used = {h: float(params.host_system_bytes) for h in self.hosts}
+        self.dirty_osds: Set[int] = set()
+        self.dirty_hosts: Set[str] = set()
+        self.epoch = 1
+        self.n_down = 0
+        for o in self.osds:
+            o.nonhist = float(params.steady_rss)
+            self.set_rss(o, o.nonhist)
+
+    # ---------------------------------------------------------------- PG bookkeeping
+    def _pg_state(self, pg: int):
+        active = self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0
+        return active, self.n_clean[pg] >= len(self.members[pg])
+
+    def set_class(self, o: Osd, new: int) -> None:
+        """Move `o` to PG class `new`, updating PG, per-OSD and global counters."""
+        old = o.cls
+        if old == new:
+            return
+        o.cls = new
+        if (old == C_DOWN) != (new == C_DOWN):
+            self.epoch += 1
+            self.n_down += 1 if new == C_DOWN else -1
+        d_ok = (new >= C_OK) - (old >= C_OK)
+        d_peer = (new == C_PEERING) - (old == C_PEERING)
+        d_clean = (new == C_CLEAN) - (old == C_CLEAN)
+        for pg in o.pgs:
+            a0, c0 = self._pg_state(pg)
+            self.n_ok[pg] += d_ok
+            self.n_peer[pg] += d_peer
+            self.n_clean[pg] += d_clean
+            a1, c1 = self._pg_state(pg)
+            if a0 != a1:
+                self._flip(pg, "inactive", -1 if a1 else 1)
+                self.n_active += 1 if a1 else -1
+            if c0 != c1:
+                self._flip(pg, "degraded", -1 if c1 else 1)
+                self.n_clean_total += 1 if c1 else -1
+
+    def _flip(self, pg: int, attr: str, delta: int) -> None:
+        for m in self.members[pg]:
+            x = self.osds[m]
+            setattr(x, attr, getattr(x, attr) + delta)
+            self.dirty_osds.add(m)
+            if attr == "degraded" and delta > 0 and x.veteran and x.running:
+                self._survivor_growth(x)
+
+    def _survivor_growth(self, x: Osd) -> None:
+        """Survivors serving degraded writes grow (and keep it until restarted)."""
+        frac = x.degraded / max(1, len(x.pgs))
+        grown = self.p.steady_rss * (1.0 + self.p.survivor_growth * frac)
+        if grown > x.nonhist:
+            x.nonhist = grown
+            self.set_rss(x, x.nonhist + x.hist_keep)
+
+    def ok_to_stop(self, o: Osd) -> bool:
+        """Ceph's ok-to-stop: would stopping `o` make an active PG inactive?"""
+        if o.cls < C_OK:
+            return True
+        for pg in o.pgs:
+            if self.n_peer[pg] == 0 and self.n_ok[pg] >= self.min_size > self.n_ok[pg] - 1:
+                return False
+        return True
+
+    def active_pgs_without(self, o: Osd) -> int:
+        """Of o's PGs, how many stay active (take client writes) without o."""
+        n = 0
+        for pg in o.pgs:
+            ok = self.n_ok[pg] - (1 if o.cls >= C_OK else 0)
+            if ok >= self.min_size:
+                n += 1
+        return n
+
+    # ---------------------------------------------------------------- memory
+    def set_rss(self, o: Osd, rss: float) -> None:
+        if rss != o.rss:
+            self.host_used[o.host] += rss - o.rss
+            o.rss = rss
+            self.dirty_osds.add(o.id)
+            self.dirty_hosts.add(o.host)
+

@@ -1,0 +1,169 @@
+"""The `controlled` strategy: every tick, build a Snapshot of the model, call the real
+`ceph_recovery.plan.plan()`, and carry out the returned actions in order.
+
+The helper's boot gate stands in for systemd here: an in-scope OSD killed by the OOM killer
+is not restarted automatically, plan() decides (out-of-scope OSDs keep systemd semantics).
+OsdState values are cached per OSD and rebuilt only when the OSD changed, so a tick costs
+O(changed OSDs) plus plan() itself.
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from ceph_recovery import actions as A
+from ceph_recovery.model import (MODE_CONTROLLED, PROC_RUNNING, PROC_STOPPED, Budget, HostMem,
+                                 Intent, OsdState, Progress, Snapshot)
+from ceph_recovery.plan import check_invariants, plan
+from ceph_recovery.policies import resolve
+
+from .cluster import Osd
+
+QUERY_TTL_S = 120.0
+
+
+class Controlled:
+    name = "controlled"
+    oom = True
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.intent = None
+        self.progress = Progress()
+        self.done = False
+        self.cache: Dict[int, OsdState] = {}
+        self.queries: Dict[int, float] = {}    # osd -> when plan() asked ok-to-stop
+        self.flags: Set[str] = set()
+        self.last_actions: List[A.Action] = []
+        self.history: List[str] = []
+        self.policies = None
+
+    # ------------------------------------------------------------------ snapshot
+    def _osd_state(self, sim, o: Osd) -> OsdState:
+        topo = sim.cl.topo
+        return OsdState(
+            id=o.id, host=o.host, crush_path=(topo.root, o.rack, o.host), up=o.up,
+            in_=True, flags=frozenset(("noup",)) if o.noup else frozenset(),
+            process=PROC_RUNNING if o.running else PROC_STOPPED,
+            rss_bytes=int(o.rss), process_started_at=o.started_at if o.running else None,
+            pgs=len(o.pgs), pgs_inactive=o.inactive, pgs_degraded=o.degraded,
+            pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
+                            if o.running else 0),
+            down_since=o.down_since if not o.up else None,
+            heap_release=sim.p.heap_release if o.running else None)
+
+    def snapshot(self, sim) -> Snapshot:
+        cl = sim.cl
+        for oid in cl.dirty_osds:
+            self.cache[oid] = self._osd_state(sim, cl.osds[oid])
+        cl.dirty_osds.clear()
+        if len(self.cache) != len(cl.osds):
+            for o in cl.osds:
+                if o.id not in self.cache:
+                    self.cache[o.id] = self._osd_state(sim, o)
+        ram = int(cl.host_ram)
+        hosts = tuple(HostMem(name=h, mem_total=ram, mem_used=int(cl.host_used[h]),
+                              mem_available=max(0, ram - int(cl.host_used[h])),
+                              reported_at=sim.now) for h in cl.hosts)
+        buckets = {topo_name: "host" for topo_name in cl.hosts}
+        buckets.update({r: "rack" for r in cl.topo.racks})
+        buckets[cl.topo.root] = "root"
+        answers = self._answers(sim)
+        return Snapshot(
+            epoch=cl.epoch, osds=tuple(self.cache[i] for i in range(len(cl.osds))),
+            hosts=hosts, bucket_flags={b: frozenset(("noup",)) for b in sim.lc.held_buckets},
+            cluster_flags=frozenset(self.flags), buckets=buckets,
+            pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_total,
+            ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts})
+
+    def _answers(self, sim) -> Dict[int, bool]:
+        """Like a shell that re-asks `ceph osd ok-to-stop` for its recent queries every tick:
+        fresh answers, valid at this snapshot's epoch."""
+        for oid, at in list(self.queries.items()):
+            if sim.now - at > QUERY_TTL_S:
+                del self.queries[oid]
+        return {oid: sim.cl.ok_to_stop(sim.cl.osds[oid]) for oid in sorted(self.queries)}
+
+    # ------------------------------------------------------------------ tick
+    def tick(self, sim) -> None:
+        if self.done:
+            return
+        if self.intent is None:
+            self.intent = Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", sim.cfg.budget),
+                                 scope=sim.failed_buckets, concurrency=sim.cfg.concurrency,
+                                 run_id="sim-%d" % sim.cfg.seed)
+            self.policies = resolve(self.intent)
+        snap = self.snapshot(sim)
+        res = plan(snap, self.intent, self.progress, self.policies, sim.now)
+        sim.m.decisions += 1
+        if sim.cfg.check_invariants:
+            self._check(sim, snap, res)
+        self.progress = res.progress
+        self.last_actions = list(res.actions)
+        for a in res.actions:
+            self.apply(sim, a)
+
+    def _check(self, sim, snap, res) -> None:
+        bad = check_invariants(snap, self.intent, self.progress, res, self.policies, sim.now)
+        bad = list(bad or ())
+        if bad:
+            sim.m.invariant_violations += len(bad)
+            for b in bad[:3]:
+                sim.m.violations.append("t=%.0f %s" % (sim.now, b))
+
+    def apply(self, sim, a: A.Action) -> None:
+        cl, lc = sim.cl, sim.lc
+        o = cl.osds[a.osd] if getattr(a, "osd", -1) >= 0 else None
+        if isinstance(a, A.SetFlag):
+            self.flags.add(a.flag)
+            lc.cluster_noup = "noup" in self.flags
+            cl.epoch += 1
+        elif isinstance(a, A.UnsetFlag):
+            self.flags.discard(a.flag)
+            lc.cluster_noup = "noup" in self.flags
+            cl.epoch += 1
+        elif isinstance(a, (A.HoldOsd, A.AllowBoot)):
+            o.noup = isinstance(a, A.HoldOsd)
+            cl.dirty_osds.add(o.id)
+            cl.epoch += 1
+            if not o.noup:
+                lc.allow_boot(o, sim.now)
+        elif isinstance(a, (A.HoldBucket, A.ReleaseBucket)):
+            self._bucket(sim, a)
+        elif isinstance(a, A.GrantStart):
+            if not o.running:
+                lc.start(o, sim.now)
+        elif isinstance(a, A.QueryOkToStop):
+            self.queries[o.id] = sim.now
+        elif isinstance(a, A.HeapRelease):
+            sim.m.heap_releases += 1
+            lc.heap_release(o)
+        elif isinstance(a, A.RestartOsd):
+            self._restart(sim, o)
+        elif isinstance(a, A.Done):
+            self.done = True
+
+    def _bucket(self, sim, a) -> None:
+        if isinstance(a, A.HoldBucket):
+            sim.lc.held_buckets.add(a.bucket)
+        else:
+            sim.lc.held_buckets.discard(a.bucket)
+            for o in sim.cl.osds:
+                if a.bucket in (o.host, o.rack, sim.cl.topo.root):
+                    sim.lc.allow_boot(o, sim.now)
+        sim.cl.epoch += 1
+
+    def _restart(self, sim, o: Osd) -> None:
+        sim.m.restarts += 1
+        if o.running:
+            sim.lc.stop(o, sim.now)
+        sim.lc.start(o, sim.now)
+
+    # ------------------------------------------------------------------ engine hooks
+    def systemd_restarts(self, sim, osd) -> bool:
+        return self.done or not osd.in_scope
+
+    def finished(self, sim) -> bool:
+        return self.done
+
+    def stuck(self, sim) -> bool:
+        return self.done

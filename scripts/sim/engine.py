@@ -1,0 +1,181 @@
+"""The simulation loop: strategy tick, time advance, OOM killer, systemd restarts, metrics."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .cluster import C_DOWN, FAILED, Cluster, Osd
+from .lifecycle import Lifecycle
+from .params import Params
+from .topology import Topology
+
+
+@dataclass
+class RunConfig:
+    strategy: str = "controlled"
+    fail: str = "rack:1"
+    downtime_s: float = 3600.0
+    horizon_s: float = 96 * 3600.0
+    tick_s: float = 5.0
+    budget: float = 0.8
+    host_ram: Optional[float] = None     # bytes; default params.host_ram_per_osd * OSDs/host
+    concurrency: int = 1
+    check_invariants: bool = False
+    seed: int = 0
+
+
+@dataclass
+class Metrics:
+    oom_kills: int = 0
+    restarts: int = 0
+    heap_releases: int = 0
+    decisions: int = 0
+    invariant_violations: int = 0
+    units_failed: int = 0
+    peak_host_mem: float = 0.0
+    peak_host: str = ""
+    t_all_up: Optional[float] = None
+    t_all_active: Optional[float] = None
+    t_all_clean: Optional[float] = None
+    violations: List[str] = field(default_factory=list)
+
+
+def failed_osds(cl: Cluster, spec: str) -> List[Osd]:
+    """`rack:1`, `host:7`, or several comma-separated -> the OSDs under those buckets."""
+    out: List[Osd] = []
+    names = []
+    for part in spec.split(","):
+        kind, _, idx = part.strip().partition(":")
+        if kind not in ("rack", "host") or not idx.isdigit():
+            raise ValueError("--fail wants rack:N or host:N (comma-separated), got %r" % part)
+        name = "%s%s" % (kind, idx)
+        known = cl.topo.racks if kind == "rack" else cl.topo.hosts
+        if name not in known:
+            raise LookupError("no %s named %s (have %s..%s)" % (kind, name, known[0], known[-1]))
+        names.append(name)
+    for o in cl.osds:
+        if o.host in names or o.rack in names:
+            out.append(o)
+    return out
+
+
+class Sim:
+    """One run of one strategy on one model cluster."""
+
+    def __init__(self, topo: Topology, params: Params, cfg: RunConfig, strategy):
+        per_host = topo.n_osds // len(set(topo.host_of))
+        ram = cfg.host_ram or params.host_ram_per_osd * per_host
+        self.cfg, self.p = cfg, params
+        self.cl = Cluster(topo, params, ram)
+        self.lc = Lifecycle(self.cl)
+        self.m = Metrics()
+        self.oom = strategy.oom
+        self.failed = failed_osds(self.cl, cfg.fail)
+        self.failed_buckets = tuple(p.strip().replace(":", "") for p in cfg.fail.split(","))
+        for o in self.failed:
+            o.in_scope = True
+        self.budget = ram * cfg.budget
+        self.now = 0.0
+        self.strategy = strategy
+        self.lc.fail(self.failed, -cfg.downtime_s)
+        self._track_peak()
+
+    # ------------------------------------------------------------------ systemd
+    def systemd_failure(self, o: Osd) -> None:
+        """Restart=on-failure, RestartSec, StartLimitBurst within StartLimitInterval."""
+        p = self.p
+        recent = [s for s in o.starts if self.now - s < p.start_limit_interval_s]
+        if len(recent) >= p.start_limit_burst:
+            o.phase = FAILED
+            self.m.units_failed += 1
+        else:
+            o.restart_at = self.now + p.restart_sec
+
+    def _systemd_restarts(self) -> None:
+        for o in self.failed:
+            if o.restart_at is not None and o.restart_at <= self.now and o.phase != FAILED:
+                self.lc.start(o, self.now)
+
+    # ------------------------------------------------------------------ OOM killer
+    def _oom(self) -> None:
+        cl = self.cl
+        for h in sorted(cl.dirty_hosts):
+            while self.oom and cl.host_used[h] > cl.host_ram:
+                victims = [o for o in cl.host_osds[h] if o.running]
+                if not victims:
+                    break
+                v = max(victims, key=lambda o: (o.rss, o.id))
+                self.m.oom_kills += 1
+                self.lc.stop(v, self.now)
+                if self.strategy.systemd_restarts(self, v):
+                    self.systemd_failure(v)
+
+    def _track_peak(self) -> None:
+        cl = self.cl
+        for h in cl.dirty_hosts:
+            if cl.host_used[h] > self.m.peak_host_mem:
+                self.m.peak_host_mem, self.m.peak_host = cl.host_used[h], h
+        cl.dirty_hosts.clear()
+
+    def _milestones(self) -> None:
+        cl, m = self.cl, self.m
+        n = len(cl.members)
+        m.t_all_up = (m.t_all_up if m.t_all_up is not None else self.now) \
+            if cl.n_down == 0 else None
+        m.t_all_active = (m.t_all_active if m.t_all_active is not None else self.now) \
+            if cl.n_active == n else None
+        m.t_all_clean = (m.t_all_clean if m.t_all_clean is not None else self.now) \
+            if cl.n_clean_total == n else None
+
+    def quiescent(self) -> bool:
+        """Nothing can change any more without a new decision."""
+        return not self.lc.dyn and all(o.restart_at is None or o.phase == FAILED
+                                       for o in self.failed)
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> dict:
+        t_wall = time.perf_counter()
+        dt = self.cfg.tick_s
+        while self.now <= self.cfg.horizon_s:
+            self._systemd_restarts()
+            self.strategy.tick(self)
+            self._oom()
+            self._track_peak()
+            self._milestones()
+            if self.m.t_all_clean is not None and self.strategy.finished(self):
+                break
+            if self.quiescent() and self.strategy.stuck(self):
+                break
+            self.lc.advance(self.now, self.now + dt)
+            self.now += dt
+            self._oom()
+            self._track_peak()
+            self._milestones()
+        return self.result(time.perf_counter() - t_wall)
+
+    def result(self, wall: float) -> dict:
+        m, cfg, cl = self.m, self.cfg, self.cl
+        converged = m.t_all_clean is not None and cl.n_down == 0
+        return {
+            "strategy": cfg.strategy, "osds": len(cl.osds), "hosts": len(cl.hosts),
+            "racks": len(cl.topo.racks), "pgs": len(cl.members), "fail": cfg.fail,
+            "failed_osds": len(self.failed), "downtime_s": cfg.downtime_s,
+            "seed": cfg.seed, "tick_s": cfg.tick_s, "horizon_s": cfg.horizon_s,
+            "budget_frac": cfg.budget, "host_ram_bytes": int(cl.host_ram),
+            "budget_bytes": int(self.budget), "concurrency": cfg.concurrency,
+            "heap_release_supported": self.p.heap_release,
+            "time_to_all_up_s": m.t_all_up, "time_to_all_pgs_active_s": m.t_all_active,
+            "time_to_all_pgs_clean_s": m.t_all_clean,
+            "peak_host_mem_bytes": int(m.peak_host_mem), "peak_host": m.peak_host,
+            "peak_host_mem_over_budget": round(m.peak_host_mem / self.budget, 4),
+            "oom_kills": m.oom_kills, "restarts": m.restarts, "heap_releases": m.heap_releases,
+            "units_failed": m.units_failed, "decisions": m.decisions,
+            "invariant_violations": m.invariant_violations,
+            "invariant_examples": m.violations[:5],
+            "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
+            "sim_time_s": self.now, "wall_s": round(wall, 3), "converged": converged,
+        }
+
+
+__all__ = ["Sim", "RunConfig", "failed_osds", "C_DOWN"]

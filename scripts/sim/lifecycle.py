@@ -1,0 +1,200 @@
+"""OSD process lifecycle in the model: start, load, preboot, boot, peering, recovery, stop.
+
+Memory of a returning OSD (see docs/memory-model.md):
+  start (load_pgs)   rss = load_bytes          (fresh process + PG logs + dups)
+  peering            rss rises to (nonhist + H) * (1 + peering_peak_frac) at its end
+  recovery           H shrinks with recovered objects down to retain_frac * H (kept)
+  after boot         caches refill nonhist linearly to steady_rss over cache_fill_s
+where H = missed writes (capped at what the PG log holds) * bytes_per_missed_write.
+"""
+from __future__ import annotations
+
+from typing import Dict, Set
+
+from .cluster import (ACTIVE, BOOTING, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED, LOADING,
+                      PEERING, PREBOOT, RECOVERING, STOPPED, Cluster, Osd)
+
+
+class Lifecycle:
+    """Moves OSDs through their phases; keeps the per-host peering/recovering sets."""
+
+    def __init__(self, cl: Cluster):
+        self.cl, self.p = cl, cl.p
+        self.dyn: Set[int] = set()                       # OSDs that change with time
+        self.peering: Dict[str, Set[int]] = {h: set() for h in cl.hosts}
+        self.recovering: Dict[str, Set[int]] = {h: set() for h in cl.hosts}
+        self.held_buckets: Set[str] = set()
+        self.cluster_noup = False
+
+    # ------------------------------------------------------------------ transitions
+    def held(self, o: Osd) -> bool:
+        return o.noup or self.cluster_noup or o.host in self.held_buckets or \
+            o.rack in self.held_buckets or self.cl.topo.root in self.held_buckets
+
+    def fail(self, osds, at: float) -> None:
+        """Power loss of `osds` at time `at` (negative: before the simulation starts)."""
+        for o in osds:
+            self.stop(o, at)
+        for o in osds:
+            o.active_pgs_down = self.cl.active_pgs_without(o)
+
+    def start(self, o: Osd, now: float) -> None:
+        cl = self.cl
+        o.phase, o.t_phase_end, o.started_at, o.veteran = LOADING, now + self.p.load_s, now, False
+        o.nonhist, o.hist_peak, o.hist_keep = float(o.load_bytes), 0.0, 0.0
+        o.starts.append(now)
+        o.restart_at = None
+        cl.set_rss(o, o.nonhist)
+        cl.dirty_osds.add(o.id)
+        self.dyn.add(o.id)
+
+    def stop(self, o: Osd, now: float, failed: bool = False) -> None:
+        """Process ends (kill, OOM, stop). The OSD is marked down; its history keeps growing."""
+        cl = self.cl
+        if o.phase == RECOVERING and o.obj_total > 0:
+            o.pending_writes *= o.obj_left / o.obj_total
+        was_up = o.cls != C_DOWN
+        self.peering[o.host].discard(o.id)
+        self.recovering[o.host].discard(o.id)
+        cl.set_class(o, C_DOWN)
+        if was_up:
+            o.active_pgs_down = cl.active_pgs_without(o)
+            o.down_since = now
+        elif o.down_since is None:
+            o.down_since = now
+        o.phase = FAILED if failed else STOPPED
+        o.hist_peak = o.hist_keep = 0.0
+        o.nonhist = 0.0
+        cl.set_rss(o, 0.0)
+        cl.dirty_osds.add(o.id)
+        self.dyn.discard(o.id)
+
+    def allow_boot(self, o: Osd, now: float) -> None:
+        if o.phase == PREBOOT and not self.held(o):
+            o.phase, o.t_phase_end = BOOTING, now + self.p.boot_s
+            self.cl.dirty_osds.add(o.id)
+            self.dyn.add(o.id)
+
+    def _loaded(self, o: Osd, t: float) -> None:
+        if self.held(o):
+            o.phase = PREBOOT
+            self.dyn.discard(o.id)
+        else:
+            o.phase, o.t_phase_end = BOOTING, t + self.p.boot_s
+        self.cl.dirty_osds.add(o.id)
+
+    def _boot(self, o: Osd, t: float) -> None:
+        """Up in the OSD map: its PGs peer; missed writes set the peering work and memory."""
+        p = self.p
+        since = o.down_since if o.down_since is not None else t
+        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * max(0.0, t - since)
+        cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
+        in_log = min(writes, cap)
+        o.pending_writes = writes
+        o.hist_peak = in_log * p.bytes_per_missed_write
+        o.peer_total = o.peer_left = in_log
+        o.peer_base_left = p.peer_base_s
+        o.obj_total = o.obj_left = min(writes * p.distinct_object_frac,
+                                       float(p.pg_objects * len(o.pgs)))
+        o.down_since = None
+        o.phase = PEERING
+        self.peering[o.host].add(o.id)
+        self.cl.set_class(o, C_PEERING)
+
+    def _peered(self, o: Osd) -> None:
+        self.peering[o.host].discard(o.id)
+        o.hist_keep = o.hist_peak * self.p.retain_frac
+        if o.obj_left > 0:
+            o.phase = RECOVERING
+            self.recovering[o.host].add(o.id)
+            self.cl.set_class(o, C_OK)
+        else:
+            self._recovered(o)
+
+    def _recovered(self, o: Osd) -> None:
+        self.recovering[o.host].discard(o.id)
+        o.phase, o.obj_left, o.pending_writes = ACTIVE, 0.0, 0.0
+        self.cl.set_class(o, C_CLEAN)
+
+    # ------------------------------------------------------------------ time
+    def advance(self, t0: float, t1: float) -> None:
+        """Advance every time-dependent OSD from t0 to t1 (rates shared per host)."""
+        p = self.p
+        peer_rate = {h: p.peer_entries_per_s / max(1, len(s)) for h, s in self.peering.items()
+                     if s}
+        rec_rate = {h: p.host_objects_per_s / max(1, len(s)) for h, s in self.recovering.items()
+                    if s}
+        for oid in sorted(self.dyn):
+            o = self.cl.osds[oid]
+            self._advance_one(o, t0, t1, peer_rate, rec_rate)
+            self._memory(o, t0, t1)
+
+    def _advance_one(self, o: Osd, t0: float, t1: float, peer_rate, rec_rate) -> None:
+        t = t0
+        while t < t1:
+            if o.phase in (LOADING, BOOTING):
+                if o.t_phase_end > t1:
+                    return
+                t = max(t, o.t_phase_end)
+                if o.phase == LOADING:
+                    self._loaded(o, t)
+                else:
+                    self._boot(o, t)
+            elif o.phase == PEERING:
+                rate = peer_rate.get(o.host, p_rate_default(self.p))
+                need = max(o.peer_base_left, o.peer_left / rate)
+                if need > t1 - t:
+                    o.peer_base_left = max(0.0, o.peer_base_left - (t1 - t))
+                    o.peer_left = max(0.0, o.peer_left - rate * (t1 - t))
+                    return
+                t += need
+                o.peer_left = o.peer_base_left = 0.0
+                self._peered(o)
+            elif o.phase == RECOVERING:
+                rate = rec_rate.get(o.host, self.p.host_objects_per_s)
+                if o.obj_left > rate * (t1 - t):
+                    o.obj_left -= rate * (t1 - t)
+                    return
+                t += o.obj_left / rate
+                self._recovered(o)
+            else:
+                return
+
+    def _memory(self, o: Osd, t0: float, t1: float) -> None:
+        p, cl = self.p, self.cl
+        if o.phase in (LOADING, PREBOOT, BOOTING, STOPPED, FAILED):
+            return
+        steady = float(p.steady_rss)
+        if o.nonhist < steady:
+            o.nonhist = min(steady, o.nonhist + (steady - o.load_bytes) / p.cache_fill_s
+                            * (t1 - t0))
+        if o.phase == PEERING:
+            done = 1.0 - (o.peer_left / o.peer_total if o.peer_total > 0 else
+                          o.peer_base_left / max(p.peer_base_s, 1e-9))
+            rss = o.nonhist + (o.hist_peak + p.peering_peak_frac * (o.nonhist + o.hist_peak)) \
+                * done
+        elif o.phase == RECOVERING:
+            left = o.obj_left / o.obj_total if o.obj_total > 0 else 0.0
+            rss = o.nonhist + o.hist_keep + (o.hist_peak - o.hist_keep) * left
+        else:
+            rss = o.nonhist + o.hist_keep
+            if o.nonhist >= steady:
+                self.dyn.discard(o.id)
+        cl.set_rss(o, rss)
+
+    def heap_release(self, o: Osd) -> bool:
+        """tcmalloc returns free pages: part of the retained history heap goes back."""
+        if not self.p.heap_release or o.hist_keep <= 0 or not o.running:
+            return False
+        freed = o.hist_keep * self.p.heap_release_frac
+        o.hist_keep -= freed
+        o.hist_peak = max(o.hist_keep, o.hist_peak - freed)
+        self.cl.set_rss(o, max(0.0, o.rss - freed))
+        return True
+
+
+def p_rate_default(p) -> float:
+    return p.peer_entries_per_s
+
+
+__all__ = ["Lifecycle", "ACTIVE", "PREBOOT", "C_OK"]

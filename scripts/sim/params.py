@@ -1,0 +1,81 @@
+"""Parameters of the simulator's memory, time and failure model.
+
+Every number is documented, with where it comes from, in docs/memory-model.md.
+Sources: [F] field numbers (DESIGN.md), [C] Ceph defaults, [L] measured on the lab cluster
+(DESIGN.md table), [A] assumed for a production-scale model (reasoning in the doc).
+Units: bytes, seconds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Params:
+    # --- Ceph defaults [C]
+    size: int = 3                             # pool size (from osdmaptool's default pool)
+    min_size: int = 2
+    pg_log_target_per_osd: int = 300000       # osd_target_pg_log_entries_per_osd
+    pg_log_min: int = 250                     # osd_min_pg_log_entries
+    pg_log_max: int = 10000                   # osd_max_pg_log_entries (degraded PGs)
+    pg_log_dups: int = 3000                   # osd_pg_log_dups_tracked
+    osd_memory_target: int = 4 * GiB
+    # --- memory per OSD
+    steady_frac_of_target: float = 0.875      # [A] healthy long-running RSS = 3.5 GiB
+    start_base: int = 1 * GiB                 # [A] RSS of a fresh process before caches fill
+    log_entry_bytes: int = 512                # [A] in-memory pg_log_entry_t incl. hobject
+    dup_entry_bytes: int = 128                # [A] pg_log_dup_t
+    bytes_per_missed_write: int = 8 * KiB     # [L] (401-71 MiB)/~39k writes, (370-68)/~39k
+    peering_peak_frac: float = 0.2            # [F] peak about +20 % during peering
+    retain_frac: float = 0.25                 # [F]/[A] part of the history memory kept after clean
+    survivor_growth: float = 0.2              # [F]/[C] survivors grow, RSS up to 20 % over target
+    cache_fill_s: float = 900.0               # [A] a fresh process's caches refill to steady
+    heap_release_frac: float = 0.5            # [A] share of the retained heap a release frees
+    heap_release: bool = True                 # tcmalloc builds support it; Debian's does not
+    # --- hosts
+    host_ram_per_osd: int = 16 * GiB // 3     # [A] 64 GiB for a 12-OSD host, no swap
+    host_system_bytes: int = 2 * GiB          # [A] kernel, page tables, other daemons
+    # --- workload and times
+    write_rate_per_pg: float = 1.5            # [A] client writes/s per PG while active
+    distinct_object_frac: float = 0.1         # [A] distinct 4 MiB objects per missed write
+    pg_objects: int = 6500                    # [A] objects per PG (~26 GiB: 60 % of 4 TiB / 96)
+    object_bytes: int = 4 * MiB               # [F] RBD/RGW 4 MiB objects
+    host_objects_per_s: float = 300.0         # [F] 10 Gbit/s ~ 300 4 MiB objects/s per server
+    load_s: float = 5.0                       # [L] returning OSDs jump within 3-6 s of start
+    boot_s: float = 2.0                       # [L] up ~2 s after its noup goes
+    peer_base_s: float = 3.0                  # [A] peering round trips, small history
+    peer_entries_per_s: float = 15000.0       # [A] log entries merged+persisted per s per host
+    markdown_s: float = 1.3                   # [L] kill -9 seen by the mon after ~1.3 s
+    # --- systemd (ceph-osd@.service) [C]
+    restart_sec: float = 10.0                 # RestartSec=10
+    start_limit_burst: int = 3                # StartLimitBurst=3
+    start_limit_interval_s: float = 1800.0    # StartLimitInterval=30min
+
+    @property
+    def steady_rss(self) -> int:
+        return int(self.osd_memory_target * self.steady_frac_of_target)
+
+    def log_entries_per_pg(self, pgs_on_osd: int) -> int:
+        """osd_target_pg_log_entries_per_osd / PGs on the OSD, clamped to [min, max]."""
+        per = self.pg_log_target_per_osd // max(1, pgs_on_osd)
+        return max(self.pg_log_min, min(self.pg_log_max, per))
+
+    def load_bytes(self, pgs_on_osd: int) -> int:
+        """RSS after load_pgs(): fresh process + every PG's log and dups, before boot."""
+        entries = self.log_entries_per_pg(pgs_on_osd) * pgs_on_osd
+        return (self.start_base + entries * self.log_entry_bytes
+                + pgs_on_osd * self.pg_log_dups * self.dup_entry_bytes)
+
+    def history_cap_per_pg(self, pgs_on_osd: int) -> int:
+        """Missed writes that still fit the log (beyond: backfill, no more log memory)."""
+        return max(0, self.pg_log_max - self.log_entries_per_pg(pgs_on_osd))
+
+
+def with_overrides(p: Params, **kw) -> Params:
+    known = {f.name for f in fields(Params)}
+    bad = sorted(k for k in kw if k not in known)
+    if bad:
+        raise ValueError("unknown model parameter(s): %s" % ", ".join(bad))
+    return replace(p, **kw)
