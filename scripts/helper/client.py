@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import rados
 from tenacity import (retry, retry_if_exception_type, retry_if_result, stop_after_attempt,
@@ -97,3 +97,13 @@ def osd_map_view(cluster: "rados.Rados", timeout: float = 5.0,
     """(osd dump, osd tree) as JSON, the inputs of gate.gate_decision."""
     return (mon_json(cluster, "osd dump", timeout, attempts),
             mon_json(cluster, "osd tree", timeout, attempts))
+
+
+def mon_addrs(cluster: "rados.Rados") -> List[str]:
+    """The mon addresses of the conf's mon_host ("v2:1.2.3.4:3300,v1:..." or "[v2:...,v1:...]")."""
+    raw = cluster.conf_get("mon_host") or ""
+    out = []
+    for part in raw.replace("[", " ").replace("]", " ").replace(",", " ").split():
+        if part:
+            out.append(part)
+    return out

@@ -56,6 +56,7 @@ class Helper:
         self.failed: List[Dict[str, str]] = []
         self.probe = netrun.ProbeRunner(opts.probe_budget)
         self.probe_request: Dict[str, Any] = {}
+        self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
 
     # -- signals: flags only -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -130,12 +131,13 @@ class Helper:
     def refresh_view(self, now: float, want_epoch: Optional[int] = None) -> Dict[str, Any]:
         """This host's OSDs and their gate view; re-read from the mon only when stale."""
         view = self.state.load_view()
-        stale = (view is None or view.get("host") != self.opts.host
+        stale = (view is None or self.full_map is None or view.get("host") != self.opts.host
                  or now - float(view.get("saved_at", 0)) > VIEW_MAX_AGE
                  or (want_epoch is not None and want_epoch != view["osd_dump"].get("epoch")))
         if not stale:
             return view
         dump, tree = client.osd_map_view(self._connected(), self.opts.timeout)
+        self.full_map = (dump, tree)
         osds = gate.host_osds(self.opts.host, tree)
         small_dump, small_tree = gate.trim_view(osds, dump, tree)
         self.state.save_view(small_dump, small_tree, self.opts.host, osds, now)
@@ -144,14 +146,29 @@ class Helper:
     # -- one cycle ------------------------------------------------------------------------
     def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
         procs = [report.osd_process(o, self.launcher.pid(o)) for o in osds]
-        network = self.probe.run({"host": self.opts.host, "lab_dir": self.opts.lab_dir,
-                                  "request": self.probe_request, "now": now,
-                                  "budget_s": self.opts.probe_budget})
+        network = self.probe.run(self.probe_context(now))
         rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
                                   procs, self.state.pending_done(), network)
         if self.failed:
             rep["failed"] = list(self.failed)     # extra field: parse_report ignores it
         return rep
+
+    def probe_context(self, now: float) -> Dict[str, Any]:
+        """The dict netprobe.probe_cycle takes (see ProbeContext.from_mapping there)."""
+        ctx: Dict[str, Any] = {"host": self.opts.host, "lab_dir": self.opts.lab_dir,
+                               "request": self.probe_request, "now": now,
+                               "budget_s": self.opts.probe_budget}
+        if self.full_map is not None:
+            ctx["osd_dump"], ctx["osd_tree"] = self.full_map
+        cluster = self.cluster
+        if cluster is not None:
+            timeout = self.opts.timeout
+            ctx["mon_rtt"] = lambda: client.mon_json(cluster, "mon stat", timeout, attempts=1)
+            try:
+                ctx["mon_addrs"] = client.mon_addrs(cluster)
+            except Exception:   # noqa: BLE001 - the probe falls back to what it can find
+                pass
+        return ctx
 
     def run_cycle(self, now: float) -> Optional[protocol.Instructions]:
         view = self.refresh_view(now)

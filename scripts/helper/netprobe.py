@@ -30,6 +30,7 @@ NETWORK_VERSION = 1
 PEER_RESULT_MAX_AGE_S = 60.0        # carried-forward peer results older than this are dropped
 _LAST: Dict[str, Dict[str, Any]] = {}   # host -> last result (previous counters, rotation)
 _MON_INFLIGHT: Dict[str, float] = {}    # host -> monotonic start of a mon probe still running
+_MON_LATE: Dict[str, float] = {}        # host -> RTT of a mon probe that outlived its cycle
 _LOCK = threading.Lock()
 
 
@@ -65,7 +66,8 @@ class ProbeContext:
         host = d["host"]
         kw: Dict[str, Any] = {}
         names = {f.name for f in dataclasses.fields(cls)}
-        for k in ("mtu", "mon_addrs", "mon_rtt", "previous", "throughput_port", "count",
+        for k in ("mtu", "mon_addrs", "mon_rtt", "previous", "throughput_port",
+                  "throughput_max_s", "count",
                   "interval_s", "max_peers", "proc_names", "serve_sink"):
             if d.get(k) is not None and k in names:
                 kw[k] = d[k]
@@ -182,20 +184,25 @@ def _mon_probe(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     finally:
         with _LOCK:
             _MON_INFLIGHT.pop(key, None)
+            if out.get("abandoned"):          # its cycle gave up: report it next cycle
+                samples = list((out.get("banner_rtt_s") or {}).values())
+                samples += [out["command_rtt_s"]] if "command_rtt_s" in out else []
+                if samples:
+                    _MON_LATE[key] = max(samples)
 
 
 def _mon_start(ctx: ProbeContext) -> Tuple[Optional[threading.Thread], Dict[str, Any], float]:
-    out: Dict[str, Any] = {}
+    out: Dict[str, Any] = {"host": ctx.host}
     with _LOCK:
         started = _MON_INFLIGHT.get(ctx.host)
         if started is not None:              # the previous cycle's probe has not returned yet
-            return None, out, started
+            return None, out, started       # _mon_result reports how long it has been running
         started = time.monotonic()
         _MON_INFLIGHT[ctx.host] = started
     if not ctx.mon_addrs and ctx.mon_rtt is None:
         with _LOCK:
             _MON_INFLIGHT.pop(ctx.host, None)
-        return None, {"skip": True}, started
+        return None, {"skip": True, "host": ctx.host}, started
     t = threading.Thread(target=_mon_probe, args=(ctx, out), name="netprobe-mon", daemon=True)
     t.start()
     return t, out, started
@@ -211,9 +218,17 @@ def _mon_result(thread, out: Dict[str, Any], started: float, deadline: float) ->
     if "command_rtt_s" in out:
         samples.append(out["command_rtt_s"])
     errors = list(out.get("errors", ()))
+    with _LOCK:
+        late = _MON_LATE.pop(out.get("host", ""), None)
+        if not done:
+            out["abandoned"] = True
+    if late is not None:
+        samples.append(late)
+        errors.append("previous mon round trip took %.2f s" % late)
     if not done:
-        rtt = time.monotonic() - started
-        errors.append("mon round trip still running after %.2f s" % rtt)
+        rtt = max([time.monotonic() - started] + samples)
+        errors.append("mon round trip still running after %.2f s"
+                      % (time.monotonic() - started))
         return {"rtt_s": round(rtt, 6), "ok": False, "error": "; ".join(errors)}
     res = {"rtt_s": max(samples) if samples else None, "ok": bool(samples),
            "error": "; ".join(errors)}
@@ -292,12 +307,17 @@ def probe_cycle(context: Any) -> Dict[str, Any]:
     except (OSError, ValueError) as exc:
         counters, errors = {}, errors + ["counters: %s" % exc]
     mon_thread, mon_out, mon_started = _mon_start(ctx)
-    tcp = read_tcp(ctx.proc_names)
+    tcp_box: Dict[str, Any] = {}
+    ss = threading.Thread(target=lambda: tcp_box.update(read_tcp(ctx.proc_names)),
+                          name="netprobe-ss", daemon=True)
+    ss.start()                                # /proc scan of `ss -p` overlaps the ICMP probes
     peers = _pick_peers(ctx, prev)
     send_s = ctx.count * ctx.interval_s
-    wait_s = max(0.05, min(0.5, deadline - time.monotonic() - send_s - 0.05
-                           - (0.6 if ctx.throughput_to else 0.0)))
+    wait_s = max(0.2, min(0.5, deadline - time.monotonic() - send_s - 0.05
+                          - (0.6 if ctx.throughput_to else 0.0)))
     method, probed, mtu = _probe_peers(ctx, peers, wait_s, now)
+    ss.join(max(0.05, deadline - time.monotonic()))
+    tcp = dict(tcp_box) if not ss.is_alive() else {"error": "ss still running"}
     carried = {p: r for p, r in (prev.get("peers") or {}).items()
                if p in ctx.peers and p not in probed
                and now - float(r.get("time", 0)) <= PEER_RESULT_MAX_AGE_S}
@@ -332,13 +352,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--mon", action="append", default=[], help="mon IP:PORT (repeatable)")
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--tput", action="append", default=[], help="throughput probe to HOST")
+    ap.add_argument("--tput-port", type=int, default=netprobe_tput.DEFAULT_PORT)
+    ap.add_argument("--tput-seconds", type=float, default=netprobe_tput.MAX_SECONDS)
+    ap.add_argument("--no-sink", action="store_true", help="do not serve throughput probes")
     ap.add_argument("--proc", action="append", default=[], help="process names for ss "
                     "(default ceph-osd)")
     ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--interval", type=float, default=2.0)
     a = ap.parse_args(argv)
     d: Dict[str, Any] = {"host": a.host, "budget_s": a.budget, "lab_dir": a.lab_dir,
-                         "request": {"throughput_to": a.tput}}
+                         "request": {"throughput_to": a.tput}, "throughput_port": a.tput_port,
+                         "throughput_max_s": a.tput_seconds, "serve_sink": not a.no_sink}
     if a.peer:
         d["peers"] = dict(p.split("=", 1) for p in a.peer)
     if a.mon:
