@@ -131,9 +131,10 @@ class Helper:
     def refresh_view(self, now: float, want_epoch: Optional[int] = None) -> Dict[str, Any]:
         """This host's OSDs and their gate view; re-read from the mon only when stale."""
         view = self.state.load_view()
+        epoch = int(((view or {}).get("osd_dump") or {}).get("epoch") or 0)
         stale = (view is None or self.full_map is None or view.get("host") != self.opts.host
                  or now - float(view.get("saved_at", 0)) > VIEW_MAX_AGE
-                 or (want_epoch is not None and want_epoch != view["osd_dump"].get("epoch")))
+                 or (want_epoch is not None and want_epoch > epoch))
         if not stale:
             return view
         dump, tree = client.osd_map_view(self._connected(), self.opts.timeout)
@@ -190,7 +191,7 @@ class Helper:
         self.state.save_instructions(protocol.instructions_to_dict(ins), now)
         self.state.acknowledge([i.id for i in ins.instructions])
         self.probe_request = dict(ins.probe)
-        if ins.epoch != view.get("osd_dump", {}).get("epoch"):
+        if ins.epoch > int(view.get("osd_dump", {}).get("epoch") or 0):
             view = self.refresh_view(now, want_epoch=ins.epoch)
         self.execute(ins, set(view.get("osds", [])))
         return ins
