@@ -23,7 +23,8 @@ Findings (kinds) and their documented default thresholds (`Thresholds`):
   small probes lose < 1 % (both directions of the pair summed; at least 10 large probes).
   The field case: a faulty optic dropping only jumbo frames.
 - `mtu_blackhole` (pair, or host): every interface-MTU DF probe lost (or refused locally with
-  "message too long") while small probes pass.
+  "message too long") while small and 1,500-byte probes mostly pass (< 50 % lost: a link
+  flap while the MTU changes must not hide the black hole).
 - `packet_loss` (pair): small probes lose >= 5 %. A pair where every probe of every size is
   lost is reported as unreachable in the view but is not a finding (host down: that is the
   memory side's business, and holding starts on the survivors for it would be wrong).
@@ -77,6 +78,7 @@ class Thresholds:
     large_loss: float = 0.05          # jumbo_loss: large-probe loss above this ...
     small_loss_max: float = 0.01      # ... while small-probe loss stays below this
     min_probes: int = 10              # probes of one size (pair, both directions) to judge loss
+    blackhole_small_loss_max: float = 0.5   # mtu_blackhole: every MTU probe lost, small pass
     packet_loss: float = 0.05         # packet_loss: small-probe loss at or above this
     peer_rtt_s: float = 0.2           # peer_latency: small-probe RTT above this
     mon_rtt_s: float = 1.0            # mon_latency: mon round trip at or above this
@@ -166,7 +168,7 @@ def _pair_loss_findings(st: PairStats, th: Thresholds) -> List[Tuple[str, float,
                       [("small", small)] + sorted(losses.items(), key=lambda kv: st.sizes.get(kv[0], 0)))
     jumbo = losses.get("jumbo")
     std = losses.get("std")
-    blackhole = small < th.small_loss_max and (
+    blackhole = small < th.blackhole_small_loss_max and (
         (jumbo is not None and jumbo >= 1.0 and (std is None or std < 0.5))
         or st.too_big.get("jumbo", False))
     if blackhole:
@@ -306,7 +308,8 @@ def evaluate(network_by_host: Mapping[str, Mapping], previous: Tuple[Finding, ..
 
     Deterministic: the same input gives the same output. A finding that persists keeps the
     earliest `since` of `previous`; a previous finding whose condition no longer holds is kept
-    (unchanged) until `since + hold_s`, then dropped.
+    (unchanged) until `since + hold_s`, then dropped, unless a current finding of the same kind
+    names one of its hosts (it was re-attributed: pair -> host or host -> pair).
     """
     raw = _raw_findings(network_by_host, now, thresholds)
     prev = {}
@@ -317,11 +320,15 @@ def evaluate(network_by_host: Mapping[str, Mapping], previous: Tuple[Finding, ..
     out = []
     for (hosts, kind), (value, detail) in raw.items():
         p = prev.get((hosts, kind))
-        since = min(p.since, now) if p is not None else now
+        related = [f.since for (h, k), f in prev.items() if k == kind and set(h) & set(hosts)]
+        since = min(p.since, now) if p is not None else min(related + [now])
         out.append(Finding(hosts=hosts, kind=kind, since=since, value=float(value), detail=detail))
     for key, f in prev.items():
-        if key not in raw and now < f.since + thresholds.hold_s:
-            out.append(f)
+        if key in raw or now >= f.since + thresholds.hold_s:
+            continue
+        superseded = any(k == f.kind and set(h) & set(f.hosts) for h, k in raw)
+        if not superseded:                   # a pair finding now attributed to its host, or
+            out.append(f)                    # the reverse, does not linger beside it
     return tuple(sorted(out, key=lambda f: (f.kind, f.hosts)))
 
 

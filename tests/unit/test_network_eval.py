@@ -164,3 +164,13 @@ def test_network_view_json_shape_and_health():
     assert hc.code == "RECOVERY_NETWORK_DEGRADED" and "h1<->h3: jumbo_loss" in hc.detail[0]
     assert N.network_health(()) is None
     assert N.hosts_with_findings(fs) == ("h1", "h3")
+
+
+def test_pair_finding_reattributed_to_its_host_does_not_linger():
+    nets = cycle("mtu_h2")
+    onset = dict(nets)
+    del onset["h1"]                                        # only h3 has reported yet
+    first = N.evaluate(onset, (), T)
+    assert kinds(first) == [(("h2", "h3"), "mtu_blackhole")]
+    later = N.evaluate(nets, first, T + 2)
+    assert kinds(later) == [(("h2",), "mtu_blackhole")] and later[0].since == T
