@@ -176,3 +176,32 @@ def test_start_osd_of_a_held_osd_leaves_it_down(healthy_lab, tmp_path):
     res = helper_cli("start-osd", osd, "--lab-dir", lab["dir"])
     assert res.returncode == 0 and res.stdout.strip() == "osd.%d: started" % osd, res.stderr
     wait_for("osd.%d up after release" % osd, lambda: osd_up(lab, osd), timeout=90)
+
+
+def test_daemon_cycles_reloads_on_sighup_and_stops_on_sigterm(lab, tmp_path):
+    """A second helper for h1 (own state dir, idle cluster: no instructions to act on)."""
+    state_dir = tmp_path / "h1"
+    proc = subprocess.Popen([HELPER, "run", "--lab-dir", lab["dir"], "--host", "h1",
+                             "--state-dir", str(state_dir), "--probe-budget", "0",
+                             "--interval", "1"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        received = lambda: (json.loads((state_dir / "instructions.json").read_text())  # noqa
+                            ["received_at"] if (state_dir / "instructions.json").exists() else 0)
+        first = wait_for("a first reply", received, timeout=30)
+        wait_for("a later cycle", lambda: received() > first, timeout=30)
+        proc.send_signal(1)                                   # SIGHUP: reconnect, re-read
+        after_hup = received()
+        wait_for("a cycle after SIGHUP", lambda: received() > after_hup, timeout=30)
+        proc.terminate()                                      # SIGTERM: finish, exit 0
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    events = [json.loads(line)["event"] for line in proc.stderr.read().splitlines()
+              if line.startswith("{")]
+    assert events[0] == "helper_started" and events[-1] == "helper_stopped"
+    assert "helper_reload" in events and "cycle_failed" not in events
+    view = json.loads((state_dir / "view.json").read_text())
+    assert view["host"] == "h1" and view["osds"] == sorted(lab["hosts"]["h1"]["osds"])
