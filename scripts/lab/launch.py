@@ -5,6 +5,7 @@ node helper's `process` launcher, by the drill and by the integration tests.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -88,15 +89,21 @@ def _is_osd(pid: int, osd_id: int) -> bool:
 
 
 def start_osd(state: Dict[str, Any], osd_id: int) -> int:
-    """Spawn ceph-osd inside its host's cgroup (and netns); pid once it exists (not up)."""
+    """Spawn ceph-osd inside its host's cgroup (and netns); pid once it exists (not up).
+
+    RuntimeError if this lab's osd.N already runs (checked under a per-OSD lock, so a helper
+    and a drill starting the same OSD at once cannot both spawn it).
+    """
     info = state["osds"][str(osd_id)]
-    running = osd_pid(state, osd_id)
-    if running:
-        raise RuntimeError(f"osd.{osd_id} already runs as pid {running}")
     host = state["hosts"][info["host"]]
-    return procs.spawn(info["argv"], info["log_file"] + ".stdio",
-                       _run_path(state, f"osd.{osd_id}", "spawn.pid"),
-                       cgroup=host["cgroup"]["path"], netns=host.get("netns"))
+    with open(_run_path(state, f"osd.{osd_id}", "start.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        running = osd_pid(state, osd_id)
+        if running:
+            raise RuntimeError(f"osd.{osd_id} already runs as pid {running}")
+        return procs.spawn(info["argv"], info["log_file"] + ".stdio",
+                           _run_path(state, f"osd.{osd_id}", "spawn.pid"),
+                           cgroup=host["cgroup"]["path"], netns=host.get("netns"))
 
 
 def stop_osd(state: Dict[str, Any], osd_id: int, sig: int = signal.SIGTERM,
