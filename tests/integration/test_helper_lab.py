@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from ceph_recovery_tools.helper import daemon
+from ceph_recovery import protocol
+from ceph_recovery_tools.helper import daemon, gatecheck, launchers
+from ceph_recovery_tools.helper.state import StateDir
 from ceph_recovery_tools.lab import bootstrap, launch
 
 pytestmark = pytest.mark.integration
@@ -205,3 +207,42 @@ def test_daemon_cycles_reloads_on_sighup_and_stops_on_sigterm(lab, tmp_path):
     assert "helper_reload" in events and "cycle_failed" not in events
     view = json.loads((state_dir / "view.json").read_text())
     assert view["host"] == "h1" and view["osds"] == sorted(lab["hosts"]["h1"]["osds"])
+
+
+def test_restart_instruction_runs_once_across_a_helper_restart(healthy_lab, tmp_path):
+    """A restart instruction through the real process launcher, gate and ok-to-stop: the OSD
+    gets a new process; a new helper on the same state dir does not restart it again."""
+    lab, osd = healthy_lab, healthy_lab["hosts"]["h2"]["osds"][0]
+    state_dir = str(tmp_path / "h2")
+
+    def gate_fn(o):
+        r = gatecheck.check(o, lab["conf"], bootstrap.HELPER_NAME, lab["helper_keyring"],
+                            StateDir(state_dir))
+        return r.allowed, r.reason, r.source
+
+    def new_helper():
+        opts = daemon.Options(host="h2", conf=lab["conf"], name=bootstrap.HELPER_NAME,
+                              keyring=lab["helper_keyring"], state_dir=state_dir,
+                              probe_budget=0, lab_dir=lab["dir"])
+        return daemon.Helper(opts, launchers.ProcessLauncher(lab["dir"], gate_fn))
+    reply = protocol.parse_instructions({
+        "version": 1, "host": "h2", "epoch": 1, "grants": [osd], "held": [],
+        "instructions": [{"id": "itest:1", "op": "restart", "osd": osd, "reason": "test"}]})
+    before = launch.osd_pid(lab, osd)
+    assert before
+    first = new_helper()
+    try:
+        first.execute(reply, set(lab["hosts"]["h2"]["osds"]))
+    finally:
+        first.close()
+    assert first.failed == []
+    after = launch.osd_pid(lab, osd)
+    assert after and after != before
+    second = new_helper()                       # the helper restarted: same state dir
+    try:
+        second.execute(reply, set(lab["hosts"]["h2"]["osds"]))
+    finally:
+        second.close()
+    assert launch.osd_pid(lab, osd) == after
+    assert StateDir(state_dir).pending_done() == ["itest:1"]
+    wait_for("osd.%d up again" % osd, lambda: osd_up(lab, osd), timeout=90)
