@@ -164,8 +164,12 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    ok_to_stop: Optional[Tuple[int, Mapping[int, bool]]] = None,
                    heap_support: Optional[Mapping[int, bool]] = None,
                    findings: Tuple[Finding, ...] = (),
-                   pgs_seen: Optional[Mapping[int, int]] = None) -> Snapshot:
-    """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received)."""
+                   pgs_seen: Optional[Mapping[int, int]] = None,
+                   down_seen: Optional[Mapping[int, float]] = None) -> Snapshot:
+    """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
+
+    down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
+    down on failure reports), else `down_seen`: when the shell first saw the OSD down."""
     crush = CrushIndex(tree)
     epoch = int(osd_map.get("epoch", 0))
     heap_support = heap_support or {}
@@ -201,7 +205,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             process=proc, rss_bytes=int(rss), process_started_at=started,
             pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
             pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),
-            down_since=None if up else parse_stamp(xinfo.get(o, {}).get("down_stamp")),
+            down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
+                                        or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o)))
     oks: Mapping[int, bool] = {}
     if ok_to_stop is not None and ok_to_stop[0] == epoch:

@@ -68,10 +68,14 @@ class Engine(object):
         self.snapshot = build_snapshot(
             osd_map, tree, pg_dump, self.reports, now,
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
-            self.run.heap_support, findings, self.run.pgs_seen)
+            self.run.heap_support, findings, self.run.pgs_seen, self.run.down_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs
+            if o.up:
+                self.run.down_seen.pop(o.id, None)
+            elif o.id not in self.run.down_seen:
+                self.run.down_seen[o.id] = now
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
@@ -159,9 +163,15 @@ class Engine(object):
                             grants=tuple(grants), held=tuple(held))
 
     def _held(self, o, snap: Snapshot) -> bool:
+        """Autostart held: noup on the OSD, a parent bucket or the cluster (last snapshot),
+        or held by this run / an operator hold since (not yet in that snapshot)."""
         if "noup" in o.flags or "noup" in snap.cluster_flags:
             return True
-        return any("noup" in snap.bucket_flags.get(b, ()) for b in o.crush_path)
+        if o.id in self.run.progress.held_osds:
+            return True
+        holds = set(self.run.intent.holds) | set(self.run.progress.held_buckets)
+        return any("noup" in snap.bucket_flags.get(b, ()) or b in holds
+                   for b in tuple(o.crush_path) + (o.host,))
 
     # ------------------------------------------------------------------ commands
     def start(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:

@@ -94,6 +94,7 @@ class RunState(object):
         self.heap_support: Dict[int, bool] = {}
         self.starts: Dict[int, int] = {}      # osd -> start/restart instructions carried out
         self.pgs_seen: Dict[int, int] = {}    # osd -> PG count last seen while it was up
+        self.down_seen: Dict[int, float] = {}  # osd -> when this module first saw it down
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -142,7 +143,8 @@ class RunState(object):
             "instructions": self.instructions, "seq": self.seq,
             "heap_support": {str(k): v for k, v in self.heap_support.items()},
             "starts": {str(k): v for k, v in self.starts.items()},
-            "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()}}, sort_keys=True)
+            "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()},
+            "down_seen": {str(k): v for k, v in self.down_seen.items()}}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -159,4 +161,5 @@ class RunState(object):
         st.heap_support = {int(k): bool(v) for k, v in d.get("heap_support", {}).items()}
         st.starts = {int(k): int(v) for k, v in d.get("starts", {}).items()}
         st.pgs_seen = {int(k): int(v) for k, v in d.get("pgs_seen", {}).items()}
+        st.down_seen = {int(k): float(v) for k, v in d.get("down_seen", {}).items()}
         return st

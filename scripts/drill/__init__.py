@@ -1,0 +1,1 @@
+"""ceph-recovery-drill: fail a lab host or rack, write data, bring it back, measure, verify."""

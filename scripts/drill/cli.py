@@ -1,0 +1,103 @@
+"""ceph-recovery-drill: fail a lab host or rack, write checksummed data, recover, measure.
+
+  ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 80%|BYTES]
+                      [--host-mem-limit BYTES] [--naive] [--objects N] [--downtime S]
+                      [--keep] --json OUT
+
+If D holds no lab, one is brought up (3 hosts x 2 OSDs, 2 racks) and torn down at the end
+unless --keep. --host-mem-limit limits the failed hosts' memory cgroups while they recover
+(set after their OSDs died, cleared at the end). --naive starts every failed OSD at once and
+restarts dead ones like systemd would (after 10 s, at most 3 times): the baseline. Without it
+the drill runs `ceph recovery start-controlled --budget ...` and waits for the run to finish.
+Writes OUT (JSON report) and OUT's name with .png (timeline).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import List, Optional
+
+import structlog
+
+from .runner import Drill, DrillOptions
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+SUMMARY_KEYS = ("mode", "start_order", "max_in_flight_per_host", "peak_mem_bytes_by_host",
+                "budget_bytes_by_host", "oom_kills_by_host", "process_starts_by_osd",
+                "objects_written", "objects_verified_ok", "time_to_all_up_s",
+                "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s", "final_health")
+
+
+def parse_size(text: str) -> int:
+    t = text.strip().upper().replace("IB", "").rstrip("B")
+    unit = t[-1] if t and t[-1] in SIZE_UNITS else ""
+    num = t[:-1] if unit else t
+    try:
+        value = int(float(num) * SIZE_UNITS[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a size: %r (use e.g. 600M, 1G, bytes)" % text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("size must be > 0: %r" % text)
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ceph-recovery-drill", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dir", required=True, help="lab directory (brought up if empty)")
+    p.add_argument("--fail", required=True, help="host:NAME or rack:NAME")
+    p.add_argument("--budget", default="80%", help="memory budget per host: 80%% or bytes/24G")
+    p.add_argument("--host-mem-limit", type=parse_size, default=None,
+                   help="memory cgroup limit of the failed hosts during recovery")
+    p.add_argument("--naive", action="store_true", help="start every failed OSD at once")
+    p.add_argument("--objects", type=int, default=2000,
+                   help="objects written before, and again during, the outage")
+    p.add_argument("--object-size", type=parse_size, default=4096)
+    p.add_argument("--downtime", type=float, default=30.0, help="seconds the domain stays down")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for recovery")
+    p.add_argument("--restart-mgr-after", type=float, default=None,
+                   help="kill and restart ceph-mgr this many seconds into the recovery")
+    p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
+    p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
+    p.add_argument("--json", required=True, dest="json_out", help="report file")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    structlog.configure(processors=[structlog.processors.TimeStamper(fmt="iso"),
+                                    structlog.processors.add_log_level,
+                                    structlog.processors.JSONRenderer()],
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
+        print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
+              file=sys.stderr)
+        return 2
+    module_dir = args.module_dir
+    if module_dir is None:
+        from ceph_recovery_tools.lab import bootstrap
+        module_dir = bootstrap.module_dir_from(None, os.getcwd())
+    opts = DrillOptions(lab_dir=os.path.abspath(args.dir), fail=args.fail, budget=args.budget,
+                        host_mem_limit=args.host_mem_limit, naive=args.naive,
+                        objects=args.objects, object_size=args.object_size,
+                        downtime=args.downtime, timeout=args.timeout, keep=args.keep,
+                        restart_mgr_after=args.restart_mgr_after,
+                        json_out=os.path.abspath(args.json_out), module_dir=module_dir)
+    try:
+        result = Drill(opts).run()
+    except (ValueError, RuntimeError, TimeoutError) as e:
+        print("ceph-recovery-drill: %s" % e, file=sys.stderr)
+        return 1
+    print(json.dumps({k: result.get(k) for k in SUMMARY_KEYS}, indent=1, default=str))
+    print("report: %s\ntimeline: %s" % (opts.json_out, result.get("timeline_png")))
+    ok = (result["objects_verified_ok"] == result["objects_written"]
+          and not result.get("timed_out"))
+    return 0 if ok else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""The drill's steps: lab, data, outage, recovery (naive or controlled), measurement, verify."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import structlog
+
+from ceph_recovery_tools.lab import build, launch, teardown
+from ceph_recovery_tools.lab.state import load_state
+
+from . import cgroup_limit, report
+from .objects import ObjectSet
+from .sampler import Sampler, mgr_json, pg_summary
+
+log = structlog.get_logger("drill")
+
+# systemd's defaults for ceph-osd@.service, emulated in --naive mode
+RESTART_SEC = 10.0
+START_LIMIT_BURST = 3
+
+
+@dataclass
+class DrillOptions:
+    lab_dir: str
+    fail: str                       # host:h2 | rack:r1
+    budget: str = "80%"
+    host_mem_limit: Optional[int] = None
+    naive: bool = False
+    objects: int = 2000
+    object_size: int = 4096
+    downtime: float = 30.0
+    timeout: float = 600.0
+    keep: bool = False
+    restart_mgr_after: Optional[float] = None
+    json_out: str = "drill.json"
+    module_dir: Optional[str] = None
+
+
+def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
+    kind, _, name = fail.partition(":")
+    if kind == "host" and name in state["hosts"]:
+        return [name]
+    if kind == "rack":
+        hosts = sorted(h for h, v in state["hosts"].items() if v.get("rack") == name)
+        if hosts:
+            return hosts
+    raise ValueError("--fail %r names no lab host or rack (hosts: %s, racks: %s)" % (
+        fail, sorted(state["hosts"]), sorted({v.get("rack") for v in state["hosts"].values()})))
+
+
+class Drill(object):
+    def __init__(self, opts: DrillOptions) -> None:
+        self.o = opts
+        self.state: Dict[str, Any] = {}
+        self.made_lab = False
+        self.cluster: Any = None
+        self.result: Dict[str, Any] = {"mode": "naive" if opts.naive else "controlled",
+                                       "fail": opts.fail, "budget": opts.budget}
+        self.naive_starts: Dict[int, int] = {}
+
+    # ---------------------------------------------------------------- setup
+    def lab(self) -> None:
+        if build.holds_cluster(self.o.lab_dir):
+            self.state = load_state(self.o.lab_dir)
+        else:
+            log.info("bringing a lab up", dir=self.o.lab_dir)
+            self.state = build.up(self.o.lab_dir, build.LabOptions(module_dir=self.o.module_dir))
+            self.made_lab = True
+        launch.wait_all_up(self.state, 300)
+        launch.wait_pgs_clean(self.state, 300)
+        import rados
+        self.cluster = rados.Rados(conffile=self.state["conf"],
+                                   conf={"keyring": self.state["admin_keyring"]})
+        self.cluster.connect(timeout=30)
+
+    def run(self) -> Dict[str, Any]:
+        try:
+            self.lab()
+            return self._drill()
+        finally:
+            if self.cluster is not None:
+                self.cluster.shutdown()
+            if self.made_lab and not self.o.keep:
+                teardown.down(self.o.lab_dir)
+
+    # ---------------------------------------------------------------- the drill
+    def _drill(self) -> Dict[str, Any]:
+        o, st = self.o, self.state
+        hosts = failed_hosts(st, o.fail)
+        failed_osds = sorted(x for h in hosts for x in st["hosts"][h]["osds"])
+        ioctx = self.cluster.open_ioctx(st.get("pool", "lab"))
+        objs = ObjectSet(ioctx, o.object_size)
+        objs.write_aio("before", o.objects)
+        sampler = Sampler(st, self.cluster, 0.5, with_module=not o.naive)
+        for h in st["hosts"]:
+            cgroup_limit.reset_peak(st, h)
+        sampler.start()
+        t_fail = time.time()
+        killed = [p for h in hosts for p in launch.kill_host(st, h)]
+        log.info("domain failed", hosts=hosts, pids=killed)
+        t_w = time.time()
+        objs.write_aio("during", o.objects)
+        self.result["write_rate_obj_s"] = round(o.objects / max(1e-3, time.time() - t_w))
+        if o.host_mem_limit:
+            for h in hosts:
+                cgroup_limit.set_limit(st, h, o.host_mem_limit)
+        time.sleep(max(0.0, o.downtime - (time.time() - t_fail)))
+        oom0 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
+        preview = self._dry_run(hosts)
+        t_start = time.time()
+        try:
+            if o.naive:
+                self._naive(failed_osds, t_start)
+            else:
+                self._controlled(t_start)
+            self._wait_clean(t_start, failed_osds)
+        finally:
+            samples = sampler.stop()
+            if o.host_mem_limit:
+                for h in hosts:
+                    cgroup_limit.set_limit(st, h, None)
+        ok, bad = objs.verify()
+        ioctx.close()
+        oom1 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
+        return self._report(samples, t_fail, t_start, hosts, failed_osds, preview,
+                            {h: oom1[h] - oom0[h] for h in oom1}, len(objs.sums), ok, bad)
+
+    def _dry_run(self, hosts: List[str]) -> Dict[str, Any]:
+        """Budgets per host (and the planned order) from the module, for both modes."""
+        deadline = time.time() + 20
+        while True:
+            try:
+                out = mgr_json(self.cluster, {"prefix": "recovery start-controlled",
+                                              "budget": self.o.budget, "dry_run": True})
+            except RuntimeError as e:
+                if time.time() > deadline:
+                    raise
+                log.info("dry run not ready", error=str(e))
+                time.sleep(2)
+                continue
+            limits_seen = all(not self.o.host_mem_limit or
+                              out["hosts"].get(h, {}).get("mem_total") == self.o.host_mem_limit
+                              for h in hosts)
+            if limits_seen or time.time() > deadline:
+                return out
+            time.sleep(1)
+
+    def _naive(self, osds: List[int], t_start: float) -> None:
+        """Start every failed OSD at once; restart dead ones like systemd would."""
+        for osd in osds:
+            launch.start_osd(self.state, osd)
+            self.naive_starts[osd] = 1
+        self.result["start_order"] = list(osds)
+
+    def _naive_supervise(self, osds: List[int], dead_since: Dict[int, float]) -> None:
+        up = set(self._up())
+        now = time.time()
+        for osd in osds:
+            if osd in up or launch.osd_pid(self.state, osd) is not None:
+                dead_since.pop(osd, None)
+                continue
+            dead_since.setdefault(osd, now)
+            if now - dead_since[osd] >= RESTART_SEC and \
+                    self.naive_starts.get(osd, 0) <= START_LIMIT_BURST:
+                log.info("naive: restarting dead OSD (systemd Restart=on-failure)", osd=osd)
+                launch.start_osd(self.state, osd)
+                self.naive_starts[osd] = self.naive_starts.get(osd, 0) + 1
+                dead_since.pop(osd, None)
+
+    def _controlled(self, t_start: float) -> None:
+        out = mgr_json(self.cluster, {"prefix": "recovery start-controlled",
+                                      "budget": self.o.budget})
+        self.result["run_id"] = out.get("run_id")
+        log.info("start-controlled accepted", run_id=out.get("run_id"))
+
+    def _up(self) -> List[int]:
+        from .sampler import mon_json
+        dump = mon_json(self.cluster, {"prefix": "osd dump"})
+        return [x["osd"] for x in dump["osds"] if x["up"]]
+
+    def _wait_clean(self, t_start: float, failed: List[int]) -> None:
+        deadline = t_start + self.o.timeout
+        dead_since: Dict[int, float] = {}
+        restarted_mgr = False
+        while time.time() < deadline:
+            if self.o.naive:
+                self._naive_supervise(failed, dead_since)
+            if (not restarted_mgr and self.o.restart_mgr_after is not None
+                    and time.time() - t_start >= self.o.restart_mgr_after):
+                log.info("restarting ceph-mgr in the middle of the run")
+                launch.restart_mgr(self.state)
+                restarted_mgr = True
+                self.result["mgr_restarted_at_s"] = round(time.time() - t_start, 1)
+            try:
+                st = pg_summary(launch.ceph(self.state, "pg", "stat", timeout=20))
+                up = self._up()
+            except Exception as e:     # mon busy / mgr restarting: keep waiting
+                log.info("waiting", error=str(e)[:200])
+                time.sleep(2)
+                continue
+            states = {s["name"]: s["num"] for s in st.get("num_pg_by_state", [])}
+            phase_done = self.o.naive or self._module_done()
+            if (len(up) == len(self.state["osds"]) and states.get("active+clean", 0)
+                    == st.get("num_pgs") and phase_done):
+                return
+            time.sleep(2)
+        log.warning("recovery did not finish within the timeout", timeout=self.o.timeout)
+        self.result["timed_out"] = True
+
+    def _module_done(self) -> bool:
+        try:
+            st = mgr_json(self.cluster, {"prefix": "recovery status"})
+        except RuntimeError:
+            return False
+        return st.get("phase") in ("done", "aborted") or not st.get("active")
+
+    # ---------------------------------------------------------------- report
+    def _report(self, samples, t_fail, t_start, hosts, failed, preview, ooms, written, ok,
+                bad) -> Dict[str, Any]:
+        st = self.state
+        status = self._status()
+        journal = [j for j in status.get("journal", []) if j.get("time", 0) >= t_fail]
+        r = self.result
+        if not self.o.naive:
+            r["start_order"] = [e["osd"] for e in report.journal_events(journal, "grant_start")
+                                if e["time"] >= t_start - 1.0]
+        host_osds = {h: v["osds"] for h, v in st["hosts"].items()}
+        budgets = {h: v.get("budget") for h, v in (preview.get("hosts") or {}).items()}
+        r.update({
+            "failed_hosts": hosts, "failed_osds": failed,
+            "downtime_s": round(t_start - t_fail, 1),
+            "host_mem_limit": self.o.host_mem_limit,
+            "max_in_flight_per_host": report.max_in_flight(samples, t_start, host_osds),
+            "module_max_in_flight_per_host": report.module_max_in_flight(samples),
+            "peak_mem_bytes_by_host": report.peaks(samples, t_start),
+            "kernel_peak_mem_bytes_by_host": {h: launch.cgroup_memory(st, h).get("max_usage")
+                                              for h in st["hosts"]},
+            "budget_bytes_by_host": budgets,
+            "oom_kills_by_host": ooms,
+            "heap_releases": [e for e in report.journal_events(journal, "heap_release")
+                              if e["time"] >= t_start - 1.0],
+            "restarts": [e for e in report.journal_events(journal, "restart_osd")
+                         if e["time"] >= t_start - 1.0],
+            "process_starts_by_osd": process_starts(samples, t_start, failed),
+            "naive_starts_by_osd": {str(k): v for k, v in self.naive_starts.items()},
+            "objects_written": written, "objects_verified_ok": ok,
+            "objects_bad": bad[:50], "planned_order": preview.get("order"),
+            "final_health": self._health(), "journal": journal,
+            "samples": len(samples)})
+        r.update(report.recovery_times(samples, t_start))
+        r["timeline_png"] = os.path.splitext(self.o.json_out)[0] + ".png"
+        report.plot(r["timeline_png"], samples, t_start, budgets, "%s recovery after %s" % (
+            r["mode"], self.o.fail))
+        with open(self.o.json_out, "w") as f:
+            json.dump(r, f, indent=1, sort_keys=True, default=str)
+        return r
+
+    def _status(self) -> Dict[str, Any]:
+        for _ in range(15):
+            try:
+                return mgr_json(self.cluster, {"prefix": "recovery status"})
+            except RuntimeError:
+                time.sleep(2)
+        return {}
+
+    def _health(self) -> Dict[str, Any]:
+        h = launch.health(self.state)
+        return {"status": h.get("status"), "checks": sorted(h.get("checks", {}))}
+
+
+def process_starts(samples: List[Dict[str, Any]], t_start: float,
+                   osds: List[int]) -> Dict[str, int]:
+    """How many new ceph-osd processes (new pids) each OSD got after the recovery started."""
+    out = {str(o): 0 for o in osds}
+    prev: Dict[str, Any] = {str(o): None for o in osds}
+    for s in samples:
+        for o in out:
+            pid = s["procs"].get(o)
+            if pid and pid != prev[o] and s["time"] >= t_start:
+                out[o] += 1
+            if pid:
+                prev[o] = pid
+    return out

@@ -1,0 +1,218 @@
+"""The mgr module's engine on recorded lab dumps with the real plan(): what it sends to the
+mon, what it tells the helper, and that a restarted module never starts an OSD twice.
+The Ceph side is a recording fake (mon_command / osd_command); everything else is real."""
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import os
+import sys
+import types
+
+import pytest
+
+from ceph_recovery.protocol import parse_report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODULE_DIR = os.path.join(HERE, "..", "..", "mgr_module", "recovery")
+DATA = os.path.join(HERE, "data", "mgr")
+
+
+def _shell(name):
+    import importlib
+    if "recovery" not in sys.modules:
+        pkg = types.ModuleType("recovery")
+        pkg.__path__ = [os.path.abspath(MODULE_DIR)]
+        sys.modules["recovery"] = pkg
+    return importlib.import_module("recovery." + name)
+
+
+engine_mod = _shell("engine")
+inputs = _shell("inputs")
+state_mod = _shell("state")
+
+
+def load(name):
+    with open(os.path.join(DATA, name)) as f:
+        return json.load(f)
+
+
+class FakeCeph(object):
+    """Records commands and applies the flag commands to the OSD map dict like the mon would
+    (per-OSD state, cluster flags, crush_node_flags; epoch + 1 per change)."""
+
+    def __init__(self, osd_map=None):
+        self.calls = []
+        self.map = osd_map
+
+    def mon_command(self, cmd):
+        self.calls.append(cmd)
+        if self.map is not None:
+            self._apply(cmd)
+        return 0, "", ""
+
+    def _apply(self, cmd):
+        m, p = self.map, cmd["prefix"]
+        if p in ("osd add-noup", "osd rm-noup"):
+            for name in cmd["ids"]:
+                osd = next(o for o in m["osds"] if o["osd"] == int(name.split(".")[1]))
+                osd["state"] = [s for s in osd["state"] if s != "noup"] + (
+                    ["noup"] if p == "osd add-noup" else [])
+        elif p in ("osd set", "osd unset"):
+            flags = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
+            m["flags_set"] = sorted(flags)
+        elif p in ("osd set-group", "osd unset-group"):
+            for b in cmd["who"]:
+                fl = set(m["crush_node_flags"].get(b, [])) - {"noup"}
+                fl |= {"noup"} if p == "osd set-group" else set()
+                m["crush_node_flags"][b] = sorted(fl)
+                if not fl:
+                    del m["crush_node_flags"][b]
+        else:
+            return
+        m["epoch"] += 1
+
+    def osd_command(self, osd, cmd, timeout):
+        self.calls.append(dict(cmd, osd=osd))
+        return 0, "", ""
+
+
+def report(host, osds, done=(), used=50 << 20, t=1000.0):
+    return parse_report({"version": 1, "host": host, "time": t, "seq": 1,
+                         "memory": {"total": 8 << 30, "used": used, "available": 6 << 30,
+                                    "limit": None, "source": "host"},
+                         "osds": [dict(o) for o in osds], "done": list(done)})
+
+
+RUNNING = lambda i, rss: {"id": i, "process": "running", "rss": rss, "started_at": 990.0}  # noqa
+STOPPED = lambda i: {"id": i, "process": "stopped"}  # noqa
+
+
+@pytest.fixture
+def world():
+    return {"map": load("osdmap_h3down.json"), "tree": load("tree_h3down.json"),
+            "pgs": load("pgdump_h3down.json")}
+
+
+def make_engine(osd_map=None):
+    ceph = FakeCeph(osd_map)
+    eng = engine_mod.Engine(ceph, lambda *a, **k: None)
+    return eng, ceph
+
+
+def all_helpers(eng, now, h3_osds, done=()):
+    eng.helper_report(report("h1", [RUNNING(0, 70 << 20), RUNNING(1, 70 << 20)], t=now), now)
+    eng.helper_report(report("h2", [RUNNING(2, 70 << 20), RUNNING(3, 70 << 20)], t=now), now)
+    return eng.helper_report(report("h3", h3_osds, done=done, t=now), now)
+
+
+def tick(eng, world, now):
+    eng.tick(world["map"], world["tree"], world["pgs"], now, lambda: world["map"]["epoch"])
+
+
+def test_controlled_start_sequence(world):
+    eng, ceph = make_engine(world["map"])
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    with pytest.raises(inputs.InputError) as e:          # a run is active now
+        eng.start("80%", [], 1, 1000.0)
+    assert e.value.errno == errno.EBUSY
+    tick(eng, world, 1001.0)
+    assert ceph.calls == [{"prefix": "osd set", "key": "noout"},
+                          {"prefix": "osd set", "key": "norebalance"},
+                          {"prefix": "osd add-noup", "ids": ["osd.4"]},
+                          {"prefix": "osd add-noup", "ids": ["osd.5"]}]
+    # the helper of h3 gets exactly one start instruction, for the first OSD in order
+    reply = all_helpers(eng, 1002.0, [STOPPED(4), STOPPED(5)])
+    assert [(i.op, i.osd) for i in reply.instructions] == [("start", 4)]
+    assert reply.grants == (4,)
+    iid = reply.instructions[0].id
+    # it reports the start done (process in preboot) before the map changed: no repeat
+    ceph.calls.clear()
+    reply = all_helpers(eng, 1003.0, [RUNNING(4, 200 << 20), STOPPED(5)], done=[iid])
+    assert reply.instructions == () and reply.grants == (4,) and reply.held == (5,)
+    # the next tick's snapshot still has the OSD map with osd.4 down, without noup
+    # (the fake mon does not apply commands): plan lets it boot, nothing is started twice
+    tick(eng, world, 1004.0)
+    kinds = [j["action"]["kind"] for j in eng.run.journal]
+    assert kinds.count("grant_start") == 1
+    assert eng.run.starts == {4: 1}
+    assert all(c.get("prefix") != "osd add-noup" or c["ids"] != ["osd.4"] for c in ceph.calls)
+
+
+def test_restarted_module_resumes_without_second_start(world):
+    eng, ceph = make_engine()
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    tick(eng, world, 1001.0)
+    saved = eng.run.dumps()
+    open_before = eng.run.open_instructions()
+    assert [(i["op"], i["osd"]) for i in open_before] == [("start", 4)]
+    # the mgr dies; a new one loads the persisted state and gets the helper's next report
+    eng2, ceph2 = make_engine()
+    eng2.run = state_mod.RunState.loads(saved)
+    reply = all_helpers(eng2, 1010.0, [STOPPED(4), STOPPED(5)])
+    assert [i.id for i in reply.instructions] == [open_before[0]["id"]]   # same id: once
+    tick(eng2, world, 1011.0)
+    assert len(eng2.run.open_instructions()) == 1
+    assert [j["action"]["kind"] for j in eng2.run.journal].count("grant_start") == 1
+
+
+def test_stale_epoch_changes_nothing(world):
+    eng, ceph = make_engine()
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    eng.run.progress = eng.run.progress.evolve(epoch=world["map"]["epoch"] + 5)
+    tick(eng, world, 1001.0)
+    assert ceph.calls == []
+    assert eng.run.journal[-1]["action"]["kind"] == "stale_map"
+
+
+def test_epoch_going_back_mid_list_stops_acting(world):
+    eng, ceph = make_engine()
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    eng.tick(world["map"], world["tree"], world["pgs"], 1001.0,
+             lambda: world["map"]["epoch"] - 1)
+    assert ceph.calls == []
+
+
+def test_bad_input_changes_nothing(world):
+    eng, ceph = make_engine()
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    before = eng.run.dumps()
+    for budget, scope, conc, code in [("abc", [], 1, errno.EINVAL), ("80%", ["nosuch"], 1,
+                                      errno.ENOENT), ("80%", [], 0, errno.EINVAL)]:
+        with pytest.raises(inputs.InputError) as e:
+            eng.start(budget, scope, conc, 1000.0)
+        assert e.value.errno == code
+    with pytest.raises(inputs.InputError) as e:
+        eng.hold("nosuch", True, 1000.0)
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(inputs.InputError):
+        eng.set_mode("pause", 1000.0)
+    assert eng.run.dumps() == before and ceph.calls == []
+
+
+def test_hold_and_release_go_through_plan(world):
+    eng, ceph = make_engine()
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.hold("h3", True, 1000.0)
+    tick(eng, world, 1001.0)
+    assert {"prefix": "osd set-group", "flags": "noup", "who": ["h3"]} in ceph.calls
+    reply = all_helpers(eng, 1002.0, [STOPPED(4), STOPPED(5)])
+    assert reply.instructions == () and reply.grants == ()
+    held_map = copy.deepcopy(world)
+    held_map["map"]["crush_node_flags"] = {"h3": ["noup"]}
+    eng.observe(held_map["map"], held_map["tree"], held_map["pgs"], 1003.0)
+    assert eng.instructions_for("h3").held == (4, 5)
+    ceph.calls.clear()
+    eng.hold("h3", False, 1004.0)
+    tick(eng, held_map, 1005.0)
+    assert {"prefix": "osd unset-group", "flags": "noup", "who": ["h3"]} in ceph.calls
