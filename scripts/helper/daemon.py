@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import rados
 import structlog
 from ceph_recovery import protocol
 
@@ -24,6 +25,7 @@ log = structlog.get_logger("ceph-recovery-helper")
 
 REPORT_PREFIX = "recovery helper-report"
 VIEW_MAX_AGE = 60.0
+PROBLEM_LOG_EVERY = 60.0
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Helper:
         self.failed: List[Dict[str, str]] = []
         self.probe = netrun.ProbeRunner(opts.probe_budget)
         self.probe_request: Dict[str, Any] = {}
+        self._last_problem: Tuple[Any, float] = (None, 0.0)
         self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
 
     # -- signals: flags only -------------------------------------------------------------
@@ -81,9 +84,12 @@ class Helper:
                 log.info("helper_reload")
             try:
                 self.run_cycle(time.time())
+            except (client.ClusterUnreachable, rados.Error) as exc:
+                self._problem("cluster_unreachable", error=str(exc))
+                self._disconnect()                  # reconnect next cycle
             except Exception as exc:    # noqa: BLE001 - a cycle must never kill the daemon
-                log.exception("cycle_failed", error=str(exc))
-                self._disconnect()
+                self._problem("cycle_failed", error="%s: %s" % (type(exc).__name__, exc),
+                              exc_info=True)
             self._sleep_until(began + self.opts.interval)
         self.close()
         log.info("helper_stopped", host=self.opts.host)
@@ -92,6 +98,14 @@ class Helper:
     def close(self) -> None:
         self._disconnect()
         self.probe.close()
+
+    def _problem(self, event: str, **kw: Any) -> None:
+        """Log a recurring problem when it changes, else at most once a minute."""
+        key = (event, kw.get("rc"), kw.get("error"))
+        now = time.monotonic()
+        if key != self._last_problem[0] or now - self._last_problem[1] >= PROBLEM_LOG_EVERY:
+            self._last_problem = (key, now)
+            log.warning(event, **kw)
 
     def _sleep_until(self, deadline: float) -> None:
         while not self.stop_requested and not self.reload_requested:
@@ -177,8 +191,9 @@ class Helper:
         rc, reply, outs = client.mgr_json(self._connected(), REPORT_PREFIX, self.opts.timeout,
                                           report=json.dumps(rep))
         if rc != 0:
-            log.warning("report_rejected", rc=rc, error=outs)
+            self._problem("report_rejected", rc=rc, error=outs or "(no message)")
             return None
+        self._last_problem = (None, 0.0)
         self.failed = []
         try:
             ins = protocol.parse_instructions(reply)
