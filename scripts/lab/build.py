@@ -23,6 +23,10 @@ class LabExists(RuntimeError):
     """The directory already holds a lab cluster."""
 
 
+class LabUsageError(ValueError):
+    """Options that cannot make a lab (nothing was created)."""
+
+
 @dataclass
 class LabOptions:
     hosts: int = 3
@@ -118,6 +122,10 @@ def write_conf(state: Dict[str, Any], opts: LabOptions) -> None:
 def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
     """Build the lab; on any failure tear down everything made so far and re-raise."""
     d = os.path.abspath(lab_dir)
+    longest = os.path.join(d, "run", f"osd.{opts.hosts * opts.osds_per_host - 1}.asok")
+    if len(longest) > 100:
+        raise LabUsageError(f"lab directory path too long for unix sockets ({longest!r} > 100 "
+                         "chars): pick a shorter --dir")
     if holds_cluster(d):
         raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
                         " first or pick another directory")

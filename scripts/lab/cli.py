@@ -91,7 +91,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         state = build.up(args.dir, opts)
-    except build.LabExists as exc:
+    except (build.LabExists, build.LabUsageError) as exc:
         print(f"ceph-recovery-lab: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - reported, lab already torn down

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from ceph_recovery_tools.lab import bootstrap, build, launch, names, teardown
+from ceph_recovery_tools.lab import bootstrap, build, launch, names, procs, teardown
 
 pytestmark = pytest.mark.integration
 
@@ -122,6 +122,21 @@ def test_up_refuses_a_dir_holding_a_cluster(lab):
     assert launch.ceph(lab, "health")["status"] in ("HEALTH_OK", "HEALTH_WARN")
 
 
+def _oom_kill_inside_a_host_cgroup(state, host):
+    """A 2 GiB hog started in a 1 GiB host group is OOM-killed there; the OSDs survive."""
+    before = launch.cgroup_memory(state, host)["oom_kill"]
+    hog = procs.spawn(["/usr/bin/python3", "-c", "b = bytearray(2 << 30); import time; "
+                       "time.sleep(60)"], os.path.join(state["dir"], "log", "hog.log"),
+                      os.path.join(state["dir"], "run", "hog.pid"),
+                      cgroup=state["hosts"][host]["cgroup"]["path"])
+    deadline = time.monotonic() + 60
+    while not _gone(hog) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(hog)
+    assert launch.cgroup_memory(state, host)["oom_kill"] == before + 1
+    assert all(launch.osd_pid(state, o) for o in state["hosts"][host]["osds"])
+
+
 @pytest.mark.netns
 def test_netns_lab_up_then_down_leaves_nothing(lab_factory):
     state = lab_factory(netns=True, objectstore="memstore", helpers=False,
@@ -133,6 +148,7 @@ def test_netns_lab_up_then_down_leaves_nothing(lab_factory):
         assert addrs[int(osd_id)] == state["hosts"][info["host"]]["addr"]
     for host in state["hosts"]:
         assert launch.cgroup_memory(state, host)["limit"] == 1 << 30
+    _oom_kill_inside_a_host_cgroup(state, "h1")
     d = state["dir"]
     assert any(_leftovers(d).values())
     lab_factory.down()

@@ -61,3 +61,11 @@ def test_module_dir_discovery(tmp_path, monkeypatch):
     assert bootstrap.module_dir_from("rel", "/") == os.path.abspath("rel")
     monkeypatch.setenv("CEPH_RECOVERY_MODULE_DIR", "/opt/m")
     assert bootstrap.module_dir_from(None, str(tmp_path)) == "/opt/m"
+
+
+def test_too_long_a_dir_is_refused_before_anything_is_made(tmp_path, capsys):
+    d = tmp_path / ("x" * 90)
+    args = _parse("up", "--dir", str(d), "--module-dir", str(tmp_path))
+    assert cli.cmd_up(args) == 2
+    assert "too long for unix sockets" in capsys.readouterr().err
+    assert not d.exists()
