@@ -18,7 +18,9 @@ from typing import Dict, List, Optional
 
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import OsdState
+from .inflight import MAX_START_FAILURES
 from .tick import Tick, fmt_bytes
+from .view import restart_gain
 
 
 def memory_stage(t: Tick) -> None:
@@ -55,6 +57,7 @@ def respond(t: Tick, host: str, why: str) -> bool:
         if not _restart_allowed(t, host, act):
             return False
         t.restarted[act.osd] = t.now
+        t.fresh_rss.pop(act.osd, None)
         t.new_restarts.add(act.osd)
     elif not isinstance(act, QueryOkToStop):
         t.reasons.append("%s: ignored %s from over_budget policy" % (host, act.kind))
@@ -118,7 +121,7 @@ def grant_stage(t: Tick) -> None:
     eligible = [o for o in v.candidates if o.id not in t.granted]
     hosts: Dict[str, dict] = {}
     for o in t.pol.start_order(eligible, t.s):
-        if o.id in v.op_held:
+        if o.id in v.op_held or t.failures.get(o.id, 0) >= MAX_START_FAILURES:
             continue
         st = hosts.get(o.host)
         if st is None:
@@ -190,8 +193,11 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
         t.reasons.append("waiting for in-flight OSDs: " + line)
         return
     deficit = st["used"] + need - st["budget"]
-    gain = max((x.rss_bytes for x in t.view.by_host.get(host, ())
+    progress = t.progress()
+    gain = max((restart_gain(x, progress) for x in t.view.by_host.get(host, ())
                 if x.up and x.id not in t.granted), default=0)
     if deficit <= gain and t.state in ("new", "running") and respond(t, host, "next start"):
-        return
+        line += "; making room: " + t.stage["memory"][-1].describe()
+    else:
+        line += "; nothing can be released or restarted to make room"
     t.health("RECOVERY_BUDGET_TOO_SMALL", line)

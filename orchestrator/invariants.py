@@ -94,7 +94,10 @@ def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
             if snapshot.ok_to_stop.get(a.osd) is not True:
                 errs.append("I4: restart of osd.%d without ok-to-stop True" % a.osd)
             last = progress.restarted.get(a.osd)
-            if last is not None and now - last < intent.restart_cooldown_s:
+            o = snapshot.osd(a.osd)
+            lost = o is not None and o.process_started_at is not None and \
+                o.process_started_at < (last or 0.0)      # that restart never happened
+            if last is not None and now - last < intent.restart_cooldown_s and not lost:
                 errs.append("I4: osd.%d restarted again %.0fs after its last restart "
                             "(cooldown %.0fs)" % (a.osd, now - last, intent.restart_cooldown_s))
     return errs

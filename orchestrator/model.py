@@ -171,6 +171,8 @@ class Progress:
     finished_at: Optional[float] = None
     auto_held: FrozenSet[str] = frozenset()         # of held_buckets, those auto-hold set
     downtime: Mapping[int, float] = field(default_factory=dict)  # osd -> seconds down at grant
+    fresh_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss once back after restart
+    failures: Mapping[int, int] = field(default_factory=dict)   # osd -> failed starts this run
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

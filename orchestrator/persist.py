@@ -25,6 +25,8 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     for k in _OSD_FLOAT_MAPS:
         d[k] = {str(osd): float(t) for osd, t in sorted(getattr(p, k).items())}
     d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.peaks.items())}
+    d["fresh_rss"] = {str(osd): int(b) for osd, b in sorted(p.fresh_rss.items())}
+    d["failures"] = {str(osd): int(n) for osd, n in sorted(p.failures.items())}
     d["finished"] = sorted(p.finished)
     d["held_osds"] = sorted(p.held_osds)
     d["held_buckets"] = sorted(p.held_buckets)
@@ -117,7 +119,8 @@ def progress_from_dict(d: Any) -> Progress:
         saved_flags=None if saved is None else _str_set(d, "saved_flags"),
         observations=_observations(d), peaks=_osd_map(d, "peaks", int),
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
-        auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"))
+        auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
+        fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int))
 
 
 def progress_from_json(text: str) -> Progress:

@@ -22,13 +22,11 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      only for RUN_CLUSTER_FLAGS the run set (not in saved_flags), only with Done or on abort.
   I7 a run ends all-up (Done) or with a health check saying why not.
 
-Timing constants (seconds):
-  BOOT_OBSERVE_S   a granted process must have been seen (rss > 0) or run this long before its
-                   noup goes: the load-time footprint (PG log load) shows in preboot first.
-  PEERING_GRACE_S  an up OSD whose PGs are still inactive this long after its boot was allowed
-                   is counted finished anyway: its remaining inactive PGs wait for other OSDs
-                   (e.g. two replicas in the same held domain), and holding its slot would
-                   deadlock the host.
+Shell contract: persist the returned progress BEFORE carrying out the actions (write-ahead).
+A crash then loses at most actions, which the next tick re-issues (holds, boots, grants after
+GRANT_RETRY_S, flag restores after Done/abort); a lost progress after SetFlag would make the
+next first tick save the run's own flags as the operator's. Standing grants for the helper's
+boot gate are `progress.granted`. Lifecycle timing constants: see inflight.py.
 
 Abort semantics ("no OSD half-started"): OSDs already allowed to boot are left to come up;
 granted OSDs not yet allowed to boot stay held by their per-OSD noup (their process may sit in
@@ -40,22 +38,20 @@ from __future__ import annotations
 
 from typing import Dict, Set
 
-from .actions import (AllowBoot, Done, GrantStart, HoldBucket, HoldOsd, ReleaseBucket, SetFlag,
-                      UnsetFlag, Wait)
+from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
 from .admission import grant_stage, memory_stage
+from .inflight import (boots, clear_stale_noup, regrants, report_failures, track_in_flight,
+                       track_restarts)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
-                    PHASE_ABORTING, PHASE_DONE, PHASE_IDLE, PHASE_PAUSED, PHASE_RUNNING,
-                    RUN_CLUSTER_FLAGS, PROC_STOPPED, Intent, Observation, Progress, Snapshot)
+                    PHASE_ABORTING, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
+                    RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
 from .tick import Tick
 from .view import begin_run, osd_path, starts_run
 
-BOOT_OBSERVE_S = 10.0
-GRANT_RETRY_S = 30.0
 FLAG_RESTORE_GRACE_S = 60.0
-PEERING_GRACE_S = 60.0
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
 
@@ -89,15 +85,17 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     if state == "new":
         _start_run(t)
     _bucket_holds(t)
+    track_restarts(t)
     if t.state is not None:
-        _track_in_flight(t)
+        track_in_flight(t)
         _hold_osds(t)
     memory_stage(t)
     if t.state in ("new", "running"):
-        _boots(t)
-        _clear_stale_noup(t)
-        _regrants(t)
+        boots(t)
+        clear_stale_noup(t)
+        regrants(t)
         grant_stage(t)
+    report_failures(t)
     _held_report(t)
     _tail(t)
     return t.result()
@@ -187,88 +185,6 @@ def _hold_osds(t: Tick) -> None:
             continue
         t.emit("hold_osds", HoldOsd(osd=o.id, reason="held until its start is granted"))
         t.held_osds.add(o.id)
-
-
-def _track_in_flight(t: Tick) -> None:
-    """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
-    for osd_id in sorted(t.granted):
-        o = t.view.by_id.get(osd_id)
-        if o is None:
-            _forget(t, osd_id)
-            continue
-        if o.rss_bytes > t.peaks.get(osd_id, 0):
-            t.peaks[osd_id] = o.rss_bytes
-        booted = t.booting.get(osd_id)
-        if o.up and (o.pgs_inactive == 0 or (
-                booted is not None and t.now - booted >= PEERING_GRACE_S)):
-            downtime = t.downtime.get(osd_id, 0.0)
-            t.observations.append(Observation(
-                osd=osd_id, pgs=o.pgs, downtime_s=downtime, pg_log_entries=o.pg_log_entries,
-                peak_bytes=max(t.peaks.get(osd_id, 0), o.rss_bytes)))
-            t.finished.add(osd_id)
-            _forget(t, osd_id)
-            if "noup" in o.flags:
-                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
-            continue
-        if booted is not None and not o.up and o.process == PROC_STOPPED:
-            t.booting.pop(osd_id)     # its process died while booting: hold and start again
-            booted = None
-        since = booted if booted is not None else t.granted[osd_id]
-        if not o.up and t.now - since > t.i.boot_timeout_s:
-            t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s)" % (
-                osd_id, o.host, "allowed to boot" if booted is not None else "granted",
-                t.now - since, o.process))
-
-
-def _forget(t: Tick, osd_id: int) -> None:
-    t.granted.pop(osd_id, None)
-    t.booting.pop(osd_id, None)
-    t.peaks.pop(osd_id, None)
-    t.downtime.pop(osd_id, None)
-    t.held_osds.discard(osd_id)
-
-
-def _boots(t: Tick) -> None:
-    """AllowBoot a granted OSD once its process runs in preboot and its rss was seen."""
-    for osd_id in sorted(t.granted):
-        o = t.view.by_id[osd_id]
-        if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
-            continue
-        if "noup" not in o.flags:
-            t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
-            continue
-        started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        if o.rss_bytes <= 0 and t.now - started < BOOT_OBSERVE_S:
-            continue
-        again = osd_id in t.booting
-        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB seen" % (
-            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0)))
-        t.booting.setdefault(osd_id, t.now)
-
-
-def _clear_stale_noup(t: Tick) -> None:
-    """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
-    must not keep its per-OSD noup: it would stay down at its next restart."""
-    for osd_id in sorted(t.held_osds):
-        o = t.view.by_id.get(osd_id)
-        if o is None or (o.up and osd_id not in t.granted):
-            t.held_osds.discard(osd_id)
-            if o is not None and "noup" in o.flags:
-                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
-
-
-def _regrants(t: Tick) -> None:
-    """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
-    gets its GrantStart again (a lost instruction, or a process that died): same slot."""
-    for osd_id in sorted(t.granted):
-        o = t.view.by_id[osd_id]
-        if o.up or o.process != PROC_STOPPED or t.now - t.granted[osd_id] < GRANT_RETRY_S:
-            continue
-        if o.id in t.view.op_held or t.view.helper_missing(o.host) or o.host in t.over:
-            continue
-        t.emit("grants", GrantStart(osd=osd_id, host=o.host, predicted_bytes=t.predict(osd_id),
-                                    reason="re-grant: process not running %.0fs after grant"
-                                    % (t.now - t.granted[osd_id])))
 
 
 def _held_report(t: Tick) -> None:

@@ -5,7 +5,7 @@ enough of the two gates to drive plan() end to end: an OSD process started under
 in preboot at its load-time footprint; once no noup holds it (per-OSD, bucket, cluster) it is
 up after `boot_s`, its rss climbs to its peak and its PGs become active after `peer_s`.
 Memory past a host's RAM OOM-kills the largest process there (it then stays down: no
-systemd in this model). ok-to-stop queries are answered in the next snapshot.
+systemd in this model). ok-to-stop queries are answered in the next snapshot and stay valid until the epoch changes.
 Pure and deterministic: time only advances in `step()`.
 """
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Model:
     peer_s: float = 10.0
     restart_s: float = 5.0
     answers: Dict[int, bool] = field(default_factory=dict)
+    answers_epoch: int = 0
     pending_queries: Set[int] = field(default_factory=set)
     dead_helpers: Set[str] = field(default_factory=set)
     oom_kills: int = 0
@@ -91,8 +92,10 @@ class Model:
             if not self.answers.get(o.id, False):
                 raise AssertionError("RestartOsd osd.%d without a True ok-to-stop" % o.id)
             self.restarts += 1
-            o.up, o.rss, o.started_at, o.down_since = False, self.idle_bytes, self.now, self.now
-            o.peak = 2 * self.idle_bytes       # a quick restart comes back with little history
+            # a quick restart comes back with little history, never bigger than it was
+            o.peak = max(min(o.rss, 2 * self.idle_bytes), min(o.rss, self.idle_bytes))
+            o.up, o.rss, o.started_at, o.down_since = False, min(o.rss, self.idle_bytes), \
+                self.now, self.now
             o.up_at = self.now + self.restart_s
         else:
             return
@@ -109,7 +112,10 @@ class Model:
             self._step_osd(o)
         for h in sorted(self.host_ram):
             self._oom(h)
-        self.answers = {i: self.osds[i].ok_to_stop for i in self.pending_queries}
+        if self.answers_epoch != self.epoch:
+            self.answers = {}                 # answers are valid at the epoch they were given
+        self.answers.update({i: self.osds[i].ok_to_stop for i in self.pending_queries})
+        self.answers_epoch = self.epoch
         self.pending_queries = set()
 
     def _step_osd(self, o: MOsd) -> None:
@@ -160,7 +166,8 @@ class Model:
         flags: Dict[str, FrozenSet[str]] = {b: frozenset({"noup"}) for b in self.bucket_noup}
         return Snapshot(epoch=self.epoch, osds=osds, hosts=hosts, bucket_flags=flags,
                         cluster_flags=frozenset(self.cluster_flags),
-                        ok_to_stop=dict(self.answers), helpers_seen=seen)
+                        ok_to_stop=dict(self.answers) if self.answers_epoch == self.epoch else {},
+                        helpers_seen=seen)
 
     def all_up(self) -> bool:
         return all(o.up for o in self.osds.values())

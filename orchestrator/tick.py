@@ -22,7 +22,7 @@ SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": 
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
             "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
             "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
-            "RECOVERY_RESTART_REFUSED": "warning"}
+            "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning"}
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
@@ -31,7 +31,8 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_BOOT_TIMEOUT": "%d OSD(s) granted a start are not up in time",
            "RECOVERY_PAUSED": "controlled recovery paused (%d OSDs in flight)",
            "RECOVERY_ABORTED": "controlled recovery aborted (%d OSDs left held)",
-           "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused"}
+           "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused",
+           "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)"}
 
 
 def fmt_bytes(n: float) -> str:
@@ -65,6 +66,8 @@ class Tick:
         self.observations: List[Observation] = list(progress.observations)
         self.peaks = dict(progress.peaks)
         self.downtime = dict(progress.downtime)
+        self.fresh_rss = dict(progress.fresh_rss)
+        self.failures = dict(progress.failures)
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -101,7 +104,8 @@ class Tick:
             heap_released=dict(self.heap_released), saved_flags=self.saved_flags,
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]), peaks=dict(self.peaks),
             started_at=self.started_at, finished_at=self.finished_at,
-            auto_held=frozenset(self.auto_held), downtime=dict(self.downtime))
+            auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
+            fresh_rss=dict(self.fresh_rss), failures=dict(self.failures))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])

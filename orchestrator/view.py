@@ -38,7 +38,8 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
     p = progress
     if p.phase not in ACTIVE_PHASES or p.saved_flags is None:
         p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
-                     peaks={}, downtime={}, finished=frozenset(), held_osds=frozenset())
+                     peaks={}, downtime={}, failures={}, finished=frozenset(),
+                     held_osds=frozenset())
     return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
                     finished_at=None)
 
@@ -121,3 +122,14 @@ class View:
     def host_of(self, osd_id: int) -> Optional[str]:
         o = self.by_id.get(osd_id)
         return o.host if o is not None else None
+
+
+def restart_gain(o: OsdState, progress: Progress) -> int:
+    """Bytes a restart of `o` is expected to free: its rss minus the rss it came back at after
+    its last restart (Progress.fresh_rss), else minus the median of the other OSDs' fresh rss,
+    else all of it (the field: a quick restart comes back with little history)."""
+    fresh = progress.fresh_rss.get(o.id)
+    if fresh is None and progress.fresh_rss:
+        vals = sorted(progress.fresh_rss.values())
+        fresh = vals[len(vals) // 2]
+    return max(0, o.rss_bytes - (fresh or 0))

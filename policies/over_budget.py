@@ -9,7 +9,9 @@ nothing is in flight there. Returns ONE action:
   RestartOsd(osd)     the heaviest restartable OSD whose snapshot.ok_to_stop is True;
   None                nothing left to try (plan() reports it in health).
 Restartable: up, process not stopped, not in flight in this run (granted), not restarted within
-intent.restart_cooldown_s. An OSD whose ok-to-stop answer is False is skipped.
+intent.restart_cooldown_s, and expected to free at least MIN_RESTART_GAIN (its rss minus the rss
+it came back at after its last restart, see ceph_recovery.view.restart_gain); biggest expected
+gain first. An OSD whose ok-to-stop answer is False is skipped.
 """
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from typing import List, Optional, Sequence
 
 from ceph_recovery.actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from ceph_recovery.model import PROC_STOPPED, HostMem, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.view import restart_gain
 
 HEAP_RELEASE_COOLDOWN_S = 120.0
 HEAP_SETTLE_S = 10.0
 MiB = 1 << 20
+MIN_RESTART_GAIN = 16 * MiB   # a restart expected to free less than this is not worth it
 
 
 def _running(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
@@ -28,9 +32,16 @@ def _running(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
                    and o.id not in progress.granted), key=lambda o: (-o.rss_bytes, o.id))
 
 
+def _restartable(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
+    """Running OSDs whose restart is expected to free memory, biggest expected gain first."""
+    gains = [(restart_gain(o, progress), o) for o in _running(osds, progress)]
+    return [o for g, o in sorted(gains, key=lambda x: (-x[0], -x[1].rss_bytes, x[1].id))
+            if g >= MIN_RESTART_GAIN]
+
+
 def _restart(host: HostMem, osds: Sequence[OsdState], snapshot: Snapshot, progress: Progress,
              intent: Intent, now: float) -> Optional[Action]:
-    for o in _running(osds, progress):
+    for o in _restartable(osds, progress):
         last = progress.restarted.get(o.id)
         if last is not None and now - last < intent.restart_cooldown_s:
             continue

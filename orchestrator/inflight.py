@@ -1,0 +1,148 @@
+"""Lifecycle of the OSDs a run started: peaks, finish, failed starts, boots, re-grants.
+
+Timing constants (seconds):
+  BOOT_OBSERVE_S   a granted process must have been seen (rss > 0) or run this long before its
+                   noup goes: the load-time footprint (PG log load) shows in preboot first.
+  PEERING_GRACE_S  an up OSD whose PGs are still inactive this long after its boot was allowed
+                   is counted finished anyway: its remaining inactive PGs wait for other OSDs
+                   (e.g. two replicas in the same held domain), and holding its slot would
+                   deadlock the host.
+  GRANT_RETRY_S    a granted OSD whose process never ran is granted again after this long
+                   (the instruction was lost); its slot and reservation stay the same.
+A granted OSD whose process died after it ran (OOM kill, crash) is a failed start: its peak so
+far becomes an Observation (so the footprint policy learns it was bigger than predicted), it
+goes back to the candidates (held, re-admitted with the new prediction), and after
+MAX_START_FAILURES in one run it is no longer granted (RECOVERY_START_FAILED says so).
+"""
+from __future__ import annotations
+
+from .actions import AllowBoot, GrantStart
+from .model import PROC_STOPPED, Observation
+from .tick import Tick, fmt_bytes
+from .view import RESTART_SETTLE_S
+
+BOOT_OBSERVE_S = 10.0
+PEERING_GRACE_S = 60.0
+GRANT_RETRY_S = 30.0
+MAX_START_FAILURES = 3
+
+
+def track_in_flight(t: Tick) -> None:
+    """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id.get(osd_id)
+        if o is None:
+            forget(t, osd_id)
+            continue
+        if o.rss_bytes > t.peaks.get(osd_id, 0):
+            t.peaks[osd_id] = o.rss_bytes
+        booted = t.booting.get(osd_id)
+        if o.up and (o.pgs_inactive == 0 or (
+                booted is not None and t.now - booted >= PEERING_GRACE_S)):
+            _observe(t, o)
+            t.finished.add(osd_id)
+            forget(t, osd_id)
+            if "noup" in o.flags:
+                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+            continue
+        if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
+            _failed_start(t, o)
+            continue
+        since = booted if booted is not None else t.granted[osd_id]
+        if not o.up and t.now - since > t.i.boot_timeout_s:
+            t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s)" % (
+                osd_id, o.host, "allowed to boot" if booted is not None else "granted",
+                t.now - since, o.process))
+
+
+def track_restarts(t: Tick) -> None:
+    """Record the rss an OSD came back at after its restart (what a restart really frees).
+    A restart whose process was never restarted (lost instruction: the process start time is
+    older than the restart) is forgotten, so that it may be retried without the cooldown."""
+    for osd_id, when in sorted(t.restarted.items()):
+        o = t.view.by_id.get(osd_id)
+        if o is None or not o.up or osd_id in t.fresh_rss or \
+                not RESTART_SETTLE_S <= t.now - when <= t.i.boot_timeout_s:
+            continue
+        if o.process_started_at is not None and o.process_started_at < when:
+            del t.restarted[osd_id]
+            t.reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
+        else:
+            t.fresh_rss[osd_id] = o.rss_bytes
+
+
+def forget(t: Tick, osd_id: int) -> None:
+    t.granted.pop(osd_id, None)
+    t.booting.pop(osd_id, None)
+    t.peaks.pop(osd_id, None)
+    t.downtime.pop(osd_id, None)
+    t.held_osds.discard(osd_id)
+
+
+def boots(t: Tick) -> None:
+    """AllowBoot a granted OSD once its process runs in preboot and its rss was seen."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id[osd_id]
+        if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
+            continue
+        if "noup" not in o.flags:
+            t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
+            continue
+        started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
+        if o.rss_bytes <= 0 and t.now - started < BOOT_OBSERVE_S:
+            continue
+        again = osd_id in t.booting
+        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB seen" % (
+            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0)))
+        t.booting.setdefault(osd_id, t.now)
+
+
+def clear_stale_noup(t: Tick) -> None:
+    """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
+    must not keep its per-OSD noup: it would stay down at its next restart."""
+    for osd_id in sorted(t.held_osds):
+        o = t.view.by_id.get(osd_id)
+        if o is None or (o.up and osd_id not in t.granted):
+            t.held_osds.discard(osd_id)
+            if o is not None and "noup" in o.flags:
+                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+
+
+def regrants(t: Tick) -> None:
+    """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
+    gets its GrantStart again (a lost instruction, or a process that died): same slot."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id[osd_id]
+        if o.up or o.process != PROC_STOPPED or t.now - t.granted[osd_id] < GRANT_RETRY_S:
+            continue
+        if o.id in t.view.op_held or t.view.helper_missing(o.host) or o.host in t.over:
+            continue
+        t.emit("grants", GrantStart(osd=osd_id, host=o.host, predicted_bytes=t.predict(osd_id),
+                                    reason="re-grant: process not running %.0fs after grant"
+                                    % (t.now - t.granted[osd_id])))
+
+
+def _observe(t: Tick, o) -> None:
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes)
+    if peak > 0:
+        t.observations.append(Observation(
+            osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),
+            pg_log_entries=o.pg_log_entries, peak_bytes=peak))
+
+
+def _failed_start(t: Tick, o) -> None:
+    """The process of a granted OSD died after it ran: learn, count, hold it again."""
+    _observe(t, o)
+    t.failures[o.id] = t.failures.get(o.id, 0) + 1
+    t.health("RECOVERY_START_FAILED", "osd.%d on %s: process died during its start (peak seen "
+             "%s), failure %d of %d" % (o.id, o.host, fmt_bytes(t.peaks.get(o.id, 0)),
+                                        t.failures[o.id], MAX_START_FAILURES))
+    forget(t, o.id)
+
+
+def report_failures(t: Tick) -> None:
+    """OSDs that reached MAX_START_FAILURES are not granted again in this run: say so."""
+    for osd_id, n in sorted(t.failures.items()):
+        if n >= MAX_START_FAILURES and osd_id not in t.finished:
+            t.health("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in this "
+                     "run (see its log; start it by hand or raise the budget)" % (osd_id, n))

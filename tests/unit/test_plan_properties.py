@@ -1,0 +1,107 @@
+"""Hypothesis properties of plan() over random small clusters driven by the stepper model.
+
+Every tick: check_invariants holds (budget admission, no grant under a held domain or on a
+host without helper/with a network finding, restart only with ok-to-stop True, prefix safety),
+at most `concurrency` OSDs in flight per host, no GrantStart under an operator hold, and the
+model itself refuses a RestartOsd without a True ok-to-stop answer. At the end: all OSDs up
+and Done, or a health check that says why not.
+"""
+from __future__ import annotations
+
+from hypothesis import HealthCheck as HC
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from ceph_recovery.model import Budget, Intent, Progress
+from ceph_recovery.plan import check_invariants, plan
+from ceph_recovery.policies import REGISTRY, resolve
+from ceph_recovery.policies.footprint import prior
+from ceph_recovery.stepper import make_model
+from ceph_recovery.view import View
+
+MiB = 1 << 20
+DT = 5.0
+TICKS = 160
+
+
+@st.composite
+def clusters(draw):
+    hosts = draw(st.integers(1, 4))
+    per_host = draw(st.integers(1, 4))
+    down = draw(st.sets(st.integers(0, hosts - 1), min_size=1))
+    model = make_model(hosts=hosts, per_host=per_host, down_hosts=tuple(sorted(down)),
+                       racks=draw(st.integers(1, 2)), ram=draw(st.integers(1, 6)) * 512 * MiB)
+    for o in model.osds.values():
+        o.peak = draw(st.integers(150, 900)) * MiB
+        o.ok_to_stop = draw(st.booleans())
+        o.heap_release = draw(st.sampled_from([None, True, False]))
+    names = ["h%d" % h for h in range(hosts)]
+    if draw(st.booleans()):
+        model.dead_helpers.add(draw(st.sampled_from(names)))
+    intent = Intent(
+        mode="controlled", run_id="p", concurrency=draw(st.integers(1, 3)),
+        budget=Budget(kind="fraction", value=draw(st.sampled_from([0.6, 0.8, 0.95]))),
+        holds=frozenset(draw(st.sets(st.sampled_from(names), max_size=1))),
+        start_order=draw(st.sampled_from(sorted(REGISTRY["start_order"]))),
+        footprint=draw(st.sampled_from(sorted(REGISTRY["footprint"]))),
+        over_budget=draw(st.sampled_from(sorted(REGISTRY["over_budget"]))),
+        restart_cooldown_s=draw(st.sampled_from([60.0, 600.0])), boot_timeout_s=300.0)
+    return model, intent
+
+
+def run(model, intent):
+    pol = resolve(intent)
+    progress, res = Progress(), None
+    for k in range(TICKS):
+        snap = model.snapshot()
+        res = plan(snap, intent, progress, pol, model.now)
+        errs = check_invariants(snap, intent, progress, res, pol, now=model.now)
+        assert errs == [], (k, errs, model.log[-12:])
+        flight = View(snap, intent, res.progress, model.now).in_flight(res.progress.granted)
+        assert all(len(v) <= intent.concurrency for v in flight.values()), flight
+        for a in res.actions:
+            if a.kind == "grant_start":
+                assert not set(model.osds[a.osd].path) & intent.holds
+        progress = res.progress
+        model.apply(res.actions)       # raises on a restart without a True ok-to-stop
+        if progress.phase == "done":
+            return progress, res
+        model.step(DT)
+    return progress, res
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HC.too_slow])
+@given(clusters())
+def test_every_run_ends_all_up_or_says_why(case):
+    model, intent = case
+    progress, res = run(model, intent)
+    if progress.phase == "done":
+        assert all(o.up for o in model.osds.values())
+    else:
+        assert res.health, ("not done and no health check", res.summary, model.log[-12:])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HC.too_slow])
+@given(clusters())
+def test_budget_never_exceeded_when_predictions_hold(case):
+    """With the static prior and every real peak below it, no host that started within its
+    budget ever goes over it, and nothing is OOM-killed."""
+    model, intent = case
+    assume(all(model.used(h) <= ram for h, ram in model.host_ram.items()))
+    intent = intent.__class__(**{**intent.__dict__, "footprint": "static"})
+    for o in model.osds.values():
+        o.peak = min(o.peak, prior(o.pgs, 0, 0.0))
+    pol = resolve(intent)
+    budgets = {h.name: pol.budget(h, intent.budget) for h in model.snapshot().hosts}
+    start = {h: model.used(h) for h in budgets}
+    progress = Progress()
+    for _ in range(TICKS):
+        res = plan(model.snapshot(), intent, progress, pol, model.now)
+        progress = res.progress
+        model.apply(res.actions)
+        if progress.phase == "done":
+            break
+        model.step(DT)
+        for h, b in budgets.items():
+            assert model.used(h) <= max(b, start[h]), (h, model.used(h), b)
+    assert model.oom_kills == 0
