@@ -125,15 +125,27 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
     longest = os.path.join(d, "run", f"osd.{opts.hosts * opts.osds_per_host - 1}.asok")
     if len(longest) > 100:
         raise LabUsageError(f"lab directory path too long for unix sockets ({longest!r} > 100 "
-                         "chars): pick a shorter --dir")
+                           "chars): pick a shorter --dir")
+    try:
+        names.topology(opts.hosts, opts.racks, opts.osds_per_host)
+    except ValueError as exc:
+        raise LabUsageError(str(exc)) from exc
+    if opts.objectstore not in ("bluestore", "memstore"):
+        raise LabUsageError(f"unknown objectstore {opts.objectstore!r}")
     if holds_cluster(d):
         raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
                         " first or pick another directory")
-    for sub in ("run", "log", "data", "crash"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    state = initial_state(d, opts)
-    save_state(d, state)
+    os.makedirs(d, exist_ok=True)
     try:
+        os.mkdir(os.path.join(d, "data"))  # atomic claim: a concurrent `up` here fails
+    except FileExistsError as exc:
+        raise LabExists(f"{d} already holds a lab cluster (or another `up` is building it)") \
+            from exc
+    try:
+        for sub in ("run", "log", "crash"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        state = initial_state(d, opts)
+        save_state(d, state)
         _build(state, opts)
     except BaseException:
         log.error("up failed; tearing down what was made", dir=d)

@@ -69,3 +69,13 @@ def test_too_long_a_dir_is_refused_before_anything_is_made(tmp_path, capsys):
     assert cli.cmd_up(args) == 2
     assert "too long for unix sockets" in capsys.readouterr().err
     assert not d.exists()
+
+
+@pytest.mark.parametrize("opts", [{"hosts": 2, "racks": 3}, {"osds_per_host": 0},
+                                  {"objectstore": "filestore"}])
+def test_build_api_refuses_bad_options_before_making_anything(tmp_path, opts):
+    from ceph_recovery_tools.lab import build
+    d = tmp_path / "lab"
+    with pytest.raises(build.LabUsageError):
+        build.up(str(d), build.LabOptions(module_dir=str(tmp_path), **opts))
+    assert not d.exists()
