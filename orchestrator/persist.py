@@ -1,4 +1,4 @@
-"""Progress <-> JSON with a schema version (the mgr module keeps it in its store).
+"""Progress (and Intent) <-> JSON with a schema version (the mgr module keeps them in its store).
 
     text = progress_to_json(progress)
     progress = progress_from_json(text)     # ValueError (EINVAL material) on any defect
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping
 
-from .model import PHASE_IDLE, Observation, Progress
+from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
@@ -129,3 +129,52 @@ def progress_from_json(text: str) -> Progress:
     except (TypeError, ValueError) as e:
         raise ValueError("progress: not valid JSON: %s" % e) from None
     return progress_from_dict(d)
+
+
+INTENT_MODES = ("idle", "controlled", "paused", "abort")
+
+
+def intent_to_dict(i: Intent) -> Dict[str, Any]:
+    return {"schema": SCHEMA_VERSION, "mode": i.mode,
+            "budget": {"kind": i.budget.kind, "value": i.budget.value,
+                       "reserve_bytes": i.budget.reserve_bytes},
+            "scope": list(i.scope), "concurrency": i.concurrency, "holds": sorted(i.holds),
+            "auto_hold": i.auto_hold, "start_order": i.start_order, "footprint": i.footprint,
+            "over_budget": i.over_budget, "restart_cooldown_s": i.restart_cooldown_s,
+            "boot_timeout_s": i.boot_timeout_s, "run_id": i.run_id}
+
+
+def _typed(d: Mapping[str, Any], key: str, types, default):
+    v = d.get(key, default)
+    if isinstance(v, bool) and bool not in types:
+        raise ValueError("intent: %s must not be a boolean" % key)
+    if not isinstance(v, types):
+        raise ValueError("intent: %s has the wrong type (%s)" % (key, type(v).__name__))
+    return v
+
+
+def intent_from_dict(d: Any) -> Intent:
+    """Inverse of intent_to_dict; unknown keys (a newer schema) are ignored."""
+    if not isinstance(d, Mapping):
+        raise ValueError("intent: expected a JSON object")
+    mode = _typed(d, "mode", (str,), "idle")
+    if mode not in INTENT_MODES:
+        raise ValueError("intent: unknown mode %r" % mode)
+    b = _typed(d, "budget", (Mapping,), {})
+    budget = Budget(kind=_typed(b, "kind", (str,), "fraction"),
+                    value=float(_typed(b, "value", (int, float), 0.8)),
+                    reserve_bytes=int(_typed(b, "reserve_bytes", (int,), 0)))
+    scope = _typed(d, "scope", (list, tuple), [])
+    holds = _typed(d, "holds", (list, tuple), [])
+    if not all(isinstance(x, str) for x in list(scope) + list(holds)):
+        raise ValueError("intent: scope and holds must be lists of bucket names")
+    return Intent(
+        mode=mode, budget=budget, scope=tuple(scope), holds=frozenset(holds),
+        concurrency=int(_typed(d, "concurrency", (int,), 1)),
+        auto_hold=bool(_typed(d, "auto_hold", (bool,), False)),
+        start_order=_typed(d, "start_order", (str,), "service_first"),
+        footprint=_typed(d, "footprint", (str,), "learned"),
+        over_budget=_typed(d, "over_budget", (str,), "heap_then_restart"),
+        restart_cooldown_s=float(_typed(d, "restart_cooldown_s", (int, float), 600.0)),
+        boot_timeout_s=float(_typed(d, "boot_timeout_s", (int, float), 600.0)),
+        run_id=_typed(d, "run_id", (str,), ""))

@@ -67,6 +67,10 @@ def validate_intent(intent: Intent) -> None:
         raise ValueError("concurrency must be an integer >= 1, got %r" % (intent.concurrency,))
     if intent.restart_cooldown_s < 0 or intent.boot_timeout_s <= 0:
         raise ValueError("restart_cooldown_s must be >= 0 and boot_timeout_s > 0")
+    b = intent.budget
+    if not b.value > 0 or b.reserve_bytes < 0 or (b.kind == "fraction" and b.value > 1):
+        raise ValueError("budget must be a fraction in (0, 1] or a positive number of bytes, "
+                         "with reserve_bytes >= 0; got %r" % (b,))
 
 
 def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,

@@ -240,6 +240,9 @@ def test_new_run_id_starts_a_new_run_after_done():
     pytest.param(Intent(mode="controlled", concurrency=0), id="concurrency_0"),
     pytest.param(Intent(mode="sideways"), id="unknown_mode"),
     pytest.param(Intent(mode="controlled", boot_timeout_s=0), id="boot_timeout_0"),
+    pytest.param(Intent(mode="controlled", budget=Budget(value=80)), id="fraction_over_1"),
+    pytest.param(Intent(mode="controlled", budget=Budget(kind="bytes", value=-1)),
+                 id="negative_bytes"),
 ])
 def test_invalid_intent_is_a_clear_error(bad):
     with pytest.raises(ValueError):
