@@ -275,8 +275,9 @@ def _host_findings(host: str, net: Mapping, th: Thresholds) -> List[Tuple[str, f
             level = ("commands fail" if rtt >= 6.0 else "elections / unstable" if rtt >= 3.0
                      else "slow")
             err = (" (%s)" % mon.get("error")) if mon.get("error") else ""
-            out.append((KIND_MON_LATENCY, rtt, "mon round trip %.2f s >= %.2f s: %s%s"
-                        % (rtt, th.mon_rtt_s, level, err)))
+            what = ("mon round trip %.2f s >= %.2f s" % (rtt, th.mon_rtt_s) if rtt >= th.mon_rtt_s
+                    else "no mon answer within %.2f s" % rtt)
+            out.append((KIND_MON_LATENCY, rtt, "%s: %s%s" % (what, level, err)))
     return out
 
 

@@ -219,3 +219,63 @@ def test_mon_behind_a_delaying_proxy_is_mon_latency_on_every_host(netlab, labnet
         assert ok, "mon_latency not found on every host: %s" % (w.findings,)
         assert kinds == {"mon_latency"} and all(v >= 1.4 for v in values.values())
         assert cleared, w.findings
+
+
+def _status(state):
+    from ceph_recovery_tools.lab import launch
+    return launch.ceph(state, "recovery", "status")
+
+
+def _wait(pred, timeout, step=1.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        v = pred()
+        if v:
+            return v, time.monotonic() - t0
+        time.sleep(step)
+    return pred(), time.monotonic() - t0
+
+
+def test_mon_delay_holds_start_controlled_through_helpers_and_mgr(netlab, labnet):
+    """Full path: helpers probe in their namespaces -> helper-report -> mgr evaluate() ->
+    plan() holds the start of osd.0 (RECOVERY_NETWORK_DEGRADED) until the proxy is gone."""
+    from ceph_recovery_tools.lab import launch
+    from ceph_recovery_tools.lab.restore import restore
+    state = netlab
+    net = lambda: launch.ceph(state, "recovery", "network")   # noqa: E731
+    ok, _ = _wait(lambda: len(net()["hosts"]) == 3 and not net()["findings"], 60)
+    assert ok, "helpers not reporting a clean network to the mgr: %s" % net()
+    osd = state["hosts"]["h1"]["osds"][0]
+    assert launch.stop_osd(state, osd)
+    _wait(lambda: not {o["osd"]: o["up"] for o in launch.ceph(state, "osd", "dump")["osds"]}
+          [osd], 60)
+    delay = MonDelay(labnet, 1.5)
+    try:
+        seen, detect_s = _wait(lambda: [f for f in net()["findings"]
+                                        if f["kind"] == "mon_latency" and "h1" in f["hosts"]], 60)
+        assert seen, "mgr never saw mon_latency: %s" % net()["findings"]
+        launch.ceph(state, "recovery", "start-controlled")
+        held_for = 0.0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 12:                   # six ticks: nothing may start
+            st = _status(state)
+            assert st["granted"] == [] and launch.osd_pid(state, osd) is None, st
+            held_for = time.monotonic() - t0
+            time.sleep(2)
+        assert "RECOVERY_NETWORK_DEGRADED" in st["health"], st["health"]
+        health = launch.ceph(state, "health", "detail")["checks"]
+        assert "RECOVERY_NETWORK_DEGRADED" in health
+    finally:
+        delay.undo()
+    t1 = time.monotonic()
+    try:
+        done, resume_s = _wait(lambda: _status(state).get("phase") == "done", 120, 2)
+        up = {o["osd"]: o["up"] for o in launch.ceph(state, "osd", "dump")["osds"]}[osd]
+        record("mgr_hold_mon_delay_1.5s", detect_in_mgr_s=round(detect_s, 1),
+               held_s=round(held_for, 1), done_after_removal_s=round(time.monotonic() - t1, 1),
+               finding=seen[0])
+        assert done and up, _status(state)
+    finally:
+        if _status(state).get("active"):
+            launch.ceph(state, "recovery", "abort")
+        restore(state)

@@ -70,7 +70,7 @@ def test_mon_latency_threshold_and_levels():
     assert kinds(fs) == [(("h1",), "mon_latency"), (("h2",), "mon_latency"),
                          (("h3",), "mon_latency")]
     assert "slow" in fs[0].detail and "elections" in fs[1].detail
-    assert "still running" in fs[2].detail
+    assert "still running" in fs[2].detail and "no mon answer within 0.90 s" in fs[2].detail
 
 
 def tput(nets, src, dst, bps, when=T):
