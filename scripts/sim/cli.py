@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import random
 import sys
 from typing import List, Optional
 
@@ -21,8 +20,8 @@ STRATEGIES = ("naive", "serial", "controlled", "unlimited")
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ceph-recovery-sim", description=__doc__.split("\n")[0])
     ap.add_argument("--osds", type=int, default=60)
-    ap.add_argument("--hosts", type=int, default=6)
-    ap.add_argument("--racks", type=int, default=3)
+    ap.add_argument("--hosts", type=int, default=5)
+    ap.add_argument("--racks", type=int, default=5)
     ap.add_argument("--pg-bits", type=int, default=0, help="pg_num = osds << bits (default 5)")
     ap.add_argument("--fail", default="rack:1", help="rack:N or host:N, comma-separated")
     ap.add_argument("--downtime", type=float, default=3600.0, help="seconds the domain was down")
@@ -67,7 +66,6 @@ def run(args) -> dict:
         raise ValueError("tick and horizon must be > 0, downtime >= 0")
     if not 0 < args.budget <= 1:
         raise ValueError("--budget is a fraction of host RAM in (0, 1]")
-    random.seed(args.seed)
     params = build_params(args)
     topo = load(args.osds, args.hosts, args.racks, args.pg_bits)
     cfg = RunConfig(strategy=args.strategy, fail=args.fail, downtime_s=args.downtime,

@@ -27,7 +27,8 @@ class Osd:
                  "started_at", "t_phase_end", "pending_writes", "active_pgs_down",
                  "peer_base_left", "peer_left", "peer_total", "obj_left", "obj_total",
                  "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
-                 "restart_at", "inactive", "degraded", "load_bytes", "in_scope")
+                 "restart_at", "inactive", "degraded", "load_bytes", "in_scope", "released",
+                 "write_mult")
 
     def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
         self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
@@ -47,6 +48,8 @@ class Osd:
         self.inactive = self.degraded = 0
         self.load_bytes = load_bytes
         self.in_scope = False
+        self.released = False            # heap release already returned the free pages
+        self.write_mult = 1.0            # this OSD's client load relative to the mean (seeded)
 
     @property
     def up(self) -> bool:

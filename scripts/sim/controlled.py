@@ -8,6 +8,7 @@ O(changed OSDs) plus plan() itself.
 """
 from __future__ import annotations
 
+import time
 from typing import Dict, List
 
 from ceph_recovery import actions as A
@@ -19,6 +20,7 @@ from ceph_recovery.policies import resolve
 from .cluster import Osd
 
 QUERY_TTL_S = 120.0
+STUCK_S = 3600.0
 
 
 class Controlled:
@@ -36,6 +38,7 @@ class Controlled:
         self.last_actions: List[A.Action] = []
         self.history: List[str] = []
         self.policies = None
+        self.last_act = 0.0
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -93,7 +96,9 @@ class Controlled:
                                  run_id="sim-%d" % sim.cfg.seed)
             self.policies = resolve(self.intent)
         snap = self.snapshot(sim)
+        t0 = time.perf_counter()
         res = plan(snap, self.intent, self.progress, self.policies, sim.now)
+        sim.m.plan_s.append(time.perf_counter() - t0)
         sim.m.decisions += 1
         if sim.cfg.check_invariants:
             self._check(sim, snap, res)
@@ -101,6 +106,8 @@ class Controlled:
         self.last_actions = list(res.actions)
         for a in res.actions:
             self.apply(sim, a)
+            if not isinstance(a, (A.Wait, A.QueryOkToStop)):
+                self.last_act = sim.now
 
     def _check(self, sim, snap, res) -> None:
         bad = check_invariants(snap, self.intent, self.progress, res, self.policies, sim.now)
@@ -163,7 +170,9 @@ class Controlled:
         return self.done or not osd.in_scope
 
     def finished(self, sim) -> bool:
-        return self.done
+        """Done, or everything up and clean (plan() not saying Done is reported in JSON)."""
+        return self.done or sim.cl.n_down == 0
 
     def stuck(self, sim) -> bool:
-        return self.done
+        """Done, or nothing moves and plan() only waited for STUCK_S simulated seconds."""
+        return self.done or sim.now - self.last_act >= STUCK_S

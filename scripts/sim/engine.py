@@ -1,6 +1,7 @@
 """The simulation loop: strategy tick, time advance, OOM killer, systemd restarts, metrics."""
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -35,10 +36,12 @@ class Metrics:
     units_failed: int = 0
     peak_host_mem: float = 0.0
     peak_host: str = ""
+    peak_time: float = 0.0
     t_all_up: Optional[float] = None
     t_all_active: Optional[float] = None
     t_all_clean: Optional[float] = None
     violations: List[str] = field(default_factory=list)
+    plan_s: List[float] = field(default_factory=list)
 
 
 def failed_osds(cl: Cluster, spec: str) -> List[Osd]:
@@ -73,8 +76,10 @@ class Sim:
         self.oom = strategy.oom
         self.failed = failed_osds(self.cl, cfg.fail)
         self.failed_buckets = tuple(p.strip().replace(":", "") for p in cfg.fail.split(","))
+        rng = random.Random(cfg.seed)
         for o in self.failed:
             o.in_scope = True
+            o.write_mult = rng.uniform(1.0 - params.write_jitter, 1.0 + params.write_jitter)
         self.budget = ram * cfg.budget
         self.now = 0.0
         self.strategy = strategy
@@ -116,6 +121,7 @@ class Sim:
         for h in cl.dirty_hosts:
             if cl.host_used[h] > self.m.peak_host_mem:
                 self.m.peak_host_mem, self.m.peak_host = cl.host_used[h], h
+                self.m.peak_time = self.now
         cl.dirty_hosts.clear()
 
     def _milestones(self) -> None:
@@ -168,14 +174,24 @@ class Sim:
             "time_to_all_up_s": m.t_all_up, "time_to_all_pgs_active_s": m.t_all_active,
             "time_to_all_pgs_clean_s": m.t_all_clean,
             "peak_host_mem_bytes": int(m.peak_host_mem), "peak_host": m.peak_host,
+            "peak_time_s": m.peak_time,
             "peak_host_mem_over_budget": round(m.peak_host_mem / self.budget, 4),
             "oom_kills": m.oom_kills, "restarts": m.restarts, "heap_releases": m.heap_releases,
             "units_failed": m.units_failed, "decisions": m.decisions,
             "invariant_violations": m.invariant_violations,
             "invariant_examples": m.violations[:5],
             "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
+            "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
+            "plan_done": getattr(self.strategy, "done", None),
             "sim_time_s": self.now, "wall_s": round(wall, 3), "converged": converged,
         }
+
+
+def _ms(xs: List[float], q: float) -> Optional[float]:
+    if not xs:
+        return None
+    s = sorted(xs)
+    return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))] * 1000.0, 2)
 
 
 __all__ = ["Sim", "RunConfig", "failed_osds", "C_DOWN"]

@@ -87,7 +87,8 @@ class Lifecycle:
         """Up in the OSD map: its PGs peer; missed writes set the peering work and memory."""
         p = self.p
         since = o.down_since if o.down_since is not None else t
-        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * max(0.0, t - since)
+        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * max(
+            0.0, t - since)
         cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
         in_log = min(writes, cap)
         o.pending_writes = writes
@@ -104,6 +105,7 @@ class Lifecycle:
     def _peered(self, o: Osd) -> None:
         self.peering[o.host].discard(o.id)
         o.hist_keep = o.hist_peak * self.p.retain_frac
+        o.released = False
         if o.obj_left > 0:
             o.phase = RECOVERING
             self.recovering[o.host].add(o.id)
@@ -183,10 +185,12 @@ class Lifecycle:
         cl.set_rss(o, rss)
 
     def heap_release(self, o: Osd) -> bool:
-        """tcmalloc returns free pages: part of the retained history heap goes back."""
-        if not self.p.heap_release or o.hist_keep <= 0 or not o.running:
+        """tcmalloc returns its free pages once: heap_release_frac of the retained history
+        heap (what peering freed but malloc kept). A second release frees nothing new."""
+        if not self.p.heap_release or o.hist_keep <= 0 or not o.running or o.released:
             return False
         freed = o.hist_keep * self.p.heap_release_frac
+        o.released = True
         o.hist_keep -= freed
         o.hist_peak = max(o.hist_keep, o.hist_peak - freed)
         self.cl.set_rss(o, max(0.0, o.rss - freed))

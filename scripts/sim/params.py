@@ -39,6 +39,7 @@ class Params:
     host_system_bytes: int = 2 * GiB          # [A] kernel, page tables, other daemons
     # --- workload and times
     write_rate_per_pg: float = 1.5            # [A] client writes/s per PG while active
+    write_jitter: float = 0.2                 # [A] per-OSD load spread: rate x U(1-j, 1+j), seeded
     distinct_object_frac: float = 0.1         # [A] distinct 4 MiB objects per missed write
     pg_objects: int = 6500                    # [A] objects per PG (~26 GiB: 60 % of 4 TiB / 96)
     object_bytes: int = 4 * MiB               # [F] RBD/RGW 4 MiB objects

@@ -1,0 +1,128 @@
+"""ceph-recovery-bench: every start strategy on 60, 1,200 and 6,000 OSDs (one rack down 1 h),
+plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a table, writes JSON.
+
+    ceph-recovery-bench --out bench.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from typing import List, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from ceph_recovery_tools.sim.cli import parser as sim_parser
+from ceph_recovery_tools.sim.cli import run as sim_run
+
+GiB = 1 << 30
+SIZES = ((60, 5, 5), (1200, 100, 10), (6000, 500, 50))
+STRATEGIES = ("naive", "serial", "controlled", "unlimited")
+
+
+def run_sims(sizes, strategies, extra: List[str], console: Console) -> List[dict]:
+    out = []
+    for n, h, r in sizes:
+        for s in strategies:
+            argv = ["--osds", str(n), "--hosts", str(h), "--racks", str(r), "--fail", "rack:1",
+                    "--downtime", "3600", "--strategy", s] + extra
+            console.log("sim %s" % " ".join(argv))
+            res = sim_run(sim_parser().parse_args(argv))
+            out.append(res)
+    return out
+
+
+def _t(v) -> str:
+    return "never" if v is None else "%.0f" % v
+
+
+def sims_table(rows: List[dict]) -> Table:
+    t = Table(title="One rack down 1 h, then power returns (sim seconds; never = not within "
+              "the horizon)")
+    for col in ("OSDs", "strategy", "all up", "all active", "all clean", "peak host GiB",
+                "peak/budget", "OOM kills", "restarts", "heap rel.", "failed units",
+                "decisions", "wall s"):
+        t.add_column(col, justify="right" if col != "strategy" else "left")
+    for r in rows:
+        t.add_row(str(r["osds"]), r["strategy"], _t(r["time_to_all_up_s"]),
+                  _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
+                  "%.1f" % (r["peak_host_mem_bytes"] / GiB), "%.3f" % r["peak_host_mem_over_budget"],
+                  str(r["oom_kills"]), str(r["restarts"]), str(r["heap_releases"]),
+                  str(r["units_failed"]), str(r["decisions"]), "%.2f" % r["wall_s"])
+    return t
+
+
+def acceptance(rows: List[dict], tick: dict) -> List[dict]:
+    """Issue 3's acceptance checks, evaluated on this run's numbers."""
+    by = {(r["osds"], r["strategy"]): r for r in rows}
+    checks = []
+
+    def add(name, ok, detail):
+        checks.append({"check": name, "ok": bool(ok), "detail": detail})
+
+    c, u, s, nv = (by.get((1200, k)) for k in ("controlled", "unlimited", "serial", "naive"))
+    if c and u and s and nv:
+        ca, ua, sa = (x["time_to_all_pgs_active_s"] for x in (c, u, s))
+        add("1200: controlled oom_kills == 0", c["oom_kills"] == 0, str(c["oom_kills"]))
+        add("1200: controlled peak/budget <= 1.0", c["peak_host_mem_over_budget"] <= 1.0,
+            "%.4f" % c["peak_host_mem_over_budget"])
+        add("1200: controlled active <= 1.3 x unlimited",
+            ca is not None and ua is not None and ca <= 1.3 * ua, "%s vs 1.3 x %s" % (ca, ua))
+        add("1200: controlled active <= serial / 3",
+            ca is not None and (sa is None or ca <= sa / 3.0), "%s vs %s / 3" % (ca, sa))
+        na = nv["time_to_all_pgs_active_s"]
+        add("1200: naive cascades (oom_kills > 0, slower or never)", nv["oom_kills"] > 0 and (
+            na is None or not nv["converged"] or (ua is not None and na > ua)),
+            "oom %d, active %s, converged %s" % (nv["oom_kills"], na, nv["converged"]))
+    for r in rows:
+        if r["osds"] == 6000:
+            add("6000 %s: wall <= 60 s" % r["strategy"], r["wall_s"] <= 60, "%.1f" % r["wall_s"])
+    if tick:
+        add("plan() median <= 50 ms", tick["plan_median_ms"] <= 50, "%.1f ms" %
+            tick["plan_median_ms"])
+    return checks
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="ceph-recovery-bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="bench.json")
+    ap.add_argument("--sizes", default="60,1200,6000", help="subset of 60,1200,6000")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--ticks", type=int, default=50, help="plan() ticks to time")
+    ap.add_argument("--sim-arg", action="append", default=[],
+                    help="extra ceph-recovery-sim argument (repeat), e.g. --sim-arg=--seed=2")
+    args = ap.parse_args(argv)
+    console = Console()
+    wanted = {int(x) for x in args.sizes.split(",") if x}
+    sizes = [s for s in SIZES if s[0] in wanted]
+    strategies = [s for s in args.strategies.split(",") if s]
+    t0 = time.perf_counter()
+    rows = run_sims(sizes, strategies, args.sim_arg, console)
+    console.print(sims_table(rows))
+    tick = {}
+    if args.ticks > 0:
+        from .plantick import measure
+        tick = measure(ticks=args.ticks)
+        console.print("plan() on %(osds)d OSDs / %(hosts)d hosts / %(pgs)d PGs, %(ticks)d ticks: "
+                      "median %(plan_median_ms).1f ms, p99 %(plan_p99_ms).1f ms; baseline "
+                      "(build the snapshot) median %(baseline_median_ms).1f ms, p99 "
+                      "%(baseline_p99_ms).1f ms; plan/baseline %(ratio_plan_to_baseline).2f" % tick)
+    checks = acceptance(rows, tick)
+    for c in checks:
+        console.print("[%s] %s: %s" % ("green]PASS[/green" if c["ok"] else "red]FAIL[/red",
+                                       c["check"], c["detail"]))
+    doc = {"runs": rows, "plan_tick": tick, "acceptance": checks,
+           "machine": {"python": platform.python_version(), "node": platform.node(),
+                       "processor": platform.processor()},
+           "total_wall_s": round(time.perf_counter() - t0, 2)}
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+    console.print("wrote %s (%.1f s)" % (args.out, doc["total_wall_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
