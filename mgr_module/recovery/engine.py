@@ -23,7 +23,8 @@ from .executor import Executor, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .state import RunState
 
-ACTIVE_PHASES_DONE = (PHASE_IDLE, PHASE_DONE, PHASE_ABORTED)
+REPEATABLE = ("query_ok_to_stop", "heap_release")
+REPEAT_WINDOW_S = 120.0
 
 
 class Engine(object):
@@ -125,8 +126,24 @@ class Engine(object):
             ok, result = self.executor.run_mon_action(action)
         else:
             result = "ignored: unknown action"
-        self.run.record(now, snap.epoch, action.to_dict(), result)
+        self._journal(now, snap.epoch, action, result)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
+
+    def _journal(self, now: float, epoch: int, action: A.Action, result: str) -> None:
+        """Record an action; a query or heap release repeated with the same answer within
+        REPEAT_WINDOW_S only bumps the earlier entry's `repeats` (the journal stays readable)."""
+        d = action.to_dict()
+        if action.kind in REPEATABLE:
+            key = (action.kind, d.get("osd"), result)
+            for entry in reversed(self.run.journal):
+                if now - entry["time"] > REPEAT_WINDOW_S:
+                    break
+                a = entry["action"]
+                if (a.get("kind"), a.get("osd"), entry["result"]) == key:
+                    entry["repeats"] = entry.get("repeats", 0) + 1
+                    entry["last_time"], entry["last_epoch"] = round(now, 3), epoch
+                    return
+        self.run.record(now, epoch, d, result)
 
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else "restart"

@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for recovery")
     p.add_argument("--restart-mgr-after", type=float, default=None,
                    help="kill and restart ceph-mgr this many seconds into the recovery")
+    p.add_argument("--scope", default=None,
+                   help="CRUSH buckets for start-controlled --scope (comma separated)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
@@ -85,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         host_mem_limit=args.host_mem_limit, naive=args.naive,
                         objects=args.objects, object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
-                        restart_mgr_after=args.restart_mgr_after,
+                        restart_mgr_after=args.restart_mgr_after, scope=args.scope,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()

@@ -32,6 +32,32 @@ def peaks(samples: List[Dict[str, Any]], t_start: float) -> Dict[str, int]:
     return out
 
 
+def peak_rss(samples: List[Dict[str, Any]], t_start: float) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for s in samples:
+        if s["time"] >= t_start:
+            for osd, rss in (s.get("rss") or {}).items():
+                out[osd] = max(out.get(osd, 0), int(rss or 0))
+    return out
+
+
+def over_budget(samples: List[Dict[str, Any]], t_start: float,
+                budgets: Dict[str, Optional[int]]) -> Dict[str, Dict[str, Any]]:
+    """Per host with a budget: the largest excess of sampled cgroup usage over the budget
+    (<= 0: never above) and how many samples were above it."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for host, budget in budgets.items():
+        if not budget:
+            continue
+        used = [int(s["mem"][host].get("usage") or 0) for s in samples
+                if s["time"] >= t_start and host in s["mem"]]
+        if used:
+            out[host] = {"max_excess_bytes": max(used) - budget,
+                         "samples_above": sum(1 for u in used if u > budget),
+                         "samples": len(used)}
+    return out
+
+
 def max_in_flight(samples: List[Dict[str, Any]], t_start: float,
                   host_osds: Dict[str, Iterable[int]]) -> Dict[str, int]:
     """Per host, the most OSDs at once whose process runs while the OSD is not yet up
@@ -77,6 +103,9 @@ def plot(path: str, samples: List[Dict[str, Any]], t_start: float,
         if budgets.get(host):
             ax1.axhline(budgets[host] / 2**20, linestyle="--", color=line.get_color(),
                         label="%s budget" % host)
+    peak = max([(m.get("usage") or 0) for s in samples for m in s["mem"].values()] or [1])
+    shown = [b for b in budgets.values() if b and b < 3 * peak]
+    ax1.set_ylim(0, 1.15 * max([peak] + shown) / 2**20)
     ax1.set_ylabel("cgroup memory (MiB)")
     ax1.legend(loc="upper left", fontsize=8)
     ax1.set_title(title)

@@ -18,6 +18,13 @@ from .sampler import Sampler, mgr_json, pg_summary
 
 log = structlog.get_logger("drill")
 
+# Lab tuning applied before the outage (DrillOptions.tune): recovery at full speed (the hdd
+# defaults sleep 0.1 s per recovery op and take ~30 min for 20k objects), and RocksDB without
+# the page cache so a host cgroup's usage is the OSDs' own memory (bluefs_buffered_io=true
+# puts RocksDB's files in the page cache, which the cgroup counts as usage).
+LAB_TUNING = (("osd_recovery_sleep_hdd", "0"), ("osd_max_backfills", "4"),
+              ("osd_recovery_max_active_hdd", "8"), ("bluefs_buffered_io", "false"))
+
 # systemd's defaults for ceph-osd@.service, emulated in --naive mode
 RESTART_SEC = 10.0
 START_LIMIT_BURST = 3
@@ -38,6 +45,8 @@ class DrillOptions:
     restart_mgr_after: Optional[float] = None
     json_out: str = "drill.json"
     module_dir: Optional[str] = None
+    tune: bool = True
+    scope: Optional[str] = None     # start-controlled --scope (default: the whole cluster)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
@@ -72,6 +81,10 @@ class Drill(object):
             self.made_lab = True
         launch.wait_all_up(self.state, 300)
         launch.wait_pgs_clean(self.state, 300)
+        if self.o.tune:
+            for key, value in LAB_TUNING:
+                launch.ceph(self.state, "config", "set", "osd", key, value, json_out=False)
+            self.result["lab_tuning"] = dict(LAB_TUNING)
         import rados
         self.cluster = rados.Rados(conffile=self.state["conf"],
                                    conf={"keyring": self.state["admin_keyring"]})
@@ -172,8 +185,10 @@ class Drill(object):
                 dead_since.pop(osd, None)
 
     def _controlled(self, t_start: float) -> None:
-        out = mgr_json(self.cluster, {"prefix": "recovery start-controlled",
-                                      "budget": self.o.budget})
+        cmd: Dict[str, Any] = {"prefix": "recovery start-controlled", "budget": self.o.budget}
+        if self.o.scope:
+            cmd["scope"] = self.o.scope.split(",")
+        out = mgr_json(self.cluster, cmd)
         self.result["run_id"] = out.get("run_id")
         log.info("start-controlled accepted", run_id=out.get("run_id"))
 
@@ -240,6 +255,8 @@ class Drill(object):
             "kernel_peak_mem_bytes_by_host": {h: launch.cgroup_memory(st, h).get("max_usage")
                                               for h in st["hosts"]},
             "budget_bytes_by_host": budgets,
+            "over_budget_by_host": report.over_budget(samples, t_start, budgets),
+            "peak_rss_bytes_by_osd": report.peak_rss(samples, t_start),
             "oom_kills_by_host": ooms,
             "heap_releases": [e for e in report.journal_events(journal, "heap_release")
                               if e["time"] >= t_start - 1.0],

@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+import psutil
+
 from ceph_recovery_tools.lab import launch
 
 
@@ -62,8 +64,11 @@ class Sampler(threading.Thread):
             s: Dict[str, Any] = {"t": t - self.t0, "time": t, "mem": {}, "procs": {}}
             for host in sorted(self.state["hosts"]):
                 s["mem"][host] = launch.cgroup_memory(self.state, host)
+            s["rss"] = {}
             for osd in sorted(self.state["osds"], key=int):
-                s["procs"][osd] = launch.osd_pid(self.state, int(osd))
+                pid = launch.osd_pid(self.state, int(osd))
+                s["procs"][osd] = pid
+                s["rss"][osd] = _rss(pid)
             last_cluster = self._try(lambda: cluster_sample(self.cluster), last_cluster)
             s["cluster"] = last_cluster
             if self.with_module and n % 2 == 0:
@@ -90,6 +95,15 @@ class Sampler(threading.Thread):
     def latest(self) -> Optional[Dict[str, Any]]:
         with self._lock:
             return self.samples[-1] if self.samples else None
+
+
+def _rss(pid: Optional[int]) -> int:
+    if not pid:
+        return 0
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        return 0
 
 
 def _module_view(cluster: Any) -> Dict[str, Any]:

@@ -216,3 +216,18 @@ def test_hold_and_release_go_through_plan(world):
     eng.hold("h3", False, 1004.0)
     tick(eng, held_map, 1005.0)
     assert {"prefix": "osd unset-group", "flags": "noup", "who": ["h3"]} in ceph.calls
+
+
+def test_repeated_queries_do_not_flood_the_journal(world):
+    from ceph_recovery import actions as A
+    eng, ceph = make_engine()
+    snap = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    q = A.QueryOkToStop(reason="h1 over budget: may heaviest osd.0 stop?", osd=0)
+    for t in (1000.0, 1002.0, 1004.0):
+        eng.carry_out(q, snap, t)
+    eng.carry_out(A.QueryOkToStop(reason="h1 over budget", osd=1), snap, 1005.0)
+    eng.carry_out(q, snap, 1000.0 + 200)          # outside the window: a new entry
+    entries = [(j["action"]["osd"], j.get("repeats", 0)) for j in eng.run.journal]
+    assert entries == [(0, 2), (1, 0), (0, 0)]
+    assert len([c for c in ceph.calls if c["prefix"] == "osd ok-to-stop"]) == 5
+    assert eng.ok_to_stop == (snap.epoch, {0: True, 1: True})

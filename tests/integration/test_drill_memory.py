@@ -1,0 +1,101 @@
+"""Memory on the real lab, through ceph-recovery-drill (data written during the outage makes
+the returning OSDs grow, as in DESIGN's measurements):
+
+1. measure: a naive start of the failed host's two OSDs without a limit gives the peak the two
+   fresh OSDs need together (P2) and each one's peak;
+2. naive with the host's cgroup limited below P2: a real OOM kill (cgroup oom_kill counter);
+3. controlled with the same limit and a budget below P2: no OOM kill, the budget is respected
+   (sampled cgroup usage <= budget + TOLERANCE), and the over-budget path runs: heap release
+   (Debian's ceph-osd has no tcmalloc: recorded as unsupported), then a restart of the heaviest
+   OSD that ok-to-stop cleared, both in the journal with reasons.
+Every run ends with every object read back with its checksum.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ceph_recovery_tools.drill.runner import Drill, DrillOptions
+from ceph_recovery_tools.lab.restore import restore
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+HOST = "h2"
+OBJECTS = 20000            # written before, and again during, the outage
+DOWNTIME = 20.0
+TIMEOUT = 420.0
+MiB = 1 << 20
+# Sampling every 0.5 s sees growth the module can only answer after the helper's next report
+# (2 s) and its next tick (2 s): allow that much growth of one OSD above the budget.
+TOLERANCE = 64 * MiB
+
+
+def run(lab, tmp_path, name, **kw):
+    opts = DrillOptions(lab_dir=lab["dir"], fail="host:" + HOST, objects=OBJECTS,
+                        downtime=DOWNTIME, timeout=TIMEOUT, json_out=str(tmp_path / (name + ".json")), **kw)
+    try:
+        r = Drill(opts).run()
+    finally:
+        restore(lab)
+    print("\n%s: %s" % (name, json.dumps({k: r.get(k) for k in (
+        "peak_mem_bytes_by_host", "peak_rss_bytes_by_osd", "budget_bytes_by_host",
+        "oom_kills_by_host", "over_budget_by_host", "process_starts_by_osd", "start_order",
+        "time_to_all_up_s", "time_to_all_pgs_clean_s", "objects_written",
+        "objects_verified_ok")}, default=str)))
+    assert r["objects_verified_ok"] == r["objects_written"], r["objects_bad"]
+    return r
+
+
+@pytest.fixture(scope="module")
+def runs(lab, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("drill-memory")
+    out = {"measure": run(lab, tmp, "measure", naive=True)}
+    p2 = out["measure"]["peak_mem_bytes_by_host"][HOST]
+    osds = [str(o) for o in lab["hosts"][HOST]["osds"]]
+    p1 = max(out["measure"]["peak_rss_bytes_by_osd"][o] for o in osds)
+    limit = int(0.8 * p2)
+    budget = int(0.9 * limit)
+    out.update(p1=p1, p2=p2, limit=limit, budget=budget)
+    out["naive"] = run(lab, tmp, "naive", naive=True, host_mem_limit=limit)
+    out["controlled"] = run(lab, tmp, "controlled", host_mem_limit=limit, budget=str(budget),
+                            scope=HOST)
+    return out
+
+
+def test_measured_two_fresh_osds_exceed_one(runs):
+    assert runs["measure"]["max_in_flight_per_host"][HOST] == 2
+    assert runs["p1"] < runs["budget"] < runs["p2"], (runs["p1"], runs["budget"], runs["p2"])
+
+
+def test_naive_start_under_limit_is_oom_killed(runs):
+    r = runs["naive"]
+    assert r["oom_kills_by_host"][HOST] >= 1, r["oom_kills_by_host"]
+
+
+def test_controlled_start_under_limit_respects_budget(runs):
+    r = runs["controlled"]
+    assert r["oom_kills_by_host"][HOST] == 0
+    assert r["max_in_flight_per_host"][HOST] == 1
+    assert r["budget_bytes_by_host"][HOST] == runs["budget"]
+    excess = r["over_budget_by_host"][HOST]["max_excess_bytes"]
+    assert excess <= TOLERANCE, "sampled usage %d MiB above the budget" % (excess // MiB)
+    assert r["time_to_all_up_s"] is not None and r["time_to_all_pgs_clean_s"] is not None
+
+
+def test_over_budget_path_heap_release_then_restart(runs):
+    journal = runs["controlled"]["journal"]
+    kinds = [j["action"]["kind"] for j in journal]
+    heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
+    assert heap and all("unsupported" in j["result"] for j in heap), heap
+    restarts = [j for j in journal if j["action"]["kind"] == "restart_osd"]
+    assert restarts, kinds
+    first_restart = kinds.index("restart_osd")
+    assert "heap_release" in kinds[:first_restart]
+    for rj in restarts:
+        osd = rj["action"]["osd"]
+        cleared = [j for j in journal[:journal.index(rj)]
+                   if j["action"]["kind"] == "query_ok_to_stop" and j["action"]["osd"] == osd
+                   and "ok_to_stop=True" in j["result"]]
+        assert cleared, "osd.%d restarted without an ok-to-stop clearance" % osd
+        assert rj["action"]["reason"]

@@ -1,0 +1,132 @@
+"""The `recovery` mgr module's commands on a real lab: bad input changes nothing, the helper's
+key may only send reports, and an operator hold keeps a failed host's OSDs down (the boot gate
+refuses them) until it is released, while a second start-controlled is refused (EBUSY)."""
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import time
+
+import pytest
+
+from ceph_recovery_tools.lab import launch
+from ceph_recovery_tools.lab.launch import CephError
+
+pytestmark = pytest.mark.integration
+
+
+def status(state):
+    return launch.ceph(state, "recovery", "status")
+
+
+def osd_map(state):
+    return launch.ceph(state, "osd", "dump")
+
+
+def fingerprint(state):
+    """What a refused command must not change: map epoch, flags, per-OSD state, group flags,
+    and the module's run (id, phase, mode, budget, holds)."""
+    m, s = osd_map(state), status(state)
+    return (m["epoch"], m["flags"], [(o["osd"], o["state"]) for o in m["osds"]],
+            m.get("crush_node_flags"), s["run_id"], s["phase"], s["mode"], s["budget"],
+            s["holds"])
+
+
+def refused(state, *args, name=None, keyring=None):
+    with pytest.raises(CephError) as e:
+        launch.ceph(state, *args, name=name, keyring=keyring, timeout=30)
+    return e.value.rc, e.value.stderr
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(1)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def settle(state):
+    """Wait until the module's ticks stop changing the map (two equal epochs 5 s apart)."""
+    def same():
+        a = osd_map(state)["epoch"]
+        time.sleep(5)
+        return osd_map(state)["epoch"] == a
+    wait_for(same, 60, "a stable OSD map epoch")
+
+
+def test_bad_input_is_refused_and_changes_nothing(healthy_lab):
+    state = healthy_lab
+    settle(state)
+    before = fingerprint(state)
+    for budget in ("abc", "0%", "150%", "-3G"):
+        rc, err = refused(state, "recovery", "start-controlled", "--budget", budget)
+        assert rc == errno.EINVAL and "budget" in err, (budget, rc, err)
+    rc, err = refused(state, "recovery", "start-controlled", "--scope", "no-such-rack")
+    assert rc == errno.ENOENT and "unknown CRUSH bucket 'no-such-rack'" in err
+    rc, err = refused(state, "recovery", "start-controlled", "--concurrency", "0")
+    assert rc == errno.EINVAL and "concurrency" in err
+    rc, err = refused(state, "recovery", "hold", "no-such-host")
+    assert rc == errno.ENOENT
+    for verb in ("pause", "resume", "abort"):
+        rc, err = refused(state, "recovery", verb)
+        assert rc == errno.EINVAL and "no " in err
+    helper = dict(name="client.recovery-helper", keyring=state["helper_keyring"])
+    rc, err = refused(state, "recovery", "helper-report", "{not json", **helper)
+    assert rc == errno.EINVAL and "malformed helper report" in err
+    wrong_version = json.dumps({"version": 99, "host": "h1", "time": 1.0, "seq": 1,
+                                "memory": {}, "osds": []})
+    rc, err = refused(state, "recovery", "helper-report", wrong_version, **helper)
+    assert rc == errno.EINVAL and "unsupported protocol version" in err
+    # the helper's key may send reports, nothing else
+    rc, err = refused(state, "recovery", "start-controlled", **helper)
+    assert rc == errno.EACCES
+    time.sleep(5)                       # two ticks: nothing may follow the refused commands
+    assert fingerprint(state) == before
+
+
+def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
+    state = healthy_lab
+    host = "h3"
+    osds = sorted(state["hosts"][host]["osds"])
+    launch.ceph(state, "recovery", "hold", host)
+    wait_for(lambda: "noup" in (osd_map(state).get("crush_node_flags") or {}).get(host, []),
+             30, "noup on %s" % host)
+    assert "RECOVERY_DOMAIN_HELD" in launch.health(state).get("checks", {})
+    launch.kill_host(state, host)
+    wait_for(lambda: all(not o["up"] for o in osd_map(state)["osds"] if o["osd"] in osds),
+             60, "the held host's OSDs down")
+    # a start attempt goes through the boot gate, like systemd's ExecCondition would
+    for osd in osds:
+        p = subprocess.run([launch.helper_executable(), "start-osd", str(osd), "--lab-dir",
+                            state["dir"]], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    time.sleep(5)
+    assert all(launch.osd_pid(state, o) is None for o in osds)
+    assert all(not o["up"] for o in osd_map(state)["osds"] if o["osd"] in osds)
+    # a run while the domain is held: it waits, and a second one is refused
+    t0 = time.time()
+    launch.ceph(state, "recovery", "start-controlled")
+    wait_for(lambda: status(state)["phase"] == "running", 30, "the run to start")
+    settle(state)
+    before = fingerprint(state)
+    rc, err = refused(state, "recovery", "start-controlled", "--budget", "50%")
+    assert rc == errno.EBUSY and "already active" in err
+    time.sleep(5)
+    assert fingerprint(state) == before
+    assert all(launch.osd_pid(state, o) is None for o in osds)
+    # release: the run brings them back, one at a time
+    launch.ceph(state, "recovery", "release", host)
+    wait_for(lambda: all(o["up"] for o in osd_map(state)["osds"]), 240, "all OSDs up")
+    wait_for(lambda: status(state)["phase"] == "done", 120, "the run to finish")
+    journal = status(state)["journal"]
+    grants = [j["action"]["osd"] for j in journal if j["action"].get("kind") == "grant_start"
+              and j["time"] >= t0 - 1]
+    assert sorted(grants) == osds          # each granted once
+    m = osd_map(state)
+    assert not (m.get("crush_node_flags") or {}).get(host)
+    assert "noout" not in m["flags"] and "norebalance" not in m["flags"]
