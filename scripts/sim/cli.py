@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--check-invariants", action="store_true",
                     help="controlled: check plan() invariants every tick, count violations")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="print the memory model's footprints of one failed host's OSDs "
+                         "(load, peak, settled; all at once vs one at a time) and exit")
     return ap
 
 
@@ -68,6 +71,9 @@ def run(args) -> dict:
         raise ValueError("--budget is a fraction of host RAM in (0, 1]")
     params = build_params(args)
     topo = load(args.osds, args.hosts, args.racks, args.pg_bits)
+    if args.calibrate:
+        from .calibrate import host_footprints
+        return host_footprints(topo, params, args.downtime, args.fail, args.seed)
     cfg = RunConfig(strategy=args.strategy, fail=args.fail, downtime_s=args.downtime,
                     horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
                     host_ram=args.host_ram, concurrency=args.concurrency,
@@ -104,7 +110,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, LookupError) as e:
         print("ceph-recovery-sim: %s" % e, file=sys.stderr)
         return errno.EINVAL if isinstance(e, ValueError) else errno.ENOENT
-    print(json.dumps(r, indent=1, sort_keys=True) if args.json else human(r))
+    print(json.dumps(r, indent=1, sort_keys=True) if args.json or args.calibrate else human(r))
     return 0
 
 

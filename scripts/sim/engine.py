@@ -68,7 +68,7 @@ class Sim:
 
     def __init__(self, topo: Topology, params: Params, cfg: RunConfig, strategy):
         per_host = topo.n_osds // len(set(topo.host_of))
-        ram = cfg.host_ram or params.host_ram_per_osd * per_host
+        ram = cfg.host_ram or int(round(params.host_ram_per_osd * per_host))
         self.cfg, self.p = cfg, params
         self.cl = Cluster(topo, params, ram)
         self.lc = Lifecycle(self.cl)

@@ -35,7 +35,7 @@ class Params:
     heap_release_frac: float = 0.5            # [A] share of the retained heap a release frees
     heap_release: bool = True                 # tcmalloc builds support it; Debian's does not
     # --- hosts
-    host_ram_per_osd: int = 16 * GiB // 3     # [A] 64 GiB for a 12-OSD host, no swap
+    host_ram_per_osd: float = 16 * GiB / 3    # [A] 64 GiB for a 12-OSD host, no swap
     host_system_bytes: int = 2 * GiB          # [A] kernel, page tables, other daemons
     # --- workload and times
     write_rate_per_pg: float = 1.5            # [A] client writes/s per PG while active

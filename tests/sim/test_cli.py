@@ -1,0 +1,50 @@
+"""ceph-recovery-sim's command line: JSON keys, human output, clear errors."""
+from __future__ import annotations
+
+import errno
+import json
+
+import pytest
+
+from ceph_recovery_tools.sim.cli import main
+
+KEYS = {"time_to_all_up_s", "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s",
+        "peak_host_mem_bytes", "peak_host_mem_over_budget", "oom_kills", "restarts",
+        "heap_releases", "decisions", "wall_s", "converged", "invariant_violations",
+        "osds", "hosts", "racks", "fail", "downtime_s", "strategy", "seed", "budget_frac",
+        "host_ram_bytes", "horizon_s", "tick_s", "pgs"}
+SMALL = ["--osds", "60", "--hosts", "5", "--racks", "5", "--horizon", "20000"]
+
+
+def test_json_has_every_key(capsys):
+    assert main(SMALL + ["--strategy", "unlimited", "--json", "--seed", "3"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(r)
+    assert r["osds"] == 60 and r["strategy"] == "unlimited" and r["seed"] == 3
+    assert r["budget_frac"] == 0.8 and r["host_ram_bytes"] == 64 * (1 << 30)
+
+
+def test_human_output(capsys):
+    assert main(SMALL + ["--strategy", "serial"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("serial: 60 OSDs / 5 hosts / 5 racks")
+    assert "oom_kills" in out
+
+
+def test_host_ram_and_param_overrides(capsys):
+    assert main(SMALL + ["--strategy", "naive", "--json", "--host-ram", str(1 << 40),
+                         "--param", "write_rate_per_pg=0.5"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["host_ram_bytes"] == 1 << 40 and r["oom_kills"] == 0
+
+
+@pytest.mark.parametrize("argv,code,msg", [
+    (["--osds", "61"], errno.EINVAL, "osds % hosts"),
+    (["--fail", "rack:9"], errno.ENOENT, "no rack named rack9"),
+    (["--fail", "row:1"], errno.EINVAL, "rack:N or host:N"),
+    (["--budget", "1.5"], errno.EINVAL, "fraction of host RAM"),
+    (["--param", "nonsense=1"], errno.EINVAL, "unknown model parameter"),
+])
+def test_bad_input_is_a_clear_error(capsys, argv, code, msg):
+    assert main(SMALL + argv) == code
+    assert msg in capsys.readouterr().err

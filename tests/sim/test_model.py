@@ -1,0 +1,160 @@
+"""The model's mechanics on a small real placement: PG counters, ok-to-stop, OOM killer,
+systemd restart limits, memory of returning and restarted OSDs."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ceph_recovery_tools.sim import topology as T
+from ceph_recovery_tools.sim.cluster import (ACTIVE, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED,
+                                             LOADING, PREBOOT, STOPPED, Cluster)
+from ceph_recovery_tools.sim.engine import RunConfig, Sim
+from ceph_recovery_tools.sim.params import GiB, Params
+from ceph_recovery_tools.sim.strategies import Naive, Unlimited
+
+
+@pytest.fixture(scope="module")
+def topo(tmp_path_factory):
+    import os
+    os.environ[T.CACHE_ENV] = str(tmp_path_factory.mktemp("topo"))
+    return T.load(60, 5, 5)
+
+
+def recount(cl: Cluster):
+    """PG states from scratch (what the incremental counters must equal)."""
+    active = clean = 0
+    inactive = [0] * len(cl.osds)
+    degraded = [0] * len(cl.osds)
+    for pg, up in enumerate(cl.members):
+        cls = [cl.osds[o].cls for o in up]
+        a = sum(c >= C_OK for c in cls) >= cl.min_size and C_PEERING not in cls
+        c = all(x == C_CLEAN for x in cls)
+        active += a
+        clean += c
+        for o in up:
+            inactive[o] += not a
+            degraded[o] += not c
+    return active, clean, inactive, degraded
+
+
+def test_incremental_pg_counters_match_recount(topo):
+    cl = Cluster(topo, Params(), 64 * GiB)
+    rng = random.Random(7)
+    for step in range(400):
+        o = cl.osds[rng.randrange(len(cl.osds))]
+        cl.set_class(o, rng.choice((C_DOWN, C_PEERING, C_OK, C_CLEAN)))
+        if step % 50 == 0:
+            active, clean, inactive, degraded = recount(cl)
+            assert (cl.n_active, cl.n_clean_total) == (active, clean)
+            assert [x.inactive for x in cl.osds] == inactive
+            assert [x.degraded for x in cl.osds] == degraded
+    assert cl.n_down == sum(o.cls == C_DOWN for o in cl.osds)
+
+
+def _active_pgs(cl: Cluster):
+    out = set()
+    for pg, up in enumerate(cl.members):
+        cls = [cl.osds[o].cls for o in up]
+        if sum(c >= C_OK for c in cls) >= cl.min_size and C_PEERING not in cls:
+            out.add(pg)
+    return out
+
+
+def test_ok_to_stop_matches_brute_force(topo):
+    cl = Cluster(topo, Params(), 64 * GiB)
+    rng = random.Random(3)
+    for o in rng.sample(cl.osds, 20):
+        cl.set_class(o, rng.choice((C_DOWN, C_PEERING, C_OK)))
+    answers = set()
+    for o in cl.osds:
+        before = _active_pgs(cl)
+        old = o.cls
+        cl.set_class(o, C_DOWN)
+        lost = before - _active_pgs(cl)
+        cl.set_class(o, old)
+        assert cl.ok_to_stop(o) == (not lost), o.id
+        answers.add(not lost)
+    assert answers == {True, False}        # the sample exercises both answers
+
+
+def _sim(topo, strategy_cls, **cfg):
+    c = RunConfig(strategy=strategy_cls.name, fail="rack:1", **cfg)
+    return Sim(topo, Params(), c, strategy_cls(c))
+
+
+def test_failed_domain_starts_down_and_survivors_grow(topo):
+    sim = _sim(topo, Naive)
+    failed = {o.id for o in sim.failed}
+    assert failed == set(range(12, 24))                # rack1 = host1 = osd.12..23
+    assert all(sim.cl.osds[i].phase == STOPPED and not sim.cl.osds[i].up for i in failed)
+    survivor = next(o for o in sim.cl.osds if o.id not in failed and o.degraded)
+    assert survivor.rss > Params().steady_rss          # serving degraded writes grew it
+    assert sim.cl.host_used["host1"] == pytest.approx(Params().host_system_bytes)
+
+
+def test_oom_killer_kills_largest_and_systemd_gives_up_after_burst(topo):
+    sim = _sim(topo, Naive)
+    host = sim.cl.host_osds["host1"]
+    big = host[3]
+    for o in host:
+        sim.lc.start(o, 0.0)
+    sim.cl.set_rss(big, 80 * GiB)                      # over the host's 64 GiB alone
+    sim._oom()
+    assert sim.m.oom_kills == 1 and big.phase == STOPPED and big.restart_at == 10.0
+    assert all(o.phase == LOADING for o in host if o is not big)
+    # two more failures inside StartLimitInterval -> the unit stays failed
+    for t in (20.0, 40.0):
+        sim.now = t
+        sim.lc.start(big, t)
+        sim.cl.set_rss(big, 80 * GiB)
+        sim._oom()
+    assert big.phase == FAILED and sim.m.units_failed == 1 and sim.m.oom_kills == 3
+
+
+def test_unlimited_never_kills(topo):
+    sim = _sim(topo, Unlimited)
+    o = sim.failed[0]
+    sim.lc.start(o, 0.0)
+    sim.cl.set_rss(o, 500 * GiB)
+    sim._oom()
+    assert sim.m.oom_kills == 0 and o.running
+
+
+def test_returning_osd_memory_phases_and_restart_sheds(topo):
+    sim = _sim(topo, Naive)
+    o = sim.failed[0]
+    o.noup = True
+    sim.lc.start(o, 0.0)
+    sim.lc.advance(0.0, 10.0)
+    assert o.phase == PREBOOT and o.rss == o.load_bytes      # load-time footprint under noup
+    o.noup = False
+    sim.lc.allow_boot(o, 10.0)
+    peak, t = 0.0, 10.0
+    while o.phase != ACTIVE and t < 20000:
+        sim.lc.advance(t, t + 5.0)
+        t += 5.0
+        peak = max(peak, o.rss)
+    settled = o.rss
+    assert peak > 2 * o.load_bytes                 # history: missing sets after 1 h down
+    assert settled < peak                          # recovered objects free their entries
+    assert settled > Params().steady_rss * 0.3     # ... but part of it stays
+    # a quick restart: comes back small, little history
+    sim.lc.stop(o, t)
+    sim.lc.start(o, t + 1.0)
+    sim.lc.advance(t + 1.0, t + 60.0)
+    assert o.phase in (ACTIVE,) and o.rss < settled * 0.6
+
+
+@pytest.mark.parametrize("downtime,overflows", [(3600.0, True), (600.0, False)])
+def test_default_host_ram_tells_the_field_story(topo, downtime, overflows):
+    """After 1 h, a host's 12 OSDs peaking together overflow its RAM while one at a time
+    fits; after 10 min even all at once fits (history grows with downtime)."""
+    from ceph_recovery_tools.sim.calibrate import host_footprints
+    f = host_footprints(topo, Params(), downtime)
+    assert f["osds_on_host"] == 12 and f["host_ram"] == 64 * GiB
+    assert (f["all_at_once"] > f["host_ram"]) == overflows
+    assert f["one_at_a_time_worst"] < f["host_ram"]
+    assert f["peak_max"] > f["load_bytes"]
+    if overflows:
+        assert f["settled_mean"] < f["peak_mean"]      # the +20 % and most of H went after clean
