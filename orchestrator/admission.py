@@ -11,6 +11,12 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
             already spent part of its footprint)
 
 With nothing in flight and an empty reserve this is exactly `used + predicted <= budget`.
+
+predicted = max(footprint policy, peer floor): the peer floor is the median rss of the up,
+running OSDs not in flight (same configuration, so a returning OSD ends up at least that big;
+it protects the first wave when the policy's prior is far below this cluster's real sizes).
+Until WARMUP_OBSERVATIONS starts were measured, at most one start is in flight per host,
+whatever intent.concurrency says (see Tick.concurrency).
 """
 from __future__ import annotations
 
@@ -83,7 +89,7 @@ def _restart_allowed(t: Tick, host: str, act: RestartOsd) -> bool:
         return False
     busy = len(t.view.in_flight(t.granted).get(host, ())) + sum(
         1 for x in t.new_restarts if t.view.host_of(x) == host)
-    if busy >= t.i.concurrency:
+    if busy >= t.concurrency():
         t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
                          % (host, osd, busy))
         return False
@@ -99,7 +105,7 @@ def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
         return "network finding"
     if host in t.over:
         return "over budget"
-    if len(in_flight) >= t.i.concurrency:
+    if len(in_flight) >= t.concurrency():
         return "%d in flight" % len(in_flight)
     return None
 
@@ -154,7 +160,7 @@ def _open_host(t: Tick, host: str, in_flight: List[int]) -> dict:
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
-            "in_flight": list(in_flight), "slots": t.i.concurrency - len(in_flight),
+            "in_flight": list(in_flight), "slots": t.concurrency() - len(in_flight),
             "reserved": _reserved(t, in_flight) if hm is not None else 0}
 
 

@@ -17,6 +17,7 @@ from .view import View
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
+WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
@@ -74,6 +75,7 @@ class Tick:
         self.hosts_summary: Dict[str, dict] = {}
         self._budgets: Dict[str, int] = {}
         self._pred: Dict[int, int] = {}
+        self._floor: Optional[int] = None
 
     # ------------------------------------------------------------------ helpers
     def emit(self, stage: str, action: Action) -> None:
@@ -89,10 +91,28 @@ class Tick:
         return self._budgets[host]
 
     def predict(self, osd_id: int) -> int:
+        """The footprint policy's prediction, floored at the running peers' median rss."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
-            self._pred[osd_id] = int(self.pol.footprint(o, self.observations, self.now))
+            self._pred[osd_id] = max(int(self.pol.footprint(o, self.observations, self.now)),
+                                     self.peer_floor())
         return self._pred[osd_id]
+
+    def peer_floor(self) -> int:
+        """Median rss of the up, running OSDs not in flight: a returning OSD has the same
+        configuration (cache target, PG count) and ends up at least that big."""
+        if self._floor is None:
+            rss = sorted(o.rss_bytes for o in self.s.osds
+                         if o.up and o.rss_bytes > 0 and o.id not in self.granted)
+            self._floor = rss[(len(rss) - 1) // 2] if rss else 0
+        return self._floor
+
+    def concurrency(self) -> int:
+        """Starts allowed in flight per host: 1 until WARMUP_OBSERVATIONS starts were measured
+        on this cluster (the first wave runs on the prior alone), then intent.concurrency."""
+        if len(self.observations) < WARMUP_OBSERVATIONS:
+            return 1
+        return self.i.concurrency
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

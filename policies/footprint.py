@@ -2,7 +2,9 @@
 process start until its PGs are active.
 
 `static` is the conservative prior alone; `learned` scales the prior by what this cluster's
-starts actually peaked at (Observation.peak_bytes / prior of that start), with a margin.
+starts actually peaked at: k = p90 of (Observation.peak_bytes / prior of that start) over the
+last LEARN_WINDOW starts (the max while there are fewer than 10) x LEARN_MARGIN; with fewer than
+LEARN_MIN_OBS observations k never goes below 1 (the prior stays the floor).
 
 Where the prior's numbers come from:
 - BASE_BYTES 360 MiB: on the lab (DESIGN, Ceph 16.2.15 BlueStore) idle OSDs sit at ~70 MB,
@@ -42,7 +44,8 @@ MAX_FOOTPRINT = 1 << 40         # sanity bound: 1 TiB
 
 LEARN_WINDOW = 32       # most recent observations used
 LEARN_MIN_OBS = 3       # below this many, learning may only raise the prior, never lower it
-LEARN_MARGIN = 1.2      # safety margin over the worst observed peak/prior ratio
+LEARN_QUANTILE_PCT = 90  # nearest-rank 90th percentile of peak/prior (the max below 10 obs)
+LEARN_MARGIN = 1.15     # safety margin over that ratio (the budget keeps its own headroom)
 
 
 def prior(pgs: int, pg_log_entries: int, downtime_s: float) -> int:
@@ -72,13 +75,14 @@ def static(osd: OsdState, observations: Sequence[Observation], now: float) -> in
 
 
 def learned(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
-    """Prior x (worst observed peak/prior ratio of the recent starts) x margin."""
+    """Prior x (90th-percentile peak/prior ratio of the recent starts) x margin."""
     p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now))
     ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s)
               for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
     if not ratios:
         return _bound(p)
-    k = max(ratios) * LEARN_MARGIN
+    ratios.sort()
+    k = ratios[max(0, -(-len(ratios) * LEARN_QUANTILE_PCT // 100) - 1)] * LEARN_MARGIN
     if len(ratios) < LEARN_MIN_OBS:
         k = max(k, 1.0)
     return _bound(p * k)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ceph_recovery.model import (Budget, Finding, HostMem, Intent, OsdState, Progress,
-                                 Snapshot)
+from ceph_recovery.model import (Budget, Finding, HostMem, Intent, Observation, OsdState,
+                                 Progress, Snapshot)
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY
 from ceph_recovery.policy_types import Policies
@@ -58,6 +58,8 @@ HELD = [osd(i, flags=NOUP) for i in (3, 4, 5)]
 PRE3 = osd(3, flags=NOUP, process="running", rss_bytes=240 * MiB, process_started_at=NOW - 10)
 FAT3 = osd(3, up=True, process="running", rss_bytes=2 * GiB, pgs_inactive=0)
 OVER = {"h1": 7 * GiB}
+OBS3 = tuple(Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0,
+                         peak_bytes=400 * MiB) for _ in range(3))
 
 
 def sig(a):
@@ -84,7 +86,15 @@ CASES = [
                  id="first_tick_converts_bucket_noup_after_osd_holds"),
     pytest.param(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r1",
                                                          concurrency=2),
-                 RUNNING, [G % 3, G % 4], (), "running", id="concurrency_2_grants_two"),
+                 RUNNING.evolve(observations=OBS3), [G % 3, G % 4], (), "running",
+                 id="concurrency_2_grants_two"),
+    pytest.param(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r1",
+                                                         concurrency=2),
+                 RUNNING, [G % 3], (), "running", id="concurrency_2_warms_up_with_one"),
+    pytest.param(snap(*[osd(i, rss_bytes=3 * GiB) for i in range(3)], *HELD,
+                      cluster_flags=RUNF), RUN, RUNNING,
+                 ["grant_start host=h1 osd=3 predicted_bytes=%d" % (3 * GiB)], (), "running",
+                 id="peer_floor_raises_a_low_prediction"),
     pytest.param(snap(*HELD, used={"h1": 6 * GiB}, cluster_flags=RUNF), RUN, RUNNING,
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="no_grant_when_budget_does_not_admit"),
