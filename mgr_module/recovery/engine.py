@@ -44,7 +44,7 @@ class Engine(object):
         self.error: Optional[str] = None
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
-                                        "budget_default": "80%"}
+                                        "budget_default": "80%", "network_holds_starts": True}
 
     # ------------------------------------------------------------------ run state
     @property
@@ -69,7 +69,9 @@ class Engine(object):
         self.snapshot = build_snapshot(
             osd_map, tree, pg_dump, self.reports, now,
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
-            self.run.heap_support, findings, self.run.pgs_seen, self.run.down_seen)
+            self.run.heap_support,
+            findings if self.options.get("network_holds_starts", True) else (),
+            self.run.pgs_seen, self.run.down_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs

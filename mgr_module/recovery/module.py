@@ -52,6 +52,9 @@ class Module(MgrModule):
                desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
         Option("journal_length", type="int", default=200, min=10, max=10000,
                desc="number of actions kept in the run's journal"),
+        Option("network_holds_starts", type="bool", default=True,
+               desc="network findings hold OSD starts on the hosts they name (false: "
+                    "findings are only reported)"),
         Option("auto_hold", type="bool", default=False,
                desc="hold (noup) a CRUSH bucket automatically when all of its OSDs go down"),
     ]
@@ -86,7 +89,7 @@ class Module(MgrModule):
     def _read_options(self) -> None:
         eng = self.engine
         for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout",
-                     "auto_hold", "budget_default"):
+                     "auto_hold", "budget_default", "network_holds_starts"):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 

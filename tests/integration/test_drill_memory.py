@@ -33,7 +33,8 @@ TOLERANCE = 64 * MiB
 
 def run(lab, tmp_path, name, **kw):
     opts = DrillOptions(lab_dir=lab["dir"], fail="host:" + HOST, objects=OBJECTS,
-                        downtime=DOWNTIME, timeout=TIMEOUT, json_out=str(tmp_path / (name + ".json")), **kw)
+                        downtime=DOWNTIME, timeout=TIMEOUT,
+                        json_out=str(tmp_path / (name + ".json")), **kw)
     try:
         r = Drill(opts).run()
     finally:

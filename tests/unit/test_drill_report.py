@@ -1,0 +1,91 @@
+"""The drill's measurements from samples: exact values on hand-made sample series."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ceph_recovery_tools.drill import report
+from ceph_recovery_tools.drill.cli import parse_size
+from ceph_recovery_tools.drill.runner import failed_hosts, process_starts
+from ceph_recovery_tools.drill.sampler import pg_summary
+
+MiB = 1 << 20
+
+
+def sample(t, up, pgs_active, pgs_clean, usage, procs, osds=6, pgs=33):
+    return {"t": t, "time": 100.0 + t, "mem": {h: {"usage": u} for h, u in usage.items()},
+            "procs": procs, "rss": {}, "module": None,
+            "cluster": {"up": up, "osds": osds, "pgs": pgs, "pgs_active": pgs_active,
+                        "pgs_clean": pgs_clean}}
+
+
+SERIES = [
+    sample(0.0, [0, 1, 2, 3], 33, 0, {"h1": 300 * MiB, "h2": 0}, {"4": None, "5": None}),
+    sample(1.0, [0, 1, 2, 3], 33, 0, {"h1": 310 * MiB, "h2": 90 * MiB}, {"4": 11, "5": 12}),
+    sample(2.0, [0, 1, 2, 3, 4], 30, 0, {"h1": 320 * MiB, "h2": 400 * MiB}, {"4": 11, "5": 12}),
+    sample(3.0, [0, 1, 2, 3, 4, 5], 31, 2, {"h1": 330 * MiB, "h2": 450 * MiB},
+           {"4": None, "5": 12}),
+    sample(4.0, [0, 1, 2, 3, 4, 5], 33, 20, {"h1": 330 * MiB, "h2": 420 * MiB},
+           {"4": 13, "5": 12}),
+    sample(5.0, [0, 1, 2, 3, 4, 5], 33, 33, {"h1": 330 * MiB, "h2": 410 * MiB},
+           {"4": 13, "5": 12}),
+]
+
+
+def test_times_from_recovery_start():
+    assert report.recovery_times(SERIES, 100.5) == {
+        "time_to_all_up_s": 2.5, "time_to_all_pgs_active_s": 3.5, "time_to_all_pgs_clean_s": 4.5}
+    assert report.recovery_times(SERIES[:3], 100.5)["time_to_all_up_s"] is None
+
+
+def test_peaks_and_budget_excess_only_after_start():
+    assert report.peaks(SERIES, 101.0) == {"h1": 330 * MiB, "h2": 450 * MiB}
+    assert report.over_budget(SERIES, 101.0, {"h2": 420 * MiB, "h1": None}) == {
+        "h2": {"max_excess_bytes": 30 * MiB, "samples_above": 1, "samples": 5}}
+
+
+def test_in_flight_counts_started_processes_not_yet_up():
+    # osd 4 and 5 run at t=1 while neither is up: two in flight on h2
+    assert report.max_in_flight(SERIES, 100.0, {"h2": [4, 5]}) == {"h2": 2}
+    # at t=2 osd.4 is up, osd.5 still starting: one
+    assert report.max_in_flight(SERIES, 102.0, {"h2": [4, 5]}) == {"h2": 1}
+    assert report.max_in_flight(SERIES, 103.0, {"h2": [4, 5]}) == {"h2": 0}
+
+
+def test_process_starts_count_new_pids():
+    # osd.4: pid 11 from t=1, gone at t=3, pid 13 at t=4 -> 2 starts; osd.5 once
+    assert process_starts(SERIES, 100.5, [4, 5]) == {"4": 2, "5": 1}
+
+
+def test_journal_filter_and_module_in_flight():
+    journal = [{"time": 1.0, "epoch": 5, "action": {"kind": "grant_start", "osd": 4,
+                                                    "host": "h3", "reason": "fits"},
+                "result": "queued"},
+               {"time": 2.0, "epoch": 6, "action": {"kind": "allow_boot", "osd": 4,
+                                                    "reason": "rss"}, "result": "ok"}]
+    assert report.journal_events(journal, "grant_start") == [
+        {"time": 1.0, "osd": 4, "host": "h3", "reason": "fits", "result": "queued"}]
+    series = [{"module": {"in_flight": {"h3": [4]}}}, {"module": {"in_flight": {"h3": []}}},
+              {"module": None}]
+    assert report.module_max_in_flight(series) == {"h3": 1}
+
+
+def test_failed_hosts_and_sizes():
+    state = {"hosts": {"h1": {"rack": "r1"}, "h2": {"rack": "r2"}, "h3": {"rack": "r1"}}}
+    assert failed_hosts(state, "host:h2") == ["h2"]
+    assert failed_hosts(state, "rack:r1") == ["h1", "h3"]
+    for bad in ("host:h9", "rack:r9", "h2", "zone:z1"):
+        with pytest.raises(ValueError):
+            failed_hosts(state, bad)
+    assert parse_size("600M") == 600 * MiB and parse_size("1GiB") == 1 << 30
+    assert parse_size("4096") == 4096
+    for bad in ("abc", "0", "-1G"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_size(bad)
+
+
+def test_pg_stat_shapes():
+    inner = {"num_pgs": 33, "num_pg_by_state": [{"name": "active+clean", "num": 33}]}
+    assert pg_summary({"pg_ready": True, "pg_summary": inner}) == inner
+    assert pg_summary(inner) == inner
