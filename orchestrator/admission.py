@@ -5,8 +5,9 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
     used + reserved + need <= budget(host)
 
   used      host.mem_used as the helper reports it (host RAM, or the cgroup's usage)
-  reserved  for every OSD granted on that host and not yet finished: max(0, predicted - rss),
-            i.e. the growth it is still expected to make (its current rss is already in `used`)
+  reserved  for every OSD granted on that host and not yet finished, or finished and still
+            settling (inflight.py): max(0, predicted - rss), i.e. the growth it is still
+            expected to make (its current rss is already in `used`)
   need      max(0, predicted - rss) of the candidate (a process already sitting in preboot has
             already spent part of its footprint)
 
@@ -110,11 +111,16 @@ def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
     return None
 
 
-def _reserved(t: Tick, in_flight: List[int]) -> int:
+def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
+    """Predicted growth still to come on `host`: granted and settling OSDs."""
     total = 0
     for osd_id in in_flight:
         if osd_id in t.granted:
             total += max(0, t.predict(osd_id) - t.view.by_id[osd_id].rss_bytes)
+    for osd_id in t.settling:
+        o = t.view.by_id.get(osd_id)
+        if o is not None and o.host == host:
+            total += max(0, t.predict(osd_id) - o.rss_bytes)
     return total
 
 
@@ -161,7 +167,7 @@ def _open_host(t: Tick, host: str, in_flight: List[int]) -> dict:
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
             "in_flight": list(in_flight), "slots": t.concurrency() - len(in_flight),
-            "reserved": _reserved(t, in_flight) if hm is not None else 0}
+            "reserved": _reserved(t, host, in_flight) if hm is not None else 0}
 
 
 def _try_grant(t: Tick, o: OsdState, st: dict) -> None:

@@ -13,6 +13,9 @@ A granted OSD whose process died after it ran (OOM kill, crash) is a failed star
 far becomes an Observation (so the footprint policy learns it was bigger than predicted), it
 goes back to the candidates (held, re-admitted with the new prediction), and after
 MAX_START_FAILURES in one run it is no longer granted (RECOVERY_START_FAILED says so).
+A finished OSD settles (Progress.settling) while its PGs are still degraded, at most
+SETTLE_MAX_S: it no longer takes a slot, but its remaining predicted growth stays reserved
+(admission.py) and a higher settled peak becomes a second Observation.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ BOOT_OBSERVE_S = 10.0
 PEERING_GRACE_S = 60.0
 GRANT_RETRY_S = 30.0
 MAX_START_FAILURES = 3
+SETTLE_MAX_S = 900.0
 
 
 def track_in_flight(t: Tick) -> None:
@@ -41,7 +45,10 @@ def track_in_flight(t: Tick) -> None:
                 booted is not None and t.now - booted >= PEERING_GRACE_S)):
             _observe(t, o)
             t.finished.add(osd_id)
-            forget(t, osd_id)
+            t.granted.pop(osd_id, None)
+            t.booting.pop(osd_id, None)
+            t.held_osds.discard(osd_id)
+            t.settling[osd_id] = t.now
             if "noup" in o.flags:
                 t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
             continue
@@ -69,6 +76,31 @@ def track_restarts(t: Tick) -> None:
             t.reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
         else:
             t.fresh_rss[osd_id] = o.rss_bytes
+
+
+def track_settling(t: Tick) -> None:
+    """A finished OSD keeps growing while its PGs recover: until its PGs are no longer
+    degraded (or SETTLE_MAX_S), its peak is tracked and its predicted growth stays reserved on
+    its host; a settled peak above the one observed at finish is observed again."""
+    for osd_id, since in sorted(t.settling.items()):
+        o = t.view.by_id.get(osd_id)
+        if o is None or not o.up:
+            _unsettle(t, osd_id)
+            continue
+        if o.rss_bytes > t.peaks.get(osd_id, 0):
+            t.peaks[osd_id] = o.rss_bytes
+        if o.pgs_degraded == 0 or t.now - since >= SETTLE_MAX_S:
+            first = next((ob.peak_bytes for ob in reversed(t.observations) if ob.osd == osd_id),
+                         0)
+            if t.peaks.get(osd_id, 0) > first * 1.05:
+                _observe(t, o)
+            _unsettle(t, osd_id)
+
+
+def _unsettle(t: Tick, osd_id: int) -> None:
+    t.settling.pop(osd_id, None)
+    t.peaks.pop(osd_id, None)
+    t.downtime.pop(osd_id, None)
 
 
 def forget(t: Tick, osd_id: int) -> None:

@@ -173,6 +173,7 @@ class Progress:
     downtime: Mapping[int, float] = field(default_factory=dict)  # osd -> seconds down at grant
     fresh_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss once back after restart
     failures: Mapping[int, int] = field(default_factory=dict)   # osd -> failed starts this run
+    settling: Mapping[int, float] = field(default_factory=dict)  # osd -> finished, still recovering
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

@@ -16,7 +16,7 @@ from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
-_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime")
+_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
@@ -120,7 +120,8 @@ def progress_from_dict(d: Any) -> Progress:
         observations=_observations(d), peaks=_osd_map(d, "peaks", int),
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
         auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
-        fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int))
+        fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int),
+        settling=_osd_map(d, "settling"))
 
 
 def progress_from_json(text: str) -> Progress:

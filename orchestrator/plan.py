@@ -20,7 +20,9 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      (already, or by an earlier HoldOsd); operator-held buckets are never released.
   I6 no GrantStart/AllowBoot/RestartOsd unless the run is running (mode controlled); UnsetFlag
      only for RUN_CLUSTER_FLAGS the run set (not in saved_flags), only with Done or on abort.
-  I7 a run ends all-up (Done) or with a health check saying why not.
+  I7 a run ends all-up (Done) or with a health check saying why not. Done waits until the
+     OSDs it started have settled (PGs no longer degraded, inflight.py): they keep growing
+     while they recover, and the run keeps answering over-budget hosts until then.
 
 Shell contract: persist the returned progress BEFORE carrying out the actions (write-ahead).
 A crash then loses at most actions, which the next tick re-issues (holds, boots, grants after
@@ -41,7 +43,7 @@ from typing import Dict, Set
 from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
 from .admission import grant_stage, memory_stage
 from .inflight import (boots, clear_stale_noup, regrants, report_failures, track_in_flight,
-                       track_restarts)
+                       track_restarts, track_settling)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
                     PHASE_ABORTING, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
@@ -91,6 +93,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     _bucket_holds(t)
     track_restarts(t)
     if t.state is not None:
+        track_settling(t)
         track_in_flight(t)
         _hold_osds(t)
     memory_stage(t)
@@ -221,7 +224,8 @@ def _restore_flags(t: Tick, why: str) -> None:
 def _tail(t: Tick) -> None:
     v = t.view
     if t.state in ("new", "running"):
-        if not v.candidates and not t.granted and not v.restarting and not t.new_restarts:
+        if not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
+                and not t.settling:
             _restore_flags(t, "run done")
             t.emit("tail", Done(reason="all %d in-scope OSDs up; %d started by this run" % (
                 len(v.in_scope), len(t.finished))))
@@ -243,7 +247,7 @@ def _tail(t: Tick) -> None:
                 "osd.%d%s" % (x, " (started, preboot)" if x in t.granted else "")
                 for x in left), count=len(left))
     if t.state is not None and not t.actions():
-        t.emit("tail", Wait(reason="%d in flight, %d waiting%s" % (
-            len(t.granted), len(v.candidates) - len(t.granted),
+        t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
+            len(t.granted), len(t.settling), len(v.candidates) - len(t.granted),
             "; " + t.reasons[0] if t.reasons else "")))
 

@@ -7,6 +7,7 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
@@ -69,6 +70,7 @@ class Tick:
         self.downtime = dict(progress.downtime)
         self.fresh_rss = dict(progress.fresh_rss)
         self.failures = dict(progress.failures)
+        self.settling = dict(progress.settling)
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -94,6 +96,8 @@ class Tick:
         """The footprint policy's prediction, floored at the running peers' median rss."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
+            if o.down_since is None and osd_id in self.downtime:   # up again: its history
+                o = replace(o, down_since=self.now - self.downtime[osd_id])
             self._pred[osd_id] = max(int(self.pol.footprint(o, self.observations, self.now)),
                                      self.peer_floor())
         return self._pred[osd_id]
@@ -125,7 +129,8 @@ class Tick:
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]), peaks=dict(self.peaks),
             started_at=self.started_at, finished_at=self.finished_at,
             auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
-            fresh_rss=dict(self.fresh_rss), failures=dict(self.failures))
+            fresh_rss=dict(self.fresh_rss), failures=dict(self.failures),
+            settling=dict(self.settling))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])
@@ -148,6 +153,7 @@ class Tick:
             "policies": list(self.pol.names),
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
                        "granted": len(progress.granted), "booting": len(progress.booting),
+                       "settling": len(progress.settling),
                        "finished": len(progress.finished), "osds": len(v.by_id),
                        "in_scope": len(v.in_scope)},
             "hosts": self.hosts_summary,
