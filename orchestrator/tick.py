@@ -78,6 +78,7 @@ class Tick:
         self._budgets: Dict[str, int] = {}
         self._pred: Dict[int, int] = {}
         self._floor: Optional[int] = None
+        self._learn: Optional[List[Observation]] = None
 
     # ------------------------------------------------------------------ helpers
     def emit(self, stage: str, action: Action) -> None:
@@ -98,9 +99,26 @@ class Tick:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
                 o = replace(o, down_since=self.now - self.downtime[osd_id])
-            self._pred[osd_id] = max(int(self.pol.footprint(o, self.observations, self.now)),
+            self._pred[osd_id] = max(int(self.pol.footprint(o, self.learning(), self.now)),
                                      self.peer_floor())
         return self._pred[osd_id]
+
+    def learning(self) -> List[Observation]:
+        """Observations for the footprint policy: the recorded ones plus, for every settling
+        OSD that already grew past its recorded peak, its peak so far (a lower bound of its
+        real peak: predictions follow the growth the run is watching)."""
+        if self._learn is None:
+            last = {ob.osd: ob.peak_bytes for ob in self.observations}
+            live = []
+            for osd_id in sorted(self.settling):
+                o = self.view.by_id.get(osd_id)
+                peak = self.peaks.get(osd_id, 0)
+                if o is not None and peak > last.get(osd_id, 0):
+                    live.append(Observation(osd=osd_id, pgs=o.pgs,
+                                            downtime_s=self.downtime.get(osd_id, 0.0),
+                                            pg_log_entries=o.pg_log_entries, peak_bytes=peak))
+            self._learn = self.observations + live
+        return self._learn
 
     def peer_floor(self) -> int:
         """Median rss of the up, running OSDs not in flight: a returning OSD has the same
