@@ -28,6 +28,7 @@ from . import netprobe_icmp, netprobe_parse, netprobe_tput
 
 NETWORK_VERSION = 1
 PEER_RESULT_MAX_AGE_S = 60.0        # carried-forward peer results older than this are dropped
+THROUGHPUT_KEEP_S = 600.0           # throughput results are carried forward this long
 _LAST: Dict[str, Dict[str, Any]] = {}   # host -> last result (previous counters, rotation)
 _MON_INFLIGHT: Dict[str, float] = {}    # host -> monotonic start of a mon probe still running
 _MON_LATE: Dict[str, float] = {}        # host -> RTT of a mon probe that outlived its cycle
@@ -263,7 +264,8 @@ def _probe_peers(ctx: ProbeContext, peers: List[str], wait_s: float,
 
 def _throughput(ctx: ProbeContext, prev: Mapping[str, Any], deadline: float,
                 now: float) -> Dict[str, Any]:
-    out = {p: r for p, r in (prev.get("throughput") or {}).items() if p in ctx.peers}
+    out = {p: r for p, r in (prev.get("throughput") or {}).items()
+           if p in ctx.peers and now - float(r.get("time", 0)) <= THROUGHPUT_KEEP_S}
     for p in ctx.throughput_to:
         left = min(ctx.throughput_max_s, deadline - time.monotonic() - 0.3)
         if p not in ctx.peers or left < 0.1:
@@ -289,6 +291,14 @@ def _cost(peers: Mapping[str, Any], tput_new: Sequence[Mapping[str, Any]],
             "ms": round(elapsed_ms, 1)}
 
 
+def _start_ss(ctx: ProbeContext) -> Tuple[threading.Thread, Dict[str, Any]]:
+    box: Dict[str, Any] = {}
+    t = threading.Thread(target=lambda: box.update(read_tcp(ctx.proc_names)),
+                         name="netprobe-ss", daemon=True)
+    t.start()
+    return t, box
+
+
 def probe_cycle(context: Any) -> Dict[str, Any]:
     """One bounded probe round; returns the JSON object for `report["network"]`.
 
@@ -307,10 +317,7 @@ def probe_cycle(context: Any) -> Dict[str, Any]:
     except (OSError, ValueError) as exc:
         counters, errors = {}, errors + ["counters: %s" % exc]
     mon_thread, mon_out, mon_started = _mon_start(ctx)
-    tcp_box: Dict[str, Any] = {}
-    ss = threading.Thread(target=lambda: tcp_box.update(read_tcp(ctx.proc_names)),
-                          name="netprobe-ss", daemon=True)
-    ss.start()                                # /proc scan of `ss -p` overlaps the ICMP probes
+    ss, tcp_box = _start_ss(ctx)              # /proc scan of `ss -p` overlaps the ICMP probes
     peers = _pick_peers(ctx, prev)
     send_s = ctx.count * ctx.interval_s
     wait_s = max(0.2, min(0.5, deadline - time.monotonic() - send_s - 0.05
