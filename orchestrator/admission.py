@@ -201,8 +201,8 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
     line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
         host, o.id, fmt_bytes(need), fmt_bytes(pred), fmt_bytes(st["used"]),
         fmt_bytes(st["reserved"]), fmt_bytes(st["budget"]))
-    if st["in_flight"]:
-        t.reasons.append("waiting for in-flight OSDs: " + line)
+    if st["in_flight"] or any(t.view.host_of(x) == host for x in t.settling):
+        t.reasons.append("waiting for in-flight or settling OSDs: " + line)
         return
     deficit = st["used"] + need - st["budget"]
     progress = t.progress()

@@ -154,7 +154,7 @@ def _modes(actions, intent, progress, newp, up) -> List[str]:
 def _ends(actions, newp, new: View, health) -> List[str]:
     """Per-tick form of I7: a running run with nothing in flight and nothing granted this tick
     that still has candidates must say why in a health check."""
-    if newp.phase != PHASE_RUNNING or newp.granted or new.restarting:
+    if newp.phase != PHASE_RUNNING or newp.granted or new.restarting or newp.settling:
         return []
     if any(isinstance(a, (GrantStart, RestartOsd, QueryOkToStop, HeapRelease, AllowBoot))
            or (isinstance(a, Wait) and a.host) for a in actions):

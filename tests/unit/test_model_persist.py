@@ -33,7 +33,8 @@ progresses = st.builds(
     started_at=st.one_of(st.none(), times), finished_at=st.one_of(st.none(), times),
     downtime=st.dictionaries(osd_ids, times, max_size=3),
     fresh_rss=st.dictionaries(osd_ids, st.integers(0, 1 << 40), max_size=3),
-    failures=st.dictionaries(osd_ids, st.integers(0, 9), max_size=3))
+    failures=st.dictionaries(osd_ids, st.integers(0, 9), max_size=3),
+    settling=st.dictionaries(osd_ids, times, max_size=3))
 
 
 @settings(max_examples=200, deadline=None)

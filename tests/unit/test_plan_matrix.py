@@ -12,7 +12,7 @@ import pytest
 from ceph_recovery.model import (Budget, Finding, HostMem, Intent, Observation, OsdState,
                                  Progress, Snapshot)
 from ceph_recovery.plan import check_invariants, plan
-from ceph_recovery.policies import REGISTRY
+from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policy_types import Policies
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -168,6 +168,17 @@ CASES = [
                  RUNNING.evolve(finished=frozenset({3, 4, 5}), saved_flags=frozenset({"noout"})),
                  ["unset_flag flag=norebalance", "done"], (), "done",
                  id="done_keeps_flags_that_were_set_before"),
+    pytest.param(snap(osd(3, up=True, pgs_degraded=5, rss_bytes=900 * MiB),
+                      *[osd(i, up=True) for i in (4, 5)], cluster_flags=RUNF), RUN,
+                 RUNNING.evolve(finished=frozenset({3, 4, 5}), settling={3: NOW - 60},
+                                peaks={3: 800 * MiB}), ["wait"], (), "running",
+                 id="done_waits_for_settling_osds"),
+    pytest.param(snap(osd(3, up=True, pgs_degraded=0, rss_bytes=900 * MiB),
+                      *[osd(i, up=True) for i in (4, 5)], cluster_flags=RUNF), RUN,
+                 RUNNING.evolve(finished=frozenset({3, 4, 5}), settling={3: NOW - 60},
+                                peaks={3: 800 * MiB}),
+                 ["unset_flag flag=noout", "unset_flag flag=norebalance", "done"], (), "done",
+                 id="settled_when_pgs_no_longer_degraded"),
     pytest.param(snap(epoch=9), RUN, RUNNING, ["wait"], (), "running",
                  id="stale_epoch_only_waits"),
     pytest.param(snap(hosts=("h0",)), RUN, Progress(), FLAGS + HOLDS,
@@ -268,3 +279,43 @@ def test_budget_bytes_policy_gates_the_grant():
                                                                   reserve_bytes=GiB // 2))
     nofit = plan(snap(*HELD, cluster_flags=RUNF), tight, RUNNING, pol, NOW)
     assert [sig(a) for a in nofit.actions] == ["wait"]
+
+
+def test_settling_osd_reserves_its_predicted_growth():
+    """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
+    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB);
+    the host waits for it rather than making room."""
+    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
+             cluster_flags=RUNF)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
+    roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
+                      cluster_flags=RUNF), RUN, p, POL, NOW)
+    assert [sig(a) for a in roomy.actions] == [G % 4]
+
+
+def test_settled_peak_above_the_first_is_observed_again():
+    s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
+             cluster_flags=RUNF)
+    first = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
+                        peak_bytes=400 * MiB)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
+                       peaks={3: 650 * MiB}, observations=(first,), downtime={3: 3600.0})
+    res = plan(s, RUN, p, POL, NOW)
+    assert [ob.peak_bytes for ob in res.progress.observations] == [400 * MiB, 700 * MiB]
+    assert res.progress.settling == {} and 3 not in res.progress.peaks
+
+
+def test_learned_prediction_follows_a_settling_osd_that_grew():
+    """With the real `learned` policy, a settling OSD that already peaked at 2 GiB (far above
+    the prior) raises the next OSD's prediction before its own observation is recorded."""
+    pol = resolve(RUN)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30},
+                       peaks={3: 300 * MiB}, downtime={3: 3600.0})
+
+    def predicted(rss):
+        s = snap(osd(3, up=True, pgs_degraded=5, rss_bytes=rss), *HELD[1:], cluster_flags=RUNF)
+        return plan(s, RUN, p, pol, NOW).summary["hosts"]["h1"]["predicted"]
+    assert predicted(300 * MiB) < 2 * GiB <= predicted(2 * GiB)
