@@ -150,6 +150,7 @@ def grant_stage(t: Tick) -> None:
                               "in_flight": len(st["in_flight"]),
                               "in_flight_osds": list(st["in_flight"]),
                               "next_osd": st["next_osd"], "predicted": st["predicted"],
+                              "gate": st["gate"],
                               "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
 
 
