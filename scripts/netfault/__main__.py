@@ -7,6 +7,7 @@
     python -m ceph_recovery_tools.netfault listen --port P [--backlog 1]      (in a namespace)
     python -m ceph_recovery_tools.netfault flood ADDR --port P [--count 300]  (in a namespace)
     python -m ceph_recovery_tools.netfault proxy --listen IP:PORT --to IP:PORT --delay 1.5
+    python -m ceph_recovery_tools.netfault watch --lab-dir D [--seconds 60] [--json]
 
 Faults stay until SIGINT/SIGTERM or --duration seconds, then are removed.
 """
@@ -61,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     fl.add_argument("--port", type=int, required=True)
     fl.add_argument("--count", type=int, default=300)
     fl.add_argument("--wait", type=float, default=3.0)
+    wa = sub.add_parser("watch", help="probe every lab host, print findings as they change")
+    wa.add_argument("--lab-dir", required=True)
+    wa.add_argument("--seconds", type=float, default=60.0)
+    wa.add_argument("--interval", type=float, default=2.0)
+    wa.add_argument("--json", action="store_true", help="print the network view as JSON")
     px = sub.add_parser("proxy")
     px.add_argument("--listen", type=_hostport, required=True)
     px.add_argument("--to", type=_hostport, required=True)
@@ -86,6 +92,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if a.cmd == "flood":
         print(json.dumps(synflood.flood(a.addr, a.port, a.count, a.wait)))
         return 0
+    if a.cmd == "watch":
+        return _watch(a)
     if a.cmd == "proxy":
         proxy.run(a.listen, a.to, a.delay, a.delay_up,
                   ready=lambda: print(json.dumps({"listening": list(a.listen)}), flush=True))
@@ -103,6 +111,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _hold(a.duration)
     finally:
         fault.undo()
+    return 0
+
+
+def _watch(a) -> int:
+    """NetWatch on the lab: a line per change of the findings, the view at the end."""
+    import time
+    from ceph_recovery import network
+    from .watch import NetWatch
+    last = None
+    with NetWatch(a.lab_dir, interval_s=a.interval) as w:
+        end = time.monotonic() + a.seconds
+        while time.monotonic() < end:
+            w.pump(min(end, time.monotonic() + 1.0))
+            now = [(f.hosts, f.kind, round(f.value, 3)) for f in w.findings]
+            if now != last:
+                print(json.dumps({"time": time.time(), "findings": [
+                    network.finding_dict(f) for f in w.findings]}), flush=True)
+                last = now
+        view = network.network_view(w.latest, w.findings, time.time())
+    print(json.dumps(view, sort_keys=True) if a.json else network.network_text(view))
     return 0
 
 
