@@ -118,7 +118,7 @@ class Sim:
 
     def _track_peak(self) -> None:
         cl = self.cl
-        for h in cl.dirty_hosts:
+        for h in sorted(cl.dirty_hosts):
             if cl.host_used[h] > self.m.peak_host_mem:
                 self.m.peak_host_mem, self.m.peak_host = cl.host_used[h], h
                 self.m.peak_time = self.now

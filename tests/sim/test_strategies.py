@@ -77,3 +77,22 @@ def test_no_heap_release_means_no_release_effect():
     r = sim("controlled", "--no-heap-release")
     assert r["heap_release_supported"] is False
     assert r["oom_kills"] == 0
+
+
+def test_deterministic_across_processes(tmp_path):
+    """Same seed, different hash seeds (set/dict order) -> the same JSON."""
+    import json
+    import os
+    import subprocess
+    import sys
+    outs = []
+    for hashseed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed)
+        p = subprocess.run([sys.executable, "-m", "ceph_recovery_tools.sim.cli"] + BASE +
+                           ["--strategy", "naive", "--seed", "4", "--json"], env=env, cwd=str(tmp_path),
+                           capture_output=True, text=True, check=True)
+        r = json.loads(p.stdout)
+        for k in VOLATILE:
+            r.pop(k)
+        outs.append(r)
+    assert outs[0] == outs[1]
