@@ -16,9 +16,10 @@ from ceph_recovery_tools.sim.strategies import Naive, Unlimited
 
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory):
-    import os
-    os.environ[T.CACHE_ENV] = str(tmp_path_factory.mktemp("topo"))
-    return T.load(60, 5, 5)
+    mp = pytest.MonkeyPatch()
+    mp.setenv(T.CACHE_ENV, str(tmp_path_factory.mktemp("topo")))
+    yield T.load(60, 5, 5)
+    mp.undo()
 
 
 def recount(cl: Cluster):

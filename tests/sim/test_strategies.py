@@ -88,9 +88,10 @@ def test_deterministic_across_processes(tmp_path):
     outs = []
     for hashseed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=hashseed)
-        p = subprocess.run([sys.executable, "-m", "ceph_recovery_tools.sim.cli"] + BASE +
-                           ["--strategy", "naive", "--seed", "4", "--json"], env=env, cwd=str(tmp_path),
-                           capture_output=True, text=True, check=True)
+        argv = BASE + ["--strategy", "naive", "--seed", "4", "--json"]
+        p = subprocess.run([sys.executable, "-m", "ceph_recovery_tools.sim.cli"] + argv,
+                           env=env, cwd=str(tmp_path), capture_output=True, text=True,
+                           check=True)
         r = json.loads(p.stdout)
         for k in VOLATILE:
             r.pop(k)
