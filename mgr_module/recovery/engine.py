@@ -28,9 +28,11 @@ REPEAT_WINDOW_S = 120.0
 
 
 class Engine(object):
-    def __init__(self, ceph: Any, log: Callable[..., None]) -> None:
+    def __init__(self, ceph: Any, log: Callable[..., None],
+                 persist: Callable[[], None] = lambda: None) -> None:
         self.ceph = ceph
         self.log = log
+        self.persist = persist
         self.run = RunState()
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
@@ -89,15 +91,19 @@ class Engine(object):
             self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than the "
                             "last decided %d: not acting" % (snap.epoch, self.run.progress.epoch))
             return
+        # progress first: a crash mid-list re-plans from the map (level triggered) and the
+        # journal/instructions persisted after every action say what was already done
+        self.run.progress = out.progress
+        if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
+            self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
         for action in out.actions:
             cur = epoch_now()
             if cur < snap.epoch:
                 self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
                 return
             self.carry_out(action, snap, now)
-        self.run.progress = out.progress
-        if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
-            self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+            if not isinstance(action, A.Wait):
+                self.persist()
         self.run.prune_instructions()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
@@ -161,11 +167,14 @@ class Engine(object):
     # ------------------------------------------------------------------ helper protocol
     def helper_report(self, report: Report, now: float) -> Instructions:
         self.reports[report.host] = (report, now)
-        for ins in self.run.mark_done(report.host, report.done, now):
+        done = self.run.mark_done(report.host, report.done, now)
+        for ins in done:
             self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
                             {"kind": "helper_done", "osd": ins["osd"], "op": ins["op"],
                              "id": ins["id"], "reason": "helper on %s carried out %s"
                              % (report.host, ins["id"])}, "done")
+        if done:
+            self.persist()
         return self.instructions_for(report.host)
 
     def instructions_for(self, host: str) -> Instructions:
@@ -319,10 +328,12 @@ class Engine(object):
             "budget": dict(i.budget.__dict__), "scope": list(i.scope),
             "concurrency": i.concurrency, "holds": sorted(i.holds),
             "granted": sorted(p.granted), "booting": sorted(p.booting),
-            "finished": sorted(p.finished), "restarted": {str(k): v for k, v in p.restarted.items()},
+            "finished": sorted(p.finished),
+            "restarted": {str(k): v for k, v in p.restarted.items()},
             "heap_support": {str(k): v for k, v in self.run.heap_support.items()},
             "starts_carried_out": {str(k): v for k, v in self.run.starts.items()},
-            "pgs": {"total": snap.pgs_total if snap else 0, "active": snap.pgs_active if snap else 0,
+            "pgs": {"total": snap.pgs_total if snap else 0,
+                    "active": snap.pgs_active if snap else 0,
                     "clean": snap.pgs_clean if snap else 0},
             "hosts": table, "open_instructions": self.run.open_instructions(),
             "health": [h.code for h in out.health] if out else [],

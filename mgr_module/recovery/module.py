@@ -68,7 +68,7 @@ class Module(MgrModule):
         self._saved = ""
         self._progress_ev = ""
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
-        self.engine = Engine(self, self._slog) if IMPORT_ERROR is None else None
+        self.engine = Engine(self, self._slog, self._persist) if IMPORT_ERROR is None else None
 
     # ------------------------------------------------------------ ceph access for the engine
     def _slog(self, event: str, **kw: Any) -> None:
@@ -176,7 +176,8 @@ class Module(MgrModule):
                 self.engine.observe(self.get("osd_map"), self.get("osd_map_tree"),
                                     self.get("pg_dump"), time.time())
             except Exception as e:
-                return HandleCommandResult(-errno.EAGAIN, "", "recovery: no cluster view yet: %s" % e)
+                return HandleCommandResult(-errno.EAGAIN, "",
+                                           "recovery: no cluster view yet: %s" % e)
         return None
 
     @CLIReadCommand("recovery status")

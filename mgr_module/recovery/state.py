@@ -106,7 +106,8 @@ class RunState(object):
                              "result": result})
 
     # --- helper instructions ---------------------------------------------------------------
-    def open_instructions(self, host: Optional[str] = None, osd: Optional[int] = None) -> List[Dict[str, Any]]:
+    def open_instructions(self, host: Optional[str] = None,
+                          osd: Optional[int] = None) -> List[Dict[str, Any]]:
         return [i for i in self.instructions.values() if i.get("done_at") is None
                 and (host is None or i["host"] == host) and (osd is None or i["osd"] == osd)]
 

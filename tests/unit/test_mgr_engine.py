@@ -231,3 +231,21 @@ def test_repeated_queries_do_not_flood_the_journal(world):
     assert entries == [(0, 2), (1, 0), (0, 0)]
     assert len([c for c in ceph.calls if c["prefix"] == "osd ok-to-stop"]) == 5
     assert eng.ok_to_stop == (snap.epoch, {0: True, 1: True})
+
+
+def test_state_is_persisted_after_every_action(world):
+    saved = []
+    eng = engine_mod.Engine(FakeCeph(world["map"]), lambda *a, **k: None,
+                            lambda: saved.append(eng.run.dumps()))
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    tick(eng, world, 1001.0)
+    # set noout, set norebalance, hold 4, hold 5, grant 4: one save after each
+    assert len(saved) == 5
+    last = state_mod.RunState.loads(saved[-1])
+    assert [(i["op"], i["osd"]) for i in last.open_instructions()] == [("start", 4)]
+    assert last.progress == eng.run.progress
+    all_helpers(eng, 1002.0, [RUNNING(4, 100 << 20), STOPPED(5)],
+                done=[last.open_instructions()[0]["id"]])
+    assert len(saved) == 6 and state_mod.RunState.loads(saved[-1]).starts == {4: 1}
