@@ -78,6 +78,7 @@ class Cluster:
         self.n_peer = [0] * n
         self.n_clean = [self.size] * n
         self.n_active = self.n_clean_total = n
+        self.n_available = n          # PGs with >= min_size members up and peered
         self.hosts = topo.hosts
         self.host_osds: Dict[str, List[Osd]] = {h: [] for h in self.hosts}
         for o in self.osds:
@@ -111,6 +112,10 @@ class Cluster:
         d_clean = (new == C_CLEAN) - (old == C_CLEAN)
         for pg in o.pgs:
             a0, c0 = self._pg_state(pg)
+            if d_ok:
+                before = self.n_ok[pg] >= self.min_size
+                if (self.n_ok[pg] + d_ok >= self.min_size) != before:
+                    self.n_available += -1 if before else 1
             self.n_ok[pg] += d_ok
             self.n_peer[pg] += d_peer
             self.n_clean[pg] += d_clean

@@ -39,6 +39,7 @@ class Metrics:
     peak_time: float = 0.0
     t_all_up: Optional[float] = None
     t_all_active: Optional[float] = None
+    t_all_available: Optional[float] = None
     t_all_clean: Optional[float] = None
     violations: List[str] = field(default_factory=list)
     plan_s: List[float] = field(default_factory=list)
@@ -131,6 +132,8 @@ class Sim:
             if cl.n_down == 0 else None
         m.t_all_active = (m.t_all_active if m.t_all_active is not None else self.now) \
             if cl.n_active == n else None
+        m.t_all_available = (m.t_all_available if m.t_all_available is not None else self.now) \
+            if cl.n_available == n else None
         m.t_all_clean = (m.t_all_clean if m.t_all_clean is not None else self.now) \
             if cl.n_clean_total == n else None
 
@@ -173,6 +176,7 @@ class Sim:
             "heap_release_supported": self.p.heap_release,
             "time_to_all_up_s": m.t_all_up, "time_to_all_pgs_active_s": m.t_all_active,
             "time_to_all_pgs_clean_s": m.t_all_clean,
+            "time_to_all_pgs_min_size_s": m.t_all_available,
             "peak_host_mem_bytes": int(m.peak_host_mem), "peak_host": m.peak_host,
             "peak_time_s": m.peak_time,
             "peak_host_mem_over_budget": round(m.peak_host_mem / self.budget, 4),

@@ -48,6 +48,8 @@ def test_incremental_pg_counters_match_recount(topo):
         if step % 50 == 0:
             active, clean, inactive, degraded = recount(cl)
             assert (cl.n_active, cl.n_clean_total) == (active, clean)
+            assert cl.n_available == sum(
+                sum(cl.osds[m].cls >= C_OK for m in up) >= cl.min_size for up in cl.members)
             assert [x.inactive for x in cl.osds] == inactive
             assert [x.degraded for x in cl.osds] == degraded
     assert cl.n_down == sum(o.cls == C_DOWN for o in cl.osds)
