@@ -23,8 +23,26 @@ def clear_flags(state: Dict[str, Any]) -> None:
             launch.ceph(state, "osd", "unset-group", ",".join(flags), bucket, json_out=False)
 
 
+def reset_module(state: Dict[str, Any]) -> None:
+    """Abort an active controlled run of our mgr module and release its holds (if enabled)."""
+    try:
+        status = launch.ceph(state, "recovery", "status", timeout=30)
+    except launch.CephError:
+        return  # module not enabled / not answering: nothing of its to reset
+    if not isinstance(status, dict):
+        return
+    if status.get("active"):
+        launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
+    for bucket in status.get("holds") or []:
+        if isinstance(bucket, str):
+            launch.ceph(state, "recovery", "release", bucket, json_out=False, check=False,
+                        timeout=30)
+
+
 def restore(state: Dict[str, Any], timeout: float = 300) -> None:
-    """Start every stopped OSD, clear flags, wait until all up, PGs clean and HEALTH_OK."""
+    """Abort our module's run, start every stopped OSD, clear flags, wait until all up,
+    PGs clean and HEALTH_OK."""
+    reset_module(state)
     for osd_id in sorted(int(o) for o in state["osds"]):
         if launch.osd_pid(state, osd_id) is None:
             launch.start_osd(state, osd_id)
