@@ -13,9 +13,10 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
 
 With nothing in flight and an empty reserve this is exactly `used + predicted <= budget`.
 
-predicted = max(footprint policy, peer floor): the peer floor is the median rss of the up,
-running OSDs not in flight (same configuration, so a returning OSD ends up at least that big;
-it protects the first wave when the policy's prior is far below this cluster's real sizes).
+predicted = max(footprint policy, peer floor): the peer floor is 1.2 x the median rss of the
+up, running OSDs not in flight (same configuration, so a returning OSD ends up at least that
+big, and RSS can run 20 % over osd_memory_target; it protects the first wave when the policy's
+prior is far below this cluster's real sizes).
 Until WARMUP_OBSERVATIONS starts were measured, at most one start is in flight per host,
 whatever intent.concurrency says (see Tick.concurrency).
 """

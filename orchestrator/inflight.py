@@ -13,8 +13,8 @@ A granted OSD whose process died after it ran (OOM kill, crash) is a failed star
 far becomes an Observation (so the footprint policy learns it was bigger than predicted), it
 goes back to the candidates (held, re-admitted with the new prediction), and after
 MAX_START_FAILURES in one run it is no longer granted (RECOVERY_START_FAILED says so).
-A finished OSD settles (Progress.settling) while its PGs are still degraded, at most
-SETTLE_MAX_S: it no longer takes a slot, but its remaining predicted growth stays reserved
+A finished OSD settles (Progress.settling) while its PGs are still degraded and it still grows
+(by 1 % within SETTLE_QUIET_S), at most SETTLE_MAX_S: it no longer takes a slot, but its remaining predicted growth stays reserved
 (admission.py) and a higher settled peak becomes a second Observation.
 """
 from __future__ import annotations
@@ -28,7 +28,8 @@ BOOT_OBSERVE_S = 10.0
 PEERING_GRACE_S = 60.0
 GRANT_RETRY_S = 30.0
 MAX_START_FAILURES = 3
-SETTLE_MAX_S = 900.0
+SETTLE_MAX_S = 600.0
+SETTLE_QUIET_S = 60.0
 
 
 def track_in_flight(t: Tick) -> None:
@@ -79,17 +80,20 @@ def track_restarts(t: Tick) -> None:
 
 
 def track_settling(t: Tick) -> None:
-    """A finished OSD keeps growing while its PGs recover: until its PGs are no longer
-    degraded (or SETTLE_MAX_S), its peak is tracked and its predicted growth stays reserved on
-    its host; a settled peak above the one observed at finish is observed again."""
+    """A finished OSD keeps growing while its PGs recover. Until its PGs are no longer
+    degraded, or it has not grown by 1 % for SETTLE_QUIET_S, or SETTLE_MAX_S passed, its
+    peak is tracked and its predicted growth stays reserved on its host; a settled peak above
+    the one observed at finish is observed again."""
     for osd_id, since in sorted(t.settling.items()):
         o = t.view.by_id.get(osd_id)
         if o is None or not o.up:
             _unsettle(t, osd_id)
             continue
-        if o.rss_bytes > t.peaks.get(osd_id, 0):
-            t.peaks[osd_id] = o.rss_bytes
-        if o.pgs_degraded == 0 or t.now - since >= SETTLE_MAX_S:
+        if o.rss_bytes > t.peaks.get(osd_id, 0) * 1.01:
+            t.grew_at[osd_id] = t.now
+        t.peaks[osd_id] = max(t.peaks.get(osd_id, 0), o.rss_bytes)
+        quiet = t.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
+        if o.pgs_degraded == 0 or quiet or t.now - since >= SETTLE_MAX_S:
             first = next((ob.peak_bytes for ob in reversed(t.observations) if ob.osd == osd_id),
                          0)
             if t.peaks.get(osd_id, 0) > first * 1.05:
@@ -99,6 +103,7 @@ def track_settling(t: Tick) -> None:
 
 def _unsettle(t: Tick, osd_id: int) -> None:
     t.settling.pop(osd_id, None)
+    t.grew_at.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
     t.downtime.pop(osd_id, None)
 

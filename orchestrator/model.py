@@ -174,6 +174,7 @@ class Progress:
     fresh_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss once back after restart
     failures: Mapping[int, int] = field(default_factory=dict)   # osd -> failed starts this run
     settling: Mapping[int, float] = field(default_factory=dict)  # osd -> finished, still recovering
+    grew_at: Mapping[int, float] = field(default_factory=dict)   # settling osd -> last grew 1 %
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

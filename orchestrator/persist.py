@@ -16,7 +16,8 @@ from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
-_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling")
+_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
+                   "grew_at")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
@@ -121,7 +122,7 @@ def progress_from_dict(d: Any) -> Progress:
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
         auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
         fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int),
-        settling=_osd_map(d, "settling"))
+        settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"))
 
 
 def progress_from_json(text: str) -> Progress:

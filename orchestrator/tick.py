@@ -19,6 +19,7 @@ from .view import View
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
+PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (DESIGN, Ceph facts)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
@@ -71,6 +72,7 @@ class Tick:
         self.fresh_rss = dict(progress.fresh_rss)
         self.failures = dict(progress.failures)
         self.settling = dict(progress.settling)
+        self.grew_at = dict(progress.grew_at)
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -121,12 +123,13 @@ class Tick:
         return self._learn
 
     def peer_floor(self) -> int:
-        """Median rss of the up, running OSDs not in flight: a returning OSD has the same
-        configuration (cache target, PG count) and ends up at least that big."""
+        """Median rss of the up, running OSDs not in flight, x PEER_FLOOR_FACTOR: a returning
+        OSD has the same configuration (cache target, PG count) and ends up at least that big,
+        plus the 20 % an OSD's RSS can run over its osd_memory_target (DESIGN, Ceph)."""
         if self._floor is None:
             rss = sorted(o.rss_bytes for o in self.s.osds
                          if o.up and o.rss_bytes > 0 and o.id not in self.granted)
-            self._floor = rss[(len(rss) - 1) // 2] if rss else 0
+            self._floor = int(rss[(len(rss) - 1) // 2] * PEER_FLOOR_FACTOR) if rss else 0
         return self._floor
 
     def concurrency(self) -> int:
@@ -148,7 +151,7 @@ class Tick:
             started_at=self.started_at, finished_at=self.finished_at,
             auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
             fresh_rss=dict(self.fresh_rss), failures=dict(self.failures),
-            settling=dict(self.settling))
+            settling=dict(self.settling), grew_at=dict(self.grew_at))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])

@@ -34,7 +34,8 @@ progresses = st.builds(
     downtime=st.dictionaries(osd_ids, times, max_size=3),
     fresh_rss=st.dictionaries(osd_ids, st.integers(0, 1 << 40), max_size=3),
     failures=st.dictionaries(osd_ids, st.integers(0, 9), max_size=3),
-    settling=st.dictionaries(osd_ids, times, max_size=3))
+    settling=st.dictionaries(osd_ids, times, max_size=3),
+    grew_at=st.dictionaries(osd_ids, times, max_size=3))
 
 
 @settings(max_examples=200, deadline=None)
