@@ -9,7 +9,7 @@ O(changed OSDs) plus plan() itself.
 from __future__ import annotations
 
 import time
-from typing import Dict, List
+from typing import Dict, List, Set
 
 from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_CONTROLLED, PROC_RUNNING, PROC_STOPPED, Budget, HostMem,
@@ -36,9 +36,9 @@ class Controlled:
         self.queries: Dict[int, float] = {}    # osd -> when plan() asked ok-to-stop
         self.flags: Set[str] = set()
         self.last_actions: List[A.Action] = []
-        self.history: List[str] = []
         self.policies = None
         self.last_act = 0.0
+        self.buckets: Dict[str, str] = {}
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -67,14 +67,15 @@ class Controlled:
         hosts = tuple(HostMem(name=h, mem_total=ram, mem_used=int(cl.host_used[h]),
                               mem_available=max(0, ram - int(cl.host_used[h])),
                               reported_at=sim.now) for h in cl.hosts)
-        buckets = {topo_name: "host" for topo_name in cl.hosts}
-        buckets.update({r: "rack" for r in cl.topo.racks})
-        buckets[cl.topo.root] = "root"
+        if not self.buckets:
+            self.buckets = {h: "host" for h in cl.hosts}
+            self.buckets.update({r: "rack" for r in cl.topo.racks})
+            self.buckets[cl.topo.root] = "root"
         answers = self._answers(sim)
         return Snapshot(
             epoch=cl.epoch, osds=tuple(self.cache[i] for i in range(len(cl.osds))),
             hosts=hosts, bucket_flags={b: frozenset(("noup",)) for b in sim.lc.held_buckets},
-            cluster_flags=frozenset(self.flags), buckets=buckets,
+            cluster_flags=frozenset(self.flags), buckets=self.buckets,
             pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_total,
             ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts})
 

@@ -143,7 +143,7 @@ class Lifecycle:
                 else:
                     self._boot(o, t)
             elif o.phase == PEERING:
-                rate = peer_rate.get(o.host, p_rate_default(self.p))
+                rate = peer_rate.get(o.host, self.p.peer_entries_per_s)
                 need = max(o.peer_base_left, o.peer_left / rate)
                 if need > t1 - t:
                     o.peer_base_left = max(0.0, o.peer_base_left - (t1 - t))
@@ -197,8 +197,4 @@ class Lifecycle:
         return True
 
 
-def p_rate_default(p) -> float:
-    return p.peer_entries_per_s
-
-
-__all__ = ["Lifecycle", "ACTIVE", "PREBOOT", "C_OK"]
+__all__ = ["Lifecycle"]
