@@ -19,6 +19,7 @@ from .view import View
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
+MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
 PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (DESIGN, Ceph facts)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
@@ -160,9 +161,12 @@ class Tick:
         out = []
         for code in sorted(self._health):
             n = self._health_count[code]
+            lines = self._health[code]
+            if len(lines) > MAX_DETAIL:
+                lines = lines[:MAX_DETAIL] + ["... and %d more" % (len(lines) - MAX_DETAIL)]
             out.append(HealthCheck(code=code, severity=SEVERITY.get(code, "warning"),
                                    summary=SUMMARY.get(code, code + " (%d)") % n,
-                                   detail=tuple(self._health[code]), count=n))
+                                   detail=tuple(lines), count=n))
         return tuple(out)
 
     def summary(self, progress: Progress) -> dict:
@@ -179,7 +183,7 @@ class Tick:
                        "in_scope": len(v.in_scope)},
             "hosts": self.hosts_summary,
             "health": sorted(self._health),
-            "reasons": list(self.reasons),
+            "reasons": list(self.reasons[:MAX_DETAIL]),
         }
 
     def result(self) -> PlanResult:

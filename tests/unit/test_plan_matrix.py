@@ -320,3 +320,14 @@ def test_learned_prediction_follows_a_settling_osd_that_grew():
         s = snap(osd(3, up=True, pgs_degraded=5, rss_bytes=rss), *HELD[1:], cluster_flags=RUNF)
         return plan(s, RUN, p, pol, NOW).summary["hosts"]["h1"]["predicted"]
     assert predicted(300 * MiB) < 2 * GiB <= predicted(2 * GiB)
+
+
+def test_health_detail_is_capped_but_counts_every_host():
+    hosts = ["h%d" % h for h in range(2, 80)]
+    osds = tuple(OsdState(id=i, host=h, crush_path=("default", "r9", h), up=False, pgs=16,
+                          down_since=NOW - 60) for i, h in enumerate(hosts))
+    s = Snapshot(epoch=10, osds=osds)          # no helper anywhere
+    res = plan(s, RUN, Progress(), POL, NOW)
+    hc = {h.code: h for h in res.health}["RECOVERY_HELPER_MISSING"]
+    assert hc.count == len(hosts) and len(hc.detail) == 51
+    assert hc.detail[-1] == "... and %d more" % (len(hosts) - 50)
