@@ -39,6 +39,7 @@ class Controlled:
         self.policies = None
         self.last_act = 0.0
         self.buckets: Dict[str, str] = {}
+        self.last_health: List[str] = []
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -105,6 +106,8 @@ class Controlled:
             self._check(sim, snap, res)
         self.progress = res.progress
         self.last_actions = list(res.actions)
+        self.last_health = ["%s: %s" % (c.code, "; ".join(c.detail[:2]) or c.summary)
+                            for c in res.health]
         for a in res.actions:
             self.apply(sim, a)
             if not isinstance(a, (A.Wait, A.QueryOkToStop)):

@@ -187,6 +187,7 @@ class Sim:
             "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
             "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
             "plan_done": getattr(self.strategy, "done", None),
+            "plan_last_health": getattr(self.strategy, "last_health", None),
             "sim_time_s": self.now, "wall_s": round(wall, 3), "converged": converged,
         }
 
