@@ -40,6 +40,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--check-invariants", action="store_true",
                     help="controlled: check plan() invariants every tick, count violations")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--trace", metavar="PATH",
+                    help="controlled: write one JSON line per tick (actions, health, memory)")
     ap.add_argument("--calibrate", action="store_true",
                     help="print the memory model's footprints of one failed host's OSDs "
                          "(load, peak, settled; all at once vs one at a time) and exit")
@@ -78,7 +80,12 @@ def run(args) -> dict:
                     horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
                     host_ram=args.host_ram, concurrency=args.concurrency,
                     check_invariants=args.check_invariants, seed=args.seed)
-    return Sim(topo, params, cfg, make(cfg)).run()
+    strategy = make(cfg)
+    if args.trace and cfg.strategy == "controlled":
+        with open(args.trace, "w") as f:
+            strategy.trace = f
+            return Sim(topo, params, cfg, strategy).run()
+    return Sim(topo, params, cfg, strategy).run()
 
 
 def _fmt_t(v) -> str:

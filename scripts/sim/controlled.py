@@ -8,6 +8,7 @@ O(changed OSDs) plus plan() itself.
 """
 from __future__ import annotations
 
+import json
 import time
 from typing import Dict, List, Set
 
@@ -40,6 +41,7 @@ class Controlled:
         self.last_act = 0.0
         self.buckets: Dict[str, str] = {}
         self.last_health: List[str] = []
+        self.trace = None                      # a text file: JSON lines per tick (--trace)
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -108,10 +110,23 @@ class Controlled:
         self.last_actions = list(res.actions)
         self.last_health = ["%s: %s" % (c.code, "; ".join(c.detail[:2]) or c.summary)
                             for c in res.health]
+        if self.trace is not None:
+            self._trace(sim, res)
         for a in res.actions:
             self.apply(sim, a)
             if not isinstance(a, (A.Wait, A.QueryOkToStop)):
                 self.last_act = sim.now
+
+    def _trace(self, sim, res) -> None:
+        """One JSON line per tick: what plan() decided and the failed hosts' memory."""
+        hosts = sorted({o.host for o in sim.failed})
+        acts = [a.describe() for a in res.actions if not isinstance(a, A.HoldOsd)]
+        self.trace.write(json.dumps({
+            "t": sim.now, "epoch": sim.cl.epoch, "actions": acts,
+            "health": [c.code for c in res.health],
+            "used_gib": {h: round(sim.cl.host_used[h] / 2 ** 30, 2) for h in hosts},
+            "down": sim.cl.n_down, "pgs_inactive": len(sim.cl.members) - sim.cl.n_active},
+            sort_keys=True) + "\n")
 
     def _check(self, sim, snap, res) -> None:
         bad = check_invariants(snap, self.intent, self.progress, res, self.policies, sim.now)

@@ -48,3 +48,13 @@ def test_host_ram_and_param_overrides(capsys):
 def test_bad_input_is_a_clear_error(capsys, argv, code, msg):
     assert main(SMALL + argv) == code
     assert msg in capsys.readouterr().err
+
+
+def test_trace_writes_one_json_line_per_decision(tmp_path, capsys):
+    path = tmp_path / "trace.jsonl"
+    assert main(SMALL + ["--strategy", "controlled", "--json", "--trace", str(path)]) == 0
+    r = json.loads(capsys.readouterr().out)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert len(lines) == r["decisions"] > 0
+    assert lines[0]["t"] == 0.0 and "set_flag noout" in " ".join(lines[0]["actions"])
+    assert set(lines[0]["used_gib"]) == {"host1"}
