@@ -42,13 +42,14 @@ def _t(v) -> str:
 def sims_table(rows: List[dict]) -> Table:
     t = Table(title="One rack down 1 h, then power returns (sim seconds; never = not within "
               "the horizon)")
-    for col in ("OSDs", "strategy", "all up", "all active", "all clean", "peak host GiB",
+    for col in ("OSDs", "strategy", "all up", "min_size", "all active", "all clean",
+                "peak host GiB",
                 "peak/budget", "OOM kills", "restarts", "heap rel.", "failed units",
                 "decisions", "wall s"):
         t.add_column(col, justify="right" if col != "strategy" else "left")
     for r in rows:
         t.add_row(str(r["osds"]), r["strategy"], _t(r["time_to_all_up_s"]),
-                  _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
+                  _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
                   "%.1f" % (r["peak_host_mem_bytes"] / GiB), "%.3f" % r["peak_host_mem_over_budget"],
                   str(r["oom_kills"]), str(r["restarts"]), str(r["heap_releases"]),
                   str(r["units_failed"]), str(r["decisions"]), "%.2f" % r["wall_s"])
