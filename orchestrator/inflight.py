@@ -14,8 +14,9 @@ far becomes an Observation (so the footprint policy learns it was bigger than pr
 goes back to the candidates (held, re-admitted with the new prediction), and after
 MAX_START_FAILURES in one run it is no longer granted (RECOVERY_START_FAILED says so).
 A finished OSD settles (Progress.settling) while its PGs are still degraded and it still grows
-(by 1 % within SETTLE_QUIET_S), at most SETTLE_MAX_S: it no longer takes a slot, but its remaining predicted growth stays reserved
-(admission.py) and a higher settled peak becomes a second Observation.
+(by 1 % within SETTLE_QUIET_S), at most SETTLE_MAX_S: it no longer takes a slot, but its
+remaining predicted growth stays reserved (admission.py) and a higher settled peak becomes a
+second Observation.
 """
 from __future__ import annotations
 
