@@ -1,6 +1,7 @@
 """plan(): the pure, level-triggered decision core of a controlled start.
 
-    plan(snapshot, intent, progress, policies, now) -> PlanResult(actions, progress, health, summary)
+    plan(snapshot, intent, progress, policies, now)
+        -> PlanResult(actions, progress, health, summary)
 
 Every tick re-plans from the fresh snapshot; `progress` carries only markers (granted,
 booting, finished, held, restarted, heap_released, saved_flags, observations, peaks, epoch).

@@ -5,7 +5,8 @@ enough of the two gates to drive plan() end to end: an OSD process started under
 in preboot at its load-time footprint; once no noup holds it (per-OSD, bucket, cluster) it is
 up after `boot_s`, its rss climbs to its peak and its PGs become active after `peer_s`.
 Memory past a host's RAM OOM-kills the largest process there (it then stays down: no
-systemd in this model). ok-to-stop queries are answered in the next snapshot and stay valid until the epoch changes.
+systemd in this model). ok-to-stop queries are answered in the next snapshot and stay valid
+until the epoch changes.
 Pure and deterministic: time only advances in `step()`.
 """
 from __future__ import annotations

@@ -51,8 +51,9 @@ def _restart(host: HostMem, osds: Sequence[OsdState], snapshot: Snapshot, progre
                 "%s short of memory: restart heaviest osd.%d (rss %.0f MiB), ok-to-stop cleared it"
                 % (host.name, o.id, o.rss_bytes / MiB)))
         if answer is None:
-            return QueryOkToStop(osd=o.id, reason="%s short of memory: may heaviest osd.%d (rss %.0f"
-                                 " MiB) stop?" % (host.name, o.id, o.rss_bytes / MiB))
+            return QueryOkToStop(osd=o.id, reason=(
+                "%s short of memory: may heaviest osd.%d (rss %.0f MiB) stop?"
+                % (host.name, o.id, o.rss_bytes / MiB)))
     return None
 
 

@@ -27,7 +27,8 @@ REGISTRY: Dict[str, Dict[str, Callable]] = {
 def _pick(kind: str, name: str) -> Callable:
     table = REGISTRY[kind]
     if name not in table:
-        raise ValueError("unknown %s policy %r (known: %s)" % (kind, name, ", ".join(sorted(table))))
+        raise ValueError("unknown %s policy %r (known: %s)"
+                         % (kind, name, ", ".join(sorted(table))))
     return table[name]
 
 

@@ -41,7 +41,8 @@ def domain_round_robin(candidates: Sequence[OsdState], snapshot: Snapshot) -> Li
         rack = o.crush_path[-2] if len(o.crush_path) >= 2 and o.crush_path[-1] == o.host \
             else (o.crush_path[-1] if o.crush_path else "")
         racks.setdefault(rack, {}).setdefault(o.host, []).append(o)
-    per_rack = [_interleave([hosts[h] for h in sorted(hosts)]) for _, hosts in sorted(racks.items())]
+    per_rack = [_interleave([hosts[h] for h in sorted(hosts)])
+                for _, hosts in sorted(racks.items())]
     return _interleave(per_rack)
 
 
