@@ -41,10 +41,21 @@ def preview(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) 
     pol = policies_for(intent)
     view = View(snapshot, intent, progress, now)
     order = pol.start_order(sorted(view.candidates, key=lambda o: o.id), snapshot)
+    predict = _predictor(snapshot, intent, progress, pol, now)
     return {"order": [{"osd": o.id, "host": o.host, "pgs": o.pgs,
-                       "predicted_bytes": int(pol.footprint(o, progress.observations, now))}
-                      for o in order],
+                       "predicted_bytes": predict(o)} for o in order],
             "policies": list(pol.names)}
+
+
+def _predictor(snapshot, intent, progress, pol, now):
+    """The plan's own prediction (footprint policy floored by the core's peer floor) when the
+    core exposes it, else the footprint policy alone."""
+    try:
+        from ceph_recovery.tick import Tick
+        tick = Tick(snapshot, intent, progress, pol, now)
+        return lambda o: int(tick.predict(o.id))
+    except (ImportError, AttributeError, TypeError):
+        return lambda o: int(pol.footprint(o, progress.observations, now))
 
 
 def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:

@@ -337,6 +337,7 @@ class Engine(object):
                     "clean": snap.pgs_clean if snap else 0},
             "hosts": table, "open_instructions": self.run.open_instructions(),
             "health": [h.code for h in out.health] if out else [],
+            "health_detail": {h.code: list(h.detail) for h in out.health} if out else {},
             "summary": _plain(out.summary) if out else {},
             "findings": [f.__dict__ for f in self.findings if hasattr(f, "__dict__")],
             "error": self.error, "journal": list(self.run.journal)}

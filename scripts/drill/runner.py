@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import structlog
 
-from ceph_recovery_tools.lab import build, launch, teardown
+from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
 
 from . import cgroup_limit, report
@@ -24,6 +24,10 @@ log = structlog.get_logger("drill")
 # puts RocksDB's files in the page cache, which the cgroup counts as usage).
 LAB_TUNING = (("osd_recovery_sleep_hdd", "0"), ("osd_max_backfills", "4"),
               ("osd_recovery_max_active_hdd", "8"), ("bluefs_buffered_io", "false"))
+
+# a controlled run whose module keeps saying it cannot go on is reported as stalled
+STALL_CHECKS = ("RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_STALLED", "RECOVERY_BOOT_TIMEOUT")
+STALL_ABORT_S = 90.0
 
 # systemd's defaults for ceph-osd@.service, emulated in --naive mode
 RESTART_SEC = 10.0
@@ -129,6 +133,7 @@ class Drill(object):
                 cgroup_limit.set_limit(st, h, o.host_mem_limit)
         time.sleep(max(0.0, o.downtime - (time.time() - t_fail)))
         oom0 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
+        self.ensure_helpers()
         preview = self._dry_run(hosts)
         t_start = time.time()
         try:
@@ -147,6 +152,22 @@ class Drill(object):
         oom1 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
         return self._report(samples, t_fail, t_start, hosts, failed_osds, preview,
                             {h: oom1[h] - oom0[h] for h in oom1}, len(objs.sums), ok, bad)
+
+    def ensure_helpers(self) -> None:
+        """Like systemd's Restart=always for the helper unit: a dead lab helper is started
+        again (and recorded in the report's helpers_restarted)."""
+        if not self.state.get("helpers", True):
+            return
+        for host in sorted(self.state["hosts"]):
+            pid = self.state.get("pids", {}).get("helper.%s" % host)
+            if pid and procs.alive(pid, ("ceph-recovery-helper", self.state["dir"])):
+                continue
+            if not pid:
+                continue                  # this lab runs without helpers
+            new = launch.start_helper(self.state, host)
+            log.warning("helper was dead: started again", host=host, old_pid=pid, pid=new)
+            self.result.setdefault("helpers_restarted", []).append(
+                {"host": host, "time": round(time.time(), 1), "old_pid": pid, "pid": new})
 
     def _dry_run(self, hosts: List[str]) -> Dict[str, Any]:
         """Budgets per host (and the planned order) from the module, for both modes."""
@@ -210,6 +231,8 @@ class Drill(object):
         while time.time() < deadline:
             if self.o.naive:
                 self._naive_supervise(failed, dead_since)
+            else:
+                self.ensure_helpers()
             if (not restarted_mgr and self.o.restart_mgr_after is not None
                     and time.time() - t_start >= self.o.restart_mgr_after):
                 log.info("restarting ceph-mgr in the middle of the run")
@@ -225,19 +248,53 @@ class Drill(object):
                 continue
             states = {s["name"]: s["num"] for s in st.get("num_pg_by_state", [])}
             phase_done = self.o.naive or self._module_done()
+            if not self.o.naive and self._stalled():
+                self._abort_run("stalled")
+                return
             if (len(up) == len(self.state["osds"]) and states.get("active+clean", 0)
                     == st.get("num_pgs") and phase_done):
                 return
             time.sleep(2)
         log.warning("recovery did not finish within the timeout", timeout=self.o.timeout)
         self.result["timed_out"] = True
+        if not self.o.naive:
+            self._abort_run("timed out")
+
+    def _abort_run(self, why: str) -> None:
+        """Leave the lab usable: abort the module's run (it restores the flags it set)."""
+        try:
+            mgr_json(self.cluster, {"prefix": "recovery abort"})
+            self.result["aborted_run"] = why
+        except RuntimeError as e:
+            log.warning("abort failed", error=str(e))
 
     def _module_done(self) -> bool:
         try:
             st = mgr_json(self.cluster, {"prefix": "recovery status"})
         except RuntimeError:
             return False
+        self._last_status = st
         return st.get("phase") in ("done", "aborted") or not st.get("active")
+
+    def _stalled(self) -> bool:
+        """True (and recorded) once the module reported a stall check for STALL_ABORT_S."""
+        st = getattr(self, "_last_status", None) or {}
+        stuck = sorted(set(st.get("health", [])) & set(STALL_CHECKS))
+        if not stuck or st.get("phase") != "running":
+            self._stall_since = None
+            return False
+        now = time.time()
+        since = getattr(self, "_stall_since", None) or now
+        self._stall_since = since
+        if now - since < STALL_ABORT_S:
+            return False
+        detail = st.get("health_detail") or {}
+        reasons = [line for c in stuck for line in detail.get(c, [])] or \
+            (st.get("summary") or {}).get("reasons", [])
+        self.result["stalled"] = {"checks": stuck, "for_s": round(now - since, 1),
+                                  "reasons": reasons[:5]}
+        log.warning("controlled run stalled", checks=stuck, reasons=reasons[:3])
+        return True
 
     # ---------------------------------------------------------------- report
     def _report(self, samples, t_fail, t_start, hosts, failed, preview, ooms, written, ok,
