@@ -224,6 +224,10 @@ def _restore_flags(t: Tick, why: str) -> None:
 
 def _tail(t: Tick) -> None:
     v = t.view
+    unknown = sorted(set(t.i.scope) - v.scope_seen)
+    if unknown and t.state is not None:
+        t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
+                 % ", ".join(unknown), count=len(unknown))
     if t.state in ("new", "running"):
         if not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
                 and not t.settling:

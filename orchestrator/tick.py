@@ -26,7 +26,8 @@ SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": 
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
             "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
             "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
-            "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning"}
+            "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning",
+            "RECOVERY_SCOPE_UNKNOWN": "warning"}
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
@@ -36,7 +37,8 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_PAUSED": "controlled recovery paused (%d OSDs in flight)",
            "RECOVERY_ABORTED": "controlled recovery aborted (%d OSDs left held)",
            "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused",
-           "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)"}
+           "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)",
+           "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD"}
 
 
 def fmt_bytes(n: float) -> str:

@@ -67,6 +67,7 @@ class View:
         scope = frozenset(intent.scope)
         holds = frozenset(intent.holds)
         self.in_scope: Set[int] = set()
+        self.scope_seen: Set[str] = set()         # scope buckets that match some OSD
         self.op_held: Dict[int, str] = {}          # osd -> the operator-held bucket over it
         for o in snapshot.osds:
             self.by_id[o.id] = o
@@ -74,6 +75,8 @@ class View:
             path = osd_path(o)
             if not scope or not scope.isdisjoint(path):
                 self.in_scope.add(o.id)
+                if scope:
+                    self.scope_seen.update(scope.intersection(path))
             if holds and not holds.isdisjoint(path):
                 self.op_held[o.id] = next(b for b in path if b in holds)
         self.restarting: Set[int] = set()

@@ -197,6 +197,8 @@ CASES = [
     pytest.param(snap(osd(3, process="running", rss_bytes=450 * MiB, flags=NOUP), *HELD[1:],
                       used={"h1": 6 * GiB}, cluster_flags=RUNF), RUN, RUNNING,
                  [G % 3], (), "running", id="preboot_process_needs_only_the_rest"),
+    pytest.param(snap(), Intent(mode="controlled", run_id="r1", scope=("rack9",)), Progress(),
+                 ["done"], ("RECOVERY_SCOPE_UNKNOWN",), "done", id="unknown_scope_is_reported"),
     pytest.param(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r1",
                                                          scope=("h0",)),
                  RUNNING.evolve(held_osds=frozenset()),
