@@ -105,3 +105,36 @@ def test_budget_never_exceeded_when_predictions_hold(case):
         for h, b in budgets.items():
             assert model.used(h) <= max(b, start[h]), (h, model.used(h), b)
     assert model.oom_kills == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HC.too_slow])
+@given(st.integers(1, 40), st.integers(1, 20), st.sampled_from(["paused", "abort", "idle"]))
+def test_pause_or_abort_mid_run_then_resume_converges(at, length, mode):
+    """Switch the intent to pause/abort/idle at tick `at` for `length` ticks, then start again
+    (same run for pause, a new run id otherwise): invariants hold on every tick, nothing is
+    granted or booted while not controlled, and the run still ends all up with flags restored."""
+    model = make_model(hosts=3, per_host=3, down_hosts=(1, 2), racks=2, ram=3072 * MiB)
+    base = Intent(mode="controlled", run_id="a", concurrency=2)
+    pol = resolve(base)
+    progress = Progress()
+    for k in range(TICKS):
+        if k < at:
+            intent = base
+        elif k < at + length:
+            intent = Intent(mode=mode, run_id="a", concurrency=2)
+        else:
+            intent = base if mode == "paused" else Intent(mode="controlled", run_id="b",
+                                                          concurrency=2)
+        snap = model.snapshot()
+        res = plan(snap, intent, progress, pol, model.now)
+        assert check_invariants(snap, intent, progress, res, pol, now=model.now) == []
+        if intent.mode != "controlled":
+            assert not {a.kind for a in res.actions} & {"grant_start", "allow_boot",
+                                                         "restart_osd"}
+        progress = res.progress
+        model.apply(res.actions)
+        if progress.phase == "done" and k >= at + length:
+            break
+        model.step(DT)
+    assert progress.phase == "done" and model.all_up()
+    assert not model.cluster_flags and not any(o.noup for o in model.osds.values())
