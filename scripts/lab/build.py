@@ -164,7 +164,7 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
     bootstrap.bootstrap_mgr(state)
     log.info("mon and mgr started", mon=state["mon_addr"], t=round(time.monotonic() - t0, 1))
     bootstrap.create_osds(state)
-    launch.wait_all_up(state, timeout=opts.health_timeout)
+    launch.wait_all_up(state, timeout=opts.health_timeout, require_running=True)
     log.info("all OSDs up", t=round(time.monotonic() - t0, 1))
     bootstrap.create_pool(state, opts.pg_num)
     bootstrap.create_helper_key(state)

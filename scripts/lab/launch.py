@@ -217,8 +217,13 @@ def wait_health_ok(state: Dict[str, Any], timeout: float = 300, ignore: Iterable
     raise TimeoutError(f"lab not HEALTH_OK after {timeout}s: {json.dumps(last)[:2000]}")
 
 
-def wait_all_up(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
-    """Poll until every lab OSD is up and in the OSD map; the last `osd dump`."""
+def wait_all_up(state: Dict[str, Any], timeout: float = 300,
+                require_running: bool = False) -> Dict[str, Any]:
+    """Poll until every lab OSD is up and in the OSD map; the last `osd dump`.
+
+    require_running: raise RuntimeError at once when an OSD process is gone (crashed, or
+    OOM-killed in its host cgroup) instead of waiting for the timeout.
+    """
     want = {int(o) for o in state["osds"]}
     deadline, dump = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
@@ -229,8 +234,37 @@ def wait_all_up(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
                 return dump
         except CephError:
             pass
+        if require_running:
+            _raise_if_osd_gone(state, want)
         time.sleep(1)
     raise TimeoutError(f"OSDs not all up after {timeout}s: want {sorted(want)}")
+
+
+def _raise_if_osd_gone(state: Dict[str, Any], osds: Iterable[int]) -> None:
+    gone = [o for o in sorted(osds) if osd_pid(state, o) is None]
+    if not gone:
+        return
+    ooms = {h: cgroup_memory(state, h)["oom_kill"] for h in state["hosts"]}
+    raise RuntimeError(f"OSD process(es) {gone} exited while starting (cgroup oom_kill by host: "
+                       f"{ooms}); see {state['dir']}/log/osd.N.log")
+
+
+def wait_pgs_clean(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
+    """Poll `pg stat` until every PG is active+clean (none unknown); the last answer."""
+    deadline, stat = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            stat = ceph(state, "pg", "stat", timeout=30)
+            summary = stat.get("pg_summary", stat)
+            total = summary.get("num_pgs", 0)
+            clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
+                        if s["name"] == "active+clean")
+            if total and clean == total:
+                return stat
+        except CephError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"PGs not all active+clean after {timeout}s: {json.dumps(stat)[:1000]}")
 
 
 def helper_executable() -> str:
@@ -250,25 +284,8 @@ def start_helper(state: Dict[str, Any], host: str) -> int:
 
 
 def stop_helper(state: Dict[str, Any], host: str, timeout: float = 15) -> bool:
+    """Stop the node helper of a lab host; True when it is not running at the end."""
     pid = state.get("pids", {}).get(f"helper.{host}")
     if not procs.alive(pid, ("ceph-recovery-helper", state["dir"])):
         return True
     return not procs.terminate([pid], timeout)
-
-
-def wait_pgs_clean(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
-    """Poll `pg stat` until every PG is active+clean (none unknown); the last answer."""
-    deadline, stat = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        try:
-            stat = ceph(state, "pg", "stat", timeout=30)
-            summary = stat.get("pg_summary", stat)
-            total = summary.get("num_pgs", 0)
-            clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
-                        if s["name"] == "active+clean")
-            if total and clean == total:
-                return stat
-        except CephError:
-            pass
-        time.sleep(1)
-    raise TimeoutError(f"PGs not all active+clean after {timeout}s: {json.dumps(stat)[:1000]}")

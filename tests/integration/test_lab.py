@@ -156,16 +156,19 @@ def test_netns_lab_up_then_down_leaves_nothing(lab_factory):
 
 
 def test_failed_up_cleans_after_itself(lab):
+    """An 8 MiB host limit: the OSD is OOM-killed while starting, `up` fails fast, saying so,
+    and leaves nothing behind."""
     d = tempfile.mkdtemp(prefix="lab-pytest-fail-", dir="/tmp")
     opts = build.LabOptions(hosts=1, racks=1, osds_per_host=1, objectstore="memstore",
-                            netns=True, helpers=False, health_timeout=1,
-                            module_dir=lab["module_dir"])
+                            netns=True, helpers=False, host_mem_limit=8 << 20,
+                            health_timeout=120, module_dir=lab["module_dir"])
     try:
-        with pytest.raises(TimeoutError):
+        with pytest.raises(RuntimeError, match=r"exited while starting .*'h1': [1-9]"):
             build.up(d, opts)
         assert _leftovers(d) == {"procs": [], "cgroups": [], "netns": [], "bridge": [],
                                  "mounts": []}
         assert not build.holds_cluster(d)
+        assert os.listdir(d) == ["log"]
     finally:
         teardown.down(d)
         subprocess.run(["rm", "-rf", d])
