@@ -24,6 +24,10 @@ from .inputs import InputError, check_buckets, check_concurrency, parse_budget, 
 from .state import RunState
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
+# checks about a run's budget and progress: raised only while a run is active (the last run's
+# budget stays in the intent, but an idle cluster is not "over its recovery budget")
+RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_STALLED",
+                   "RECOVERY_BOOT_TIMEOUT", "RECOVERY_RESTART_REFUSED")
 REPEAT_WINDOW_S = 120.0
 
 
@@ -163,6 +167,14 @@ class Engine(object):
         ins = self.run.add_instruction(action.host, op, action.osd, action.reason, now,
                                        snap.epoch)
         return "instruction %s queued for helper on %s" % (ins["id"], action.host)
+
+    def health_checks(self) -> Tuple[Any, ...]:
+        """plan()'s health checks, without the run-only ones when no run is active."""
+        if self.plan_out is None:
+            return ()
+        if self.active:
+            return self.plan_out.health
+        return tuple(h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
 
     # ------------------------------------------------------------------ helper protocol
     def helper_report(self, report: Report, now: float) -> Instructions:
@@ -336,8 +348,8 @@ class Engine(object):
                     "active": snap.pgs_active if snap else 0,
                     "clean": snap.pgs_clean if snap else 0},
             "hosts": table, "open_instructions": self.run.open_instructions(),
-            "health": [h.code for h in out.health] if out else [],
-            "health_detail": {h.code: list(h.detail) for h in out.health} if out else {},
+            "health": [h.code for h in self.health_checks()],
+            "health_detail": {h.code: list(h.detail) for h in self.health_checks()},
             "summary": _plain(out.summary) if out else {},
             "findings": [f.__dict__ for f in self.findings if hasattr(f, "__dict__")],
             "error": self.error, "journal": list(self.run.journal)}

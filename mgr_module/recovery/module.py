@@ -135,8 +135,7 @@ class Module(MgrModule):
             self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
             self.engine.error = None
             self._persist()
-            out = self.engine.plan_out
-            self.set_health_checks(health_dict(out.health) if out else {})
+            self.set_health_checks(health_dict(self.engine.health_checks()))
             self._report_progress()
 
     def _report_progress(self) -> None:

@@ -249,3 +249,17 @@ def test_state_is_persisted_after_every_action(world):
     all_helpers(eng, 1002.0, [RUNNING(4, 100 << 20), STOPPED(5)],
                 done=[last.open_instructions()[0]["id"]])
     assert len(saved) == 6 and state_mod.RunState.loads(saved[-1]).starts == {4: 1}
+
+
+def test_run_only_health_checks_dropped_when_idle(world):
+    from ceph_recovery.model import HealthCheck
+    core = _shell("core")
+    eng, ceph = make_engine()
+    checks = (HealthCheck("RECOVERY_BUDGET_EXCEEDED", "warning", "h1 over"),
+              HealthCheck("RECOVERY_DOMAIN_HELD", "warning", "h3 held"))
+    eng.plan_out = core.PlanOutput((), eng.run.progress, checks, {})
+    assert [h.code for h in eng.health_checks()] == ["RECOVERY_DOMAIN_HELD"]
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    assert [h.code for h in eng.health_checks()] == ["RECOVERY_BUDGET_EXCEEDED",
+                                                     "RECOVERY_DOMAIN_HELD"]
