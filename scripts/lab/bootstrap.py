@@ -144,8 +144,10 @@ def create_pool(state: Dict[str, Any], pg_num: int) -> None:
     pool = state["pool"]
     ceph(state, "osd", "pool", "create", pool, str(pg_num), str(pg_num), "replicated",
          json_out=False)
-    ceph(state, "osd", "pool", "set", pool, "size", "3", json_out=False)
-    ceph(state, "osd", "pool", "set", pool, "min_size", "2", json_out=False)
+    size, min_size = state.get("pool_size", (3, 2))
+    really = ["--yes-i-really-mean-it"] if size == 1 else []
+    ceph(state, "osd", "pool", "set", pool, "size", str(size), *really, json_out=False)
+    ceph(state, "osd", "pool", "set", pool, "min_size", str(min_size), json_out=False)
     ceph(state, "osd", "pool", "application", "enable", pool, "rbd", json_out=False)
 
 

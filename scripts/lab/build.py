@@ -46,6 +46,12 @@ def holds_cluster(lab_dir: str) -> bool:
     return any(os.path.exists(os.path.join(lab_dir, p)) for p in ("lab.json", "ceph.conf", "data"))
 
 
+def pool_size(hosts: int) -> tuple:
+    """(size, min_size): 3/2 with 3+ hosts (failure domain host); fewer hosts, fewer copies."""
+    size = min(3, hosts)
+    return size, max(1, size - 1)
+
+
 def pick_port(addr: str, lab_dir: str, exclude: Iterable[int] = ()) -> int:
     """A TCP port free on addr, searched from a start derived from the lab directory."""
     start, exclude = 10000 + int(names.lab_hash(lab_dir), 16) % 6000, set(exclude)
@@ -72,7 +78,8 @@ def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
         "admin_keyring": os.path.join(d, "admin.keyring"),
         "helper_keyring": os.path.join(d, "helper.keyring"),
         "fsid": str(uuid.uuid4()), "mon_addr": None, "objectstore": opts.objectstore,
-        "netns": opts.netns, "pool": "lab", "module_dir": opts.module_dir,
+        "netns": opts.netns, "pool": "lab", "pool_size": pool_size(opts.hosts),
+        "module_dir": opts.module_dir,
         "pythonpath": sysconfig.get_paths()["purelib"], "names": kn,
         "cgroup_version": version, "subnet": None, "bridge_addr": None,
         "hosts": {}, "osds": {}, "pids": {}}
@@ -113,8 +120,11 @@ def make_kernel_objects(state: Dict[str, Any], opts: LabOptions) -> None:
 def write_conf(state: Dict[str, Any], opts: LabOptions) -> None:
     osds = {int(o): {"host": i["host"], "rack": state["hosts"][i["host"]]["rack"],
                      "addr": state["hosts"][i["host"]]["addr"]} for o, i in state["osds"].items()}
+    size, min_size = state["pool_size"]
     text = render_conf(state["dir"], state["fsid"], state["mon_addr"], opts.objectstore,
-                       state["public_network"], osds)
+                       state["public_network"], osds,
+                       extra_global={"osd_pool_default_size": str(size),
+                                     "osd_pool_default_min_size": str(min_size)})
     with open(state["conf"], "w") as f:
         f.write(text)
 

@@ -31,20 +31,27 @@ def lab_pids(d: str) -> Dict[str, Set[int]]:
     """Live processes of this lab by kind: helpers, osds, others (mon/mgr/stray)."""
     conf, h = os.path.join(d, "ceph.conf"), names.lab_hash(d)
     found: Dict[str, Set[int]] = {"helper": set(), "osd": set(), "other": set()}
+    me = _self_and_ancestors()
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
         cmd = proc.info["cmdline"] or []
-        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.info["pid"] == os.getpid():
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.info["pid"] in me:
             continue
         ours = conf in cmd or (d in cmd and "--lab-dir" in cmd)
         if ours:
             found[_kind(cmd)].add(proc.info["pid"])
     for pid in _cgroup_pids(d) | _netns_pids(h):
-        if procs.alive(pid) and pid != os.getpid():
+        if procs.alive(pid) and pid not in me:
             try:
                 found[_kind(psutil.Process(pid).cmdline())].add(pid)
             except psutil.Error:
                 pass
     return found
+
+
+def _self_and_ancestors() -> Set[int]:
+    """Never stop the caller or its parents (e.g. a drill run with --lab-dir D calling down)."""
+    me = psutil.Process()
+    return {me.pid} | {p.pid for p in me.parents()}
 
 
 def _kind(cmd: List[str]) -> str:

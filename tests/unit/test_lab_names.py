@@ -69,3 +69,8 @@ def test_topology_round_robin_racks_and_osds_host_by_host():
 def test_topology_rejects(args):
     with pytest.raises(ValueError):
         names.topology(*args)
+
+
+def test_pool_size_follows_hosts():
+    from ceph_recovery_tools.lab.build import pool_size
+    assert [pool_size(h) for h in (1, 2, 3, 8)] == [(1, 1), (2, 1), (3, 2), (3, 2)]
