@@ -95,8 +95,9 @@ class Engine(object):
             self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than the "
                             "last decided %d: not acting" % (snap.epoch, self.run.progress.epoch))
             return
-        # progress first: a crash mid-list re-plans from the map (level triggered) and the
-        # journal/instructions persisted after every action say what was already done
+        # progress first: a crash mid-list re-plans from the map (level triggered); every
+        # acting step is journaled and persisted BEFORE it is carried out (write-ahead), so
+        # an mgr killed right after a command still shows it (result "in progress")
         self.run.progress = out.progress
         if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
             self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
@@ -104,18 +105,22 @@ class Engine(object):
             cur = epoch_now()
             if cur < snap.epoch:
                 self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
-                return
-            self.carry_out(action, snap, now)
-            if not isinstance(action, A.Wait):
+                break
+            entry = None
+            if action.kind not in REPEATABLE + ("wait", "done"):
+                entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
                 self.persist()
+            self.carry_out(action, snap, now, entry)
         self.run.prune_instructions()
+        self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
         if self.last_wait != (kind, reason):
             self.last_wait = (kind, reason)
             self.run.record(now, epoch, {"kind": kind, "reason": reason}, "noted")
 
-    def carry_out(self, action: A.Action, snap: Snapshot, now: float) -> None:
+    def carry_out(self, action: A.Action, snap: Snapshot, now: float,
+                  entry: Optional[Dict[str, Any]] = None) -> None:
         if isinstance(action, A.Wait):
             self._note_wait(now, snap.epoch, "wait", action.describe())
             return
@@ -138,7 +143,10 @@ class Engine(object):
             ok, result = self.executor.run_mon_action(action)
         else:
             result = "ignored: unknown action"
-        self._journal(now, snap.epoch, action, result)
+        if entry is not None:
+            entry["result"] = result
+        else:
+            self._journal(now, snap.epoch, action, result)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
 
     def _journal(self, now: float, epoch: int, action: A.Action, result: str) -> None:

@@ -101,9 +101,11 @@ class RunState(object):
         if n != self.journal.maxlen:
             self.journal = deque(self.journal, maxlen=max(10, int(n)))
 
-    def record(self, now: float, epoch: int, action: Mapping[str, Any], result: str) -> None:
-        self.journal.append({"time": round(now, 3), "epoch": epoch, "action": dict(action),
-                             "result": result})
+    def record(self, now: float, epoch: int, action: Mapping[str, Any],
+               result: str) -> Dict[str, Any]:
+        entry = {"time": round(now, 3), "epoch": epoch, "action": dict(action), "result": result}
+        self.journal.append(entry)
+        return entry
 
     # --- helper instructions ---------------------------------------------------------------
     def open_instructions(self, host: Optional[str] = None,

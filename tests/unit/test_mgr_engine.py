@@ -241,14 +241,18 @@ def test_state_is_persisted_after_every_action(world):
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
     eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
     tick(eng, world, 1001.0)
-    # set noout, set norebalance, hold 4, hold 5, grant 4: one save after each
-    assert len(saved) == 5
+    # set noout, set norebalance, hold 4, hold 5, grant 4: one save BEFORE each (write-ahead)
+    # and one at the end of the tick
+    assert len(saved) == 6
+    ahead = state_mod.RunState.loads(saved[2])       # saved before "hold 4" was sent
+    assert [(j["action"]["kind"], j["result"]) for j in ahead.journal][-3:] == [
+        ("set_flag", "ok"), ("set_flag", "ok"), ("hold_osd", "in progress")]
     last = state_mod.RunState.loads(saved[-1])
     assert [(i["op"], i["osd"]) for i in last.open_instructions()] == [("start", 4)]
     assert last.progress == eng.run.progress
     all_helpers(eng, 1002.0, [RUNNING(4, 100 << 20), STOPPED(5)],
                 done=[last.open_instructions()[0]["id"]])
-    assert len(saved) == 6 and state_mod.RunState.loads(saved[-1]).starts == {4: 1}
+    assert len(saved) == 7 and state_mod.RunState.loads(saved[-1]).starts == {4: 1}
 
 
 def test_run_only_health_checks_dropped_when_idle(world):
