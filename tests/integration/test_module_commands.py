@@ -107,7 +107,8 @@ def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
     launch.ceph(state, "recovery", "hold", host)
     wait_for(lambda: "noup" in (osd_map(state).get("crush_node_flags") or {}).get(host, []),
              30, "noup on %s" % host)
-    assert "RECOVERY_DOMAIN_HELD" in launch.health(state).get("checks", {})
+    wait_for(lambda: "RECOVERY_DOMAIN_HELD" in launch.health(state).get("checks", {}), 30,
+             "RECOVERY_DOMAIN_HELD in ceph health")
     launch.kill_host(state, host)
     wait_for(lambda: all(not o["up"] for o in osd_map(state)["osds"] if o["osd"] in osds),
              60, "the held host's OSDs down")
