@@ -142,6 +142,7 @@ class Drill(object):
             else:
                 self._controlled(t_start)
             self._wait_clean(t_start, failed_osds)
+            time.sleep(4 * sampler.interval)   # the sampler's own view catches up with the end
         finally:
             samples = sampler.stop()
             if o.host_mem_limit:
