@@ -4,20 +4,27 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional
 
 
-def first_time(samples: List[Dict[str, Any]], t_start: float, pred) -> Optional[float]:
+def settled_time(samples: List[Dict[str, Any]], t_start: float, pred) -> Optional[float]:
+    """Seconds from t_start to the sample from which `pred` holds until the end (a state
+    reached and lost again, e.g. PGs active before the next OSD's peering, does not count)."""
+    first = None
     for s in samples:
-        if s["time"] >= t_start and s.get("cluster") and pred(s["cluster"]):
-            return round(s["time"] - t_start, 1)
-    return None
+        if s["time"] < t_start or not s.get("cluster"):
+            continue
+        if pred(s["cluster"]):
+            first = s["time"] if first is None else first
+        else:
+            first = None
+    return None if first is None else round(first - t_start, 1)
 
 
 def recovery_times(samples: List[Dict[str, Any]], t_start: float) -> Dict[str, Optional[float]]:
-    """Seconds from the start of the recovery until every OSD is up; then until (with every
-    OSD up) every PG is active; then every PG active+clean."""
+    """Seconds from the start of the recovery until every OSD is up for good; until (with every
+    OSD up) every PG stays active; until every PG stays active+clean."""
     def all_up(c): return len(c["up"]) == c["osds"]
-    up = first_time(samples, t_start, all_up)
-    active = first_time(samples, t_start, lambda c: all_up(c) and c["pgs_active"] == c["pgs"])
-    clean = first_time(samples, t_start, lambda c: all_up(c) and c["pgs_clean"] == c["pgs"])
+    up = settled_time(samples, t_start, all_up)
+    active = settled_time(samples, t_start, lambda c: all_up(c) and c["pgs_active"] == c["pgs"])
+    clean = settled_time(samples, t_start, lambda c: all_up(c) and c["pgs_clean"] == c["pgs"])
     return {"time_to_all_up_s": up, "time_to_all_pgs_active_s": active,
             "time_to_all_pgs_clean_s": clean}
 

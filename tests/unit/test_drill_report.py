@@ -37,6 +37,12 @@ def test_times_from_recovery_start():
     assert report.recovery_times(SERIES, 100.5) == {
         "time_to_all_up_s": 2.5, "time_to_all_pgs_active_s": 3.5, "time_to_all_pgs_clean_s": 4.5}
     assert report.recovery_times(SERIES[:3], 100.5)["time_to_all_up_s"] is None
+    # all active at t=4, then a peering dip at t=5: not settled yet at the end
+    dip = SERIES[:5] + [sample(5.0, [0, 1, 2, 3, 4, 5], 20, 20, {"h1": 0, "h2": 0}, {})]
+    assert report.recovery_times(dip, 100.5)["time_to_all_pgs_active_s"] is None
+    dip.append(sample(6.0, [0, 1, 2, 3, 4, 5], 33, 33, {"h1": 0, "h2": 0}, {}))
+    assert report.recovery_times(dip, 100.5) == {
+        "time_to_all_up_s": 2.5, "time_to_all_pgs_active_s": 5.5, "time_to_all_pgs_clean_s": 5.5}
 
 
 def test_peaks_and_budget_excess_only_after_start():
