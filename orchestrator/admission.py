@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
-from .model import OsdState
+from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .tick import Tick, fmt_bytes
-from .view import restart_gain
+from .view import MIN_RESTART_GAIN, restart_gain
 
 
 def memory_stage(t: Tick) -> None:
@@ -207,11 +207,31 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
         t.reasons.append("waiting for in-flight or settling OSDs: " + line)
         return
     deficit = st["used"] + need - st["budget"]
-    progress = t.progress()
-    gain = max((restart_gain(x, progress) for x in t.view.by_host.get(host, ())
-                if x.up and x.id not in t.granted), default=0)
-    if deficit <= gain and t.state in ("new", "running") and respond(t, host, "next start"):
-        line += "; making room: " + t.stage["memory"][-1].describe()
+    room = _room(t, host)
+    if deficit <= room and t.state in ("new", "running") and respond(t, host, "next start"):
+        line += "; making room (%s restartable): %s" % (
+            fmt_bytes(room), t.stage["memory"][-1].describe())
     else:
-        line += "; nothing can be released or restarted to make room"
+        line += "; nothing can be released or restarted to make room (%s restartable)" % (
+            fmt_bytes(room))
     t.health("RECOVERY_BUDGET_TOO_SMALL", line)
+
+
+def _room(t: Tick, host: str) -> int:
+    """What restarts on `host` could free, one after the other: the sum of the expected gains
+    (view.restart_gain) of its up, running OSDs that this run does not have in flight, that
+    ok-to-stop did not refuse in this snapshot and that are out of their restart cooldown.
+    A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
+    progress = t.progress()
+    total = 0
+    for x in t.view.by_host.get(host, ()):
+        if not x.up or x.process == PROC_STOPPED or x.id in t.granted or \
+                t.s.ok_to_stop.get(x.id) is False:
+            continue
+        last = t.restarted.get(x.id)
+        if last is not None and t.now - last < t.i.restart_cooldown_s:
+            continue
+        gain = restart_gain(x, progress)
+        if gain >= MIN_RESTART_GAIN:
+            total += gain
+    return total

@@ -21,6 +21,7 @@ from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_ABORTING, PHASE_IDLE, 
 
 HELPER_STALE_S = 30.0      # a helper that has not reported for this long is missing
 RESTART_SETTLE_S = 30.0    # a restart occupies its host's slot at least this long
+MIN_RESTART_GAIN = 16 << 20  # a restart expected to free less than this is not worth it
 
 
 ACTIVE_PHASES = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)

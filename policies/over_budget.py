@@ -19,12 +19,11 @@ from typing import List, Optional, Sequence
 
 from ceph_recovery.actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from ceph_recovery.model import PROC_STOPPED, HostMem, Intent, OsdState, Progress, Snapshot
-from ceph_recovery.view import restart_gain
+from ceph_recovery.view import MIN_RESTART_GAIN, restart_gain
 
 HEAP_RELEASE_COOLDOWN_S = 120.0
 HEAP_SETTLE_S = 10.0
 MiB = 1 << 20
-MIN_RESTART_GAIN = 16 * MiB   # a restart expected to free less than this is not worth it
 
 
 def _running(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:

@@ -61,6 +61,12 @@ OVER = {"h1": 7 * GiB}
 OBS3 = tuple(Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0,
                          peak_bytes=400 * MiB) for _ in range(3))
 
+ROOM = [osd(i, up=True, rss_bytes=1200 * MiB, pgs_inactive=0) for i in (3, 4)]
+ROOMP = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
+                       restarted={3: NOW - 4000, 4: NOW - 4000},
+                       fresh_rss={3: 1000 * MiB, 4: 1000 * MiB},
+                       heap_released={3: NOW - 30, 4: NOW - 30})
+
 
 def sig(a):
     """What an action does, without its free-text reason."""
@@ -142,6 +148,27 @@ CASES = [
                  RUN, RUNNING.evolve(finished=frozenset({3})), ["heap_release osd=3"],
                  ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="quiescent_host_makes_room_for_next_start"),
+    # make room for the next start: h1's osd.3/4 are up and fat (1200 MiB; they came back at
+    # 1000 MiB after an old restart: 200 MiB expected gain each), osd.5 needs 500 MiB and
+    # 6400 + 500 MiB > 6554 MiB budget: a 346 MiB deficit that no single restart closes but
+    # two do, one at a time.
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: True}),
+                 RUN, ROOMP, ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",),
+                 "running", id="next_start_needs_several_restarts_restart_heaviest_first"),
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF),
+                 RUN, ROOMP, ["query_ok_to_stop osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",),
+                 "running", id="next_start_needs_several_restarts_asks_ok_to_stop_first"),
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: False, 4: True}),
+                 RUN, ROOMP, ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",),
+                 "running", id="next_start_no_restart_when_cleared_ones_cannot_make_room"),
+    pytest.param(snap(osd(3, up=True, rss_bytes=100 * MiB, pgs_inactive=0), ROOM[1], HELD[2],
+                      used={"h1": 5300 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: True}),
+                 RUN, ROOMP.evolve(restarted={3: NOW - 10, 4: NOW - 4000},
+                                   fresh_rss={4: 1000 * MiB}),
+                 ["wait"], (), "running", id="next_start_waits_while_the_restart_holds_the_slot"),
     pytest.param(snap(), Intent(mode="controlled", run_id="r1", holds=frozenset({"h1"})),
                  Progress(), FLAGS + ["hold_bucket bucket=h1"] + HOLDS,
                  ("RECOVERY_DOMAIN_HELD",), "running", id="held_bucket_never_granted"),
