@@ -30,6 +30,8 @@ from .inflight import MAX_START_FAILURES
 from .tick import Tick, fmt_bytes
 from .view import MIN_RESTART_GAIN, restart_gain
 
+SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
+
 
 def memory_stage(t: Tick) -> None:
     """Find hosts over budget; in a running run ask the over_budget policy what to do."""
@@ -121,8 +123,18 @@ def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
         if o is not None and o.host == host:
-            total += max(0, t.predict(osd_id) - o.rss_bytes)
+            total += settling_reserve(t, o)
     return total
+
+
+def settling_reserve(t: Tick, o: OsdState) -> int:
+    """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
+    far (still growing, as on the lab where RSS grows through recovery); once it has fallen
+    SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak."""
+    peak = t.peaks.get(o.id, 0)
+    if peak > 0 and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
+        return peak - o.rss_bytes
+    return max(0, t.predict(o.id) - o.rss_bytes)
 
 
 def grant_stage(t: Tick) -> None:
@@ -203,10 +215,10 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
     line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
         host, o.id, fmt_bytes(need), fmt_bytes(pred), fmt_bytes(st["used"]),
         fmt_bytes(st["reserved"]), fmt_bytes(st["budget"]))
-    if st["in_flight"] or any(t.view.host_of(x) == host for x in t.settling):
-        t.reasons.append("waiting for in-flight or settling OSDs: " + line)
+    if st["in_flight"]:
+        t.reasons.append("waiting for in-flight OSDs: " + line)
         return
-    deficit = st["used"] + need - st["budget"]
+    deficit = st["used"] + st["reserved"] + need - st["budget"]
     room = _room(t, host)
     if deficit <= room and t.state in ("new", "running") and respond(t, host, "next start"):
         line += "; making room (%s restartable): %s" % (

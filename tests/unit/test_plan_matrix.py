@@ -313,18 +313,37 @@ def test_budget_bytes_policy_gates_the_grant():
 
 def test_settling_osd_reserves_its_predicted_growth():
     """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
-    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB);
-    the host waits for it rather than making room."""
+    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
+    At 5900 MiB used it does not fit: no grant; the host makes room (heap release of osd.3,
+    which tcmalloc supports) or, where nothing can be released (heap_release False,
+    ok-to-stop refused), waits for memory."""
     s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
              cluster_flags=RUNF)
     p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
     res = plan(s, RUN, p, POL, NOW)
-    assert [sig(a) for a in res.actions] == ["wait"]
+    assert [sig(a) for a in res.actions] == ["heap_release osd=3"]
     assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
+    stuck = plan(snap(osd(3, up=True, pgs_degraded=5, heap_release=False), *HELD[1:],
+                      used={"h1": 5900 * MiB}, cluster_flags=RUNF, ok_to_stop={3: False}),
+                 RUN, p, POL, NOW)
+    assert [sig(a) for a in stuck.actions] == ["wait"]
+    assert stuck.summary["hosts"]["h1"]["waiting_on"] == "memory"
     roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
                       cluster_flags=RUNF), RUN, p, POL, NOW)
     assert [sig(a) for a in roomy.actions] == [G % 4]
 
+
+def test_settling_osd_past_its_peak_reserves_only_the_way_back():
+    """osd.3 settles at 300 MiB after a 400 MiB peak (more than 5 % below it: its peak is
+    behind it): h1 reserves 100 MiB for it, not the 200 MiB left to its 500 MiB prediction,
+    so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553 MiB)."""
+    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5950 * MiB},
+             cluster_flags=RUNF)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
+                       peaks={3: 400 * MiB})
+    assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [G % 4]
+    at_peak = p.evolve(peaks={3: 310 * MiB})
+    assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == ["heap_release osd=3"]
 
 def test_settled_peak_above_the_first_is_observed_again():
     s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
