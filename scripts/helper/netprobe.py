@@ -15,6 +15,7 @@ hosts' objects to `ceph_recovery.network.evaluate`. Shape: see that module's doc
 from __future__ import annotations
 
 import collections
+import ipaddress
 import dataclasses
 import json
 import os
@@ -112,17 +113,32 @@ def _osd_ip(osd: Mapping) -> Optional[str]:
     return None
 
 
+def _is_loopback(ip: str) -> bool:
+    try:
+        return ipaddress.ip_address(ip).is_loopback
+    except ValueError:
+        return False
+
+
 def peers_from_osd_map(host: str, osd_dump: Mapping, osd_tree: Mapping) -> Dict[str, str]:
-    """{peer host: IP} for every other CRUSH host holding an OSD with a known address."""
+    """{peer host: IP} for every other CRUSH host holding an OSD with a known address.
+
+    A peer that shares this host's address, or sits on loopback, is not the far end of a
+    link (single-address labs put every "host" on 127.0.0.1): probing it would measure
+    nothing but contention, so it is left out.
+    """
     by_id = {int(o["osd"]): o for o in osd_dump.get("osds", ())}
-    out: Dict[str, str] = {}
+    ip_by_host: Dict[str, str] = {}
     for node in osd_tree.get("nodes", ()):
-        if node.get("type") != "host" or node.get("name") == host:
+        if node.get("type") != "host":
             continue
         ips = [ip for ip in (_osd_ip(by_id[c]) for c in node.get("children", ()) if c in by_id)
                if ip]
         if ips:
-            out[node["name"]] = collections.Counter(ips).most_common(1)[0][0]
+            ip_by_host[node["name"]] = collections.Counter(ips).most_common(1)[0][0]
+    own = ip_by_host.get(host)
+    out = {h: ip for h, ip in ip_by_host.items()
+           if h != host and ip != own and not _is_loopback(ip)}
     return dict(sorted(out.items()))
 
 

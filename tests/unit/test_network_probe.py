@@ -114,3 +114,24 @@ def test_context_from_the_helpers_dict():
     assert c.peers == {"h1": "10.74.122.11", "h2": "10.74.122.12"}
     assert c.throughput_to == ("h1",) and c.budget_s == 1.5 and not c.serve_sink
     assert list(c.mon_addrs) == ["v2:10.0.0.1:3300"]
+
+
+def _loopback_map(addrs):
+    """An OSD dump/tree pair: one OSD per host with the given public address."""
+    osds, nodes = [], []
+    for i, (host, ip) in enumerate(sorted(addrs.items())):
+        osds.append({"osd": i, "public_addrs": {"addrvec": [
+            {"type": "v2", "addr": "%s:%d" % (ip, 6800 + i), "nonce": 1}]}})
+        nodes.append({"id": -(i + 2), "name": host, "type": "host", "children": [i]})
+    return {"osds": osds}, {"nodes": nodes}
+
+
+def test_single_address_lab_has_no_peers_to_probe():
+    # every lab "host" on 127.0.0.1: no link between them, so no pair may be probed
+    dump, tree = _loopback_map({"h1": "127.0.0.1", "h2": "127.0.0.1", "h3": "127.0.0.1"})
+    assert netprobe.peers_from_osd_map("h1", dump, tree) == {}
+
+
+def test_peer_sharing_this_hosts_address_is_skipped_others_kept():
+    dump, tree = _loopback_map({"h1": "10.9.0.2", "h2": "10.9.0.2", "h3": "10.9.0.4"})
+    assert netprobe.peers_from_osd_map("h1", dump, tree) == {"h3": "10.9.0.4"}
