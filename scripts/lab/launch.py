@@ -153,7 +153,7 @@ def start_mgr(state: Dict[str, Any], ident: str = "x") -> int:
     return pid
 
 
-def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 60,
+def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 180,
                 wait: bool = True) -> int:
     """Kill the lab's mgr and start it again with the same environment; the new pid.
 
@@ -162,7 +162,7 @@ def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 60,
     old_gid = ceph(state, "mgr", "dump", timeout=30).get("active_gid")
     pid = state["pids"].get(f"mgr.{ident}")
     if procs.alive(pid, ("ceph-mgr", state["conf"])):
-        procs.terminate([pid], timeout)
+        procs.terminate([pid], 20)
     new = start_mgr(state, ident)
     if wait:
         wait_mgr_available(state, timeout, not_gid=old_gid)
@@ -181,7 +181,11 @@ def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,
         except CephError:
             pass
         time.sleep(0.5)
-    raise TimeoutError(f"no available mgr after {timeout}s")
+    raise TimeoutError(f"no available mgr after {timeout}s: "
+                       f"{json.dumps({k: (dump or {}).get(k) for k in _MGR_KEYS})}")
+
+
+_MGR_KEYS = ("active_gid", "active_name", "available", "standbys", "modules")
 
 
 def _record_pid(state: Dict[str, Any], name: str, pid: int) -> None:

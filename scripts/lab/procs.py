@@ -3,8 +3,9 @@
 A daemon is spawned detached (its own session, stdio to its log file), optionally started inside
 a memory cgroup (its pid is written to cgroup.procs before exec, so its whole memory is charged
 there) and inside a network namespace (`nsenter --net` execs in place, the pid is kept).
-PID 1 on these machines does not reap orphans: a dead daemon may linger as a zombie, so "alive"
-means "exists and is not a zombie".
+PID 1 on these machines reaps orphans only now and then: a dead daemon may linger as a zombie,
+so "alive" means "exists and is not a zombie" -- unless some of its threads still run (a daemon
+whose main thread already returned during shutdown).
 """
 from __future__ import annotations
 
@@ -68,11 +69,30 @@ def alive(pid: Optional[int], must_contain: Iterable[str] = ()) -> bool:
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
+            # its argv is gone; still running threads mean it still holds its locks
+            return _live_threads(pid)
         cmdline = proc.cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+        return _live_threads(pid)
     return all(any(part in arg for arg in cmdline) for part in must_contain)
+
+
+def _live_threads(pid: int) -> bool:
+    """A process whose main thread exited shows as a zombie while its other threads still run
+    (ceph daemons shutting down do this, still holding their pid file and store locks)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def wait_gone(pids: Iterable[int], timeout: float) -> List[int]:
