@@ -1,0 +1,55 @@
+"""procs.alive on real processes: plain zombies are dead, a zombie leader with running threads
+(a daemon whose main thread returned during shutdown) is still alive."""
+import subprocess
+import sys
+import time
+
+import psutil
+
+from ceph_recovery_tools.lab import procs
+
+LEADER_EXITS = ("import ctypes, threading, time\n"
+                "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+                "ctypes.CDLL(None).pthread_exit(None)\n")
+
+
+def _wait_zombie(pid, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_plain_zombie_is_dead():
+    child = subprocess.Popen(["true"])
+    try:
+        assert _wait_zombie(child.pid)
+        assert not procs.alive(child.pid)
+    finally:
+        child.wait()
+    assert not procs.alive(child.pid)
+
+
+def test_zombie_leader_with_running_threads_is_alive():
+    child = subprocess.Popen([sys.executable, "-c", LEADER_EXITS])
+    try:
+        assert _wait_zombie(child.pid)
+        assert procs.alive(child.pid)
+        assert procs.wait_gone([child.pid], 0.5) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+    assert not procs.alive(child.pid)
+
+
+def test_alive_checks_the_command_line():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert procs.alive(child.pid, ("sleep", "30"))
+        assert not procs.alive(child.pid, ("ceph-osd",))
+        assert not procs.alive(None)
+    finally:
+        child.kill()
+        child.wait()
