@@ -8,7 +8,8 @@
   options (netns=True, host_mem_limit=..., objectstore="memstore", ...). At most one extra lab
   lives at a time: `make` tears down the previous one; `make.down()` tears it down early.
 
-Set CEPH_RECOVERY_KEEP_LAB_LOGS=1 to keep the lab's log/ directory after the session.
+A lab's log/ directory is kept (path printed) when tests of the session failed, or always with
+CEPH_RECOVERY_KEEP_LAB_LOGS=1; everything else is torn down.
 """
 from __future__ import annotations
 
@@ -50,22 +51,24 @@ def _start(prefix: str, opts: build.LabOptions) -> Dict[str, Any]:
     return build.up(d, opts)
 
 
-def _stop(state_dir: str) -> None:
+def _stop(state_dir: str, keep_logs: bool = False) -> None:
     report = teardown.down(state_dir)
-    if not os.environ.get("CEPH_RECOVERY_KEEP_LAB_LOGS"):
+    if keep_logs or os.environ.get("CEPH_RECOVERY_KEEP_LAB_LOGS"):
+        print(f"lab logs kept in {state_dir}/log")
+    else:
         shutil.rmtree(state_dir, ignore_errors=True)
     left = {k: v for k, v in report.items() if v}
     assert not left, f"lab teardown left things behind: {left}"
 
 
 @pytest.fixture(scope="session")
-def lab() -> Any:
+def lab(request: pytest.FixtureRequest) -> Any:
     _require_root()
     state = _start("lab-pytest-", _options())
     try:
         yield state
     finally:
-        _stop(state["dir"])
+        _stop(state["dir"], keep_logs=request.session.testsfailed > 0)
 
 
 @pytest.fixture
@@ -75,13 +78,13 @@ def healthy_lab(lab: Dict[str, Any]) -> Any:
 
 
 @pytest.fixture(scope="session")
-def lab_factory() -> Any:
+def lab_factory(request: pytest.FixtureRequest) -> Any:
     _require_root()
     current: List[str] = []
 
     def down() -> None:
         while current:
-            _stop(current.pop())
+            _stop(current.pop(), keep_logs=request.session.testsfailed > 0)
 
     def make(**options: Any) -> Dict[str, Any]:
         down()
