@@ -231,14 +231,15 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
 
 def _room(t: Tick, host: str) -> int:
     """What restarts on `host` could free, one after the other: the sum of the expected gains
-    (view.restart_gain) of its up, running OSDs that this run does not have in flight, that
-    ok-to-stop did not refuse in this snapshot and that are out of their restart cooldown.
+    (view.restart_gain) of its up, running OSDs that this run does not have in flight or
+    settling (the over_budget policies do not restart those), that ok-to-stop did not refuse
+    in this snapshot and that are out of their restart cooldown.
     A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
     progress = t.progress()
     total = 0
     for x in t.view.by_host.get(host, ()):
         if not x.up or x.process == PROC_STOPPED or x.id in t.granted or \
-                t.s.ok_to_stop.get(x.id) is False:
+                x.id in t.settling or t.s.ok_to_stop.get(x.id) is False:
             continue
         last = t.restarted.get(x.id)
         if last is not None and t.now - last < t.i.restart_cooldown_s:

@@ -131,10 +131,13 @@ class View:
 
 def restart_gain(o: OsdState, progress: Progress) -> int:
     """Bytes a restart of `o` is expected to free: its rss minus the rss it came back at after
-    its last restart (Progress.fresh_rss), else minus the median of the other OSDs' fresh rss,
-    else all of it (the field: a quick restart comes back with little history)."""
+    its last restart (Progress.fresh_rss), else minus the lower median of the other OSDs'
+    fresh rss, else all of it (the field: a quick restart comes back with little history).
+    The lower median: with few restarts measured, one that came back big (it was restarted
+    while still recovering, with its missed history) must not hide that a restart of a
+    settled OSD frees most of it; an OSD's own measured restart always wins."""
     fresh = progress.fresh_rss.get(o.id)
     if fresh is None and progress.fresh_rss:
         vals = sorted(progress.fresh_rss.values())
-        fresh = vals[len(vals) // 2]
+        fresh = vals[(len(vals) - 1) // 2]
     return max(0, o.rss_bytes - (fresh or 0))

@@ -10,8 +10,9 @@ nothing is in flight there. Returns ONE action:
   None                nothing left to try (plan() reports it in health).
 Restartable: up, process not stopped, not in flight in this run (granted), not restarted within
 intent.restart_cooldown_s, and expected to free at least MIN_RESTART_GAIN (its rss minus the rss
-it came back at after its last restart, see ceph_recovery.view.restart_gain); OSDs not settling
-(Progress.settling) first, then biggest expected gain first. An OSD whose ok-to-stop answer is False is skipped.
+it came back at after its last restart, see ceph_recovery.view.restart_gain), not settling
+(Progress.settling); biggest expected gain first. An OSD whose ok-to-stop answer is False is
+skipped.
 """
 from __future__ import annotations
 
@@ -32,12 +33,13 @@ def _running(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
 
 
 def _restartable(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
-    """Running OSDs whose restart is expected to free memory: OSDs this run has settled (or
-    never started) before those still settling (recovering: a restart would cost them their
-    recovery progress), biggest expected gain first."""
-    gains = [(restart_gain(o, progress), o) for o in _running(osds, progress)]
-    return [o for g, o in sorted(gains, key=lambda x: (x[1].id in progress.settling, -x[0],
-                                                       -x[1].rss_bytes, x[1].id))
+    """Running OSDs whose restart is expected to free memory, biggest expected gain first.
+    OSDs still settling (Progress.settling: their PGs recover) are not restartable: a restart
+    would cost their recovery progress and bring them back with their missed history, so
+    they would not come back small (the model shows it: such restarts re-peer to a new peak)."""
+    gains = [(restart_gain(o, progress), o) for o in _running(osds, progress)
+             if o.id not in progress.settling]
+    return [o for g, o in sorted(gains, key=lambda x: (-x[0], -x[1].rss_bytes, x[1].id))
             if g >= MIN_RESTART_GAIN]
 
 
