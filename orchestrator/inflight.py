@@ -1,8 +1,12 @@
 """Lifecycle of the OSDs a run started: peaks, finish, failed starts, boots, re-grants.
 
 Timing constants (seconds):
-  BOOT_OBSERVE_S   a granted process must have been seen (rss > 0) or run this long before its
-                   noup goes: the load-time footprint (PG log load) shows in preboot first.
+  BOOT_OBSERVE_S   a granted process sits in preboot under noup at least this long, with a
+                   non-zero rss that has stopped growing (no more than BOOT_FLAT_TOL above the
+                   peak seen in the earlier snapshots), before its noup goes: the load-time
+                   footprint (PG log load) must be known, not its first megabytes.
+  BOOT_OBSERVE_MAX_S  ... unless it has run this long (rss still growing, or not reported):
+                   the boot is allowed anyway, and the reason says so.
   PEERING_GRACE_S  an up OSD whose PGs are still inactive this long after its boot was allowed
                    is counted finished anyway: its remaining inactive PGs wait for other OSDs
                    (e.g. two replicas in the same held domain), and holding its slot would
@@ -26,6 +30,8 @@ from .tick import Tick, fmt_bytes
 from .view import RESTART_SETTLE_S
 
 BOOT_OBSERVE_S = 10.0
+BOOT_OBSERVE_MAX_S = 60.0
+BOOT_FLAT_TOL = 0.02
 PEERING_GRACE_S = 60.0
 GRANT_RETRY_S = 30.0
 MAX_START_FAILURES = 3
@@ -40,7 +46,10 @@ def track_in_flight(t: Tick) -> None:
         if o is None:
             forget(t, osd_id)
             continue
-        if o.rss_bytes > t.peaks.get(osd_id, 0):
+        before = t.peaks.get(osd_id, 0)
+        if before > 0 and o.rss_bytes <= before * (1.0 + BOOT_FLAT_TOL):
+            t.rss_flat.add(osd_id)
+        if o.rss_bytes > before:
             t.peaks[osd_id] = o.rss_bytes
         booted = t.booting.get(osd_id)
         if o.up and (o.pgs_inactive == 0 or (
@@ -118,7 +127,8 @@ def forget(t: Tick, osd_id: int) -> None:
 
 
 def boots(t: Tick) -> None:
-    """AllowBoot a granted OSD once its process runs in preboot and its rss was seen."""
+    """AllowBoot a granted OSD once its process has sat in preboot BOOT_OBSERVE_S with a flat,
+    non-zero rss (its load-time footprint is known), or BOOT_OBSERVE_MAX_S in any case."""
     for osd_id in sorted(t.granted):
         o = t.view.by_id[osd_id]
         if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
@@ -127,11 +137,15 @@ def boots(t: Tick) -> None:
             t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
             continue
         started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        if o.rss_bytes <= 0 and t.now - started < BOOT_OBSERVE_S:
-            continue
+        ran = t.now - started
+        known = o.rss_bytes > 0 and osd_id in t.rss_flat and ran >= BOOT_OBSERVE_S
         again = osd_id in t.booting
-        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB seen" % (
-            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0)))
+        if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
+            continue
+        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB %s" % (
+            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0,
+            "flat after %.0fs in preboot" % ran if known else
+            "not flat yet after %.0fs in preboot (allowed anyway)" % ran)))
         t.booting.setdefault(osd_id, t.now)
 
 
