@@ -5,9 +5,12 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
     used + reserved + need <= budget(host)
 
   used      host.mem_used as the helper reports it (host RAM, or the cgroup's usage)
-  reserved  for every OSD granted on that host and not yet finished, or finished and still
-            settling (inflight.py): max(0, predicted - rss), i.e. the growth it is still
-            expected to make (its current rss is already in `used`)
+  reserved  for every OSD in flight on that host (granted and not yet finished, or
+            restarting: a restarted OSD loads its PGs and peers again):
+            max(0, predicted - rss), the growth it is still expected to make (its current rss
+            is already in `used`); for every OSD finished and still settling (inflight.py):
+            the same while it is at its peak so far, or only its way back up to that peak
+            once it has fallen SETTLE_DROP below it (its peak is behind it)
   need      max(0, predicted - rss) of the candidate (a process already sitting in preboot has
             already spent part of its footprint)
 
@@ -117,9 +120,8 @@ def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
 def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
     """Predicted growth still to come on `host`: granted and settling OSDs."""
     total = 0
-    for osd_id in in_flight:
-        if osd_id in t.granted:
-            total += max(0, t.predict(osd_id) - t.view.by_id[osd_id].rss_bytes)
+    for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
+        total += max(0, t.predict(osd_id) - t.view.by_id[osd_id].rss_bytes)
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
         if o is not None and o.host == host:

@@ -366,6 +366,22 @@ def test_settling_osd_past_its_peak_reserves_only_the_way_back():
     at_peak = p.evolve(peaks={3: 310 * MiB})
     assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == ["wait"]
 
+def test_restarting_osd_reserves_its_regrowth():
+    """osd.4 was restarted 10 s ago to make room (it is in flight again: it reloads its PGs
+    and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
+    with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted only when
+    used + 400 + 500 MiB <= budget (6553 MiB)."""
+    two = Intent(mode="controlled", run_id="r1", concurrency=2)
+    back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
+    p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
+                       restarted={4: NOW - 10}, observations=OBS3)
+    tight = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5800 * MiB},
+                 cluster_flags=RUNF)
+    assert [sig(a) for a in plan(tight, two, p, POL, NOW).actions] == ["wait"]
+    roomy = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5600 * MiB},
+                 cluster_flags=RUNF)
+    assert [sig(a) for a in plan(roomy, two, p, POL, NOW).actions] == [G % 5]
+
 def test_settled_peak_above_the_first_is_observed_again():
     s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
              cluster_flags=RUNF)
