@@ -44,6 +44,13 @@ def cached_grants(state: StateDir, now: float,
     return grants, held - grants
 
 
+def _reply_epoch(state: StateDir) -> int:
+    """OSD map epoch the cached mgr instructions were decided on (0 if unknown)."""
+    reply = (state.load_instructions() or {}).get("reply") or {}
+    epoch = reply.get("epoch")
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
+
+
 def _refresh_cache(state: StateDir, osd_id: int, dump: Dict[str, Any],
                    tree: Dict[str, Any], now: float) -> None:
     view = state.load_view() or {}
@@ -82,6 +89,8 @@ def _from_cache(osd_id: int, state: StateDir, grants: Set[int], held: Set[int],
                 no_cache: str, error: str) -> GateResult:
     view = state.load_view()
     if view and view.get("osd_dump") is not None and osd_id in view.get("osds", []):
+        if _reply_epoch(state) < int(view["osd_dump"].get("epoch", 0) or 0):
+            held = set()   # the mgr's list was derived from an older map than the cached one
         allowed, reason = gate.gate_decision(osd_id, view["osd_dump"], view["osd_tree"],
                                              grants, held)
         return GateResult(allowed, "%s [mon unreachable: %s; cached view saved at %s]"

@@ -150,12 +150,13 @@ def dead_conf(tmp_path):
     return str(conf)
 
 
-def _cache(state, dump, osds=(2, 3), grants=(), now=1000.0):
+def _cache(state, dump, osds=(2, 3), grants=(), now=1000.0, held=(), reply_epoch=10):
     from ceph_recovery_tools.helper import gate
     small_dump, small_tree = gate.trim_view(list(osds), dump, TREE)
     state.save_view(small_dump, small_tree, "h2", list(osds), now)
-    state.save_instructions({"version": 1, "host": "h2", "epoch": 10, "instructions": [],
-                             "grants": list(grants), "held": []}, now)
+    state.save_instructions({"version": 1, "host": "h2", "epoch": reply_epoch,
+                             "instructions": [], "grants": list(grants), "held": list(held)},
+                            now)
 
 
 def test_gate_without_cache_follows_the_no_cache_policy(tmp_path, dead_conf):
@@ -182,6 +183,18 @@ def test_cached_grant_allows_until_it_expires(tmp_path, dead_conf):
     old = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1400.0,
                           grant_ttl=300)
     assert (fresh.allowed, old.allowed) == (True, False)
+
+
+def test_cached_mgr_hold_counts_only_if_not_older_than_the_cached_map(tmp_path, dead_conf):
+    # the release reached the cached map (epoch 57) before the mgr's next reply: the mgr's
+    # `held` list from epoch 50 must not keep the OSD held; from epoch 57 on it counts
+    st = StateDir(str(tmp_path / "s")).ensure()
+    _cache(st, dump_with(), held=[3], reply_epoch=DUMP["epoch"] - 7)
+    stale = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1001.0)
+    _cache(st, dump_with(), held=[3], reply_epoch=DUMP["epoch"])
+    current = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=1001.0)
+    assert (stale.allowed, stale.source) == (True, "cache")
+    assert (current.allowed, current.source) == (False, "cache")
 
 
 def test_osd_missing_from_cache_is_the_no_cache_case(tmp_path, dead_conf):
