@@ -42,6 +42,7 @@ class Engine(object):
         self.reports: Dict[str, Tuple[Report, float]] = {}
         self.network: Dict[str, Any] = {}
         self.findings: Tuple[Any, ...] = ()
+        self.tput_requests: Dict[str, List[str]] = {}   # host -> peers, sent with its next reply
         self.ok_to_stop: Optional[Tuple[int, Dict[int, bool]]] = None
         self.snapshot: Optional[Snapshot] = None
         self.crush: Optional[CrushIndex] = None
@@ -207,8 +208,22 @@ class Engine(object):
         grants = sorted({o.id for o in host_osds if o.id in p.granted}
                         | {i.osd for i in items})
         held = sorted(o.id for o in host_osds if o.id not in grants and self._held(o, snap))
+        probe = {"throughput_to": self.tput_requests.pop(host)} if host in self.tput_requests \
+            else {}
         return Instructions(host=host, epoch=snap.epoch if snap else 0, instructions=items,
-                            grants=tuple(grants), held=tuple(held))
+                            grants=tuple(grants), held=tuple(held), probe=probe)
+
+    def request_throughput(self, hosts: List[str]) -> Dict[str, List[str]]:
+        """Ask helpers for a bounded throughput probe to every other reporting host, carried
+        by each one's next reply. KeyError names hosts without a helper report."""
+        known = sorted(self.reports)
+        unknown = sorted(set(hosts) - set(known))
+        if unknown:
+            raise KeyError("no helper report from host(s) %s (known: %s)"
+                           % (", ".join(unknown), ", ".join(known) or "none"))
+        for h in hosts or known:
+            self.tput_requests[h] = [p for p in known if p != h]
+        return {h: self.tput_requests[h] for h in hosts or known}
 
     def _held(self, o, snap: Snapshot) -> bool:
         """Autostart held: noup on the OSD, a parent bucket or the cluster (last snapshot),

@@ -274,6 +274,20 @@ class Module(MgrModule):
             reply = self.engine.helper_report(parsed, time.time())
         return _ok(instructions_to_dict(reply))
 
+    @CLIWriteCommand("recovery network probe")
+    def cmd_network_probe(self, hosts: Optional[List[str]] = None) -> HandleCommandResult:
+        """Request a bounded throughput probe (<= 2 s or 64 MiB per pair) from these hosts'
+        helpers (default: every reporting host) to every other host, on their next cycle"""
+        bad = self._guard()
+        if bad:
+            return bad
+        with self._lock:
+            try:
+                requested = self.engine.request_throughput(list(hosts or []))
+            except KeyError as e:
+                return HandleCommandResult(-errno.ENOENT, "", "recovery: %s" % e.args[0])
+        return _ok({"throughput_requested": requested})
+
     @CLIReadCommand("recovery network")
     def cmd_network(self) -> HandleCommandResult:
         """Network view between hosts (helper probes) and current findings"""

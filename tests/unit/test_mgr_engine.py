@@ -267,3 +267,19 @@ def test_run_only_health_checks_dropped_when_idle(world):
     eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
     assert [h.code for h in eng.health_checks()] == ["RECOVERY_BUDGET_EXCEEDED",
                                                      "RECOVERY_DOMAIN_HELD"]
+
+
+def test_throughput_probe_request_rides_on_the_next_reply_once(world):
+    eng, _ = make_engine(world["map"])
+    tick(eng, world, 1000.0)
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    with pytest.raises(KeyError, match="h9"):
+        eng.request_throughput(["h2", "h9"])
+    assert eng.tput_requests == {}                       # bad input changed nothing
+    assert eng.request_throughput(["h2"]) == {"h2": ["h1", "h3"]}
+    first = eng.helper_report(report("h2", [RUNNING(2, 70 << 20)], t=1002.0), 1002.0)
+    again = eng.helper_report(report("h2", [RUNNING(2, 70 << 20)], t=1004.0), 1004.0)
+    other = eng.helper_report(report("h1", [RUNNING(0, 70 << 20)], t=1004.0), 1004.0)
+    assert first.probe == {"throughput_to": ["h1", "h3"]}
+    assert again.probe == {} and other.probe == {}
+    assert sorted(eng.request_throughput([])) == ["h1", "h2", "h3"]
