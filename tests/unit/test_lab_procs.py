@@ -47,6 +47,11 @@ def test_zombie_leader_with_running_threads_is_alive():
 def test_alive_checks_the_command_line():
     child = subprocess.Popen(["sleep", "30"])
     try:
+        # until the child has exec'd, its command line is still this interpreter's
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).cmdline() != ["sleep", "30"]:
+            assert time.monotonic() < deadline, "sleep never exec'd"
+            time.sleep(0.01)
         assert procs.alive(child.pid, ("sleep", "30"))
         assert not procs.alive(child.pid, ("ceph-osd",))
         assert not procs.alive(None)
