@@ -12,26 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any, Dict, List, Optional
+
+from ceph_recovery_tools.jsonfile import atomic_write_json
 
 DEFAULT_STATE_DIR = "/var/lib/ceph-recovery"
 MAX_EXECUTED = 1000
 
 
 def _atomic_write(path: str, data: Any) -> None:
-    d = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_json(path, data)
 
 
 def _read(path: str) -> Optional[Any]:

@@ -9,8 +9,9 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 from typing import Any, Callable, Dict, Iterator
+
+from ceph_recovery_tools.jsonfile import atomic_write_json
 
 STATE_VERSION = 1
 STATE_FILE = "lab.json"
@@ -32,19 +33,7 @@ def load_state(lab_dir: str) -> Dict[str, Any]:
 
 def save_state(lab_dir: str, state: Dict[str, Any]) -> None:
     """Write D/lab.json atomically (temp file in the same dir, fsync, rename)."""
-    path = state_path(lab_dir)
-    fd, tmp = tempfile.mkstemp(prefix=".lab.json.", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(state, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_json(state_path(lab_dir), state, indent=2)
 
 
 @contextlib.contextmanager
