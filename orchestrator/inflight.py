@@ -128,7 +128,9 @@ def forget(t: Tick, osd_id: int) -> None:
 
 def boots(t: Tick) -> None:
     """AllowBoot a granted OSD once its process has sat in preboot BOOT_OBSERVE_S with a flat,
-    non-zero rss (its load-time footprint is known), or BOOT_OBSERVE_MAX_S in any case."""
+    non-zero rss (its load-time footprint is known), or BOOT_OBSERVE_MAX_S in any case -- but
+    never when that load-time rss already exceeds the predicted peak its grant was admitted on
+    (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why."""
     for osd_id in sorted(t.granted):
         o = t.view.by_id[osd_id]
         if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
@@ -142,11 +144,34 @@ def boots(t: Tick) -> None:
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
+        if not again and not _boot_fits(t, o):
+            continue
         t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB %s" % (
             "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0,
             "flat after %.0fs in preboot" % ran if known else
             "not flat yet after %.0fs in preboot (allowed anyway)" % ran)))
         t.booting.setdefault(osd_id, t.now)
+
+
+LOAD_TO_PEAK_MIN = 2.0   # peering adds at least the load-time footprint again (lab: 3.3x, model: 5x)
+
+
+def _boot_fits(t: Tick, o) -> bool:
+    """A preboot rss above the predicted peak voids the prediction its grant was admitted on:
+    re-predict the peak as LOAD_TO_PEAK_MIN x that rss and boot only if the growth still fits
+    the host's budget; otherwise keep it in preboot (noup) and say why."""
+    predicted = t.predict(o.id)
+    if o.rss_bytes <= predicted:
+        return True
+    hm = t.view.hostmem.get(o.host)
+    growth = int(o.rss_bytes * LOAD_TO_PEAK_MIN) - o.rss_bytes
+    if hm is not None and hm.mem_used + growth <= t.budget(o.host):
+        return True
+    t.health("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d load-time rss %.0f MiB is above its "
+             "predicted peak %.0f MiB and %.0f MiB more would not fit the budget: kept in "
+             "preboot (noup), not booted" % (o.host, o.id, o.rss_bytes / 1048576.0,
+                                              predicted / 1048576.0, growth / 1048576.0))
+    return False
 
 
 def clear_stale_noup(t: Tick) -> None:
