@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import rados
 from tenacity import (retry, retry_if_exception_type, retry_if_result, stop_after_attempt,
@@ -60,16 +60,22 @@ def _retrying(timeout: float, attempts: int):
                  wait=wait_exponential(multiplier=0.2, max=2))
 
 
-def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
-             **args: Any) -> Any:
-    """`ceph <prefix> -f json` through the mon; CommandFailed on a non-zero rc."""
-    cmd = dict(args, prefix=prefix, format="json")
+def _send(command: Callable[..., Tuple[int, bytes, str]], prefix: str, timeout: float,
+          attempts: int, args: Dict[str, Any]) -> Tuple[int, bytes, str]:
+    """One `-f json` command through a rados mon_command/mgr_command, under the retry policy."""
+    cmd = json.dumps(dict(args, prefix=prefix, format="json"))
 
     @_retrying(timeout, attempts)
     def call() -> Tuple[int, bytes, str]:
-        return cluster.mon_command(json.dumps(cmd), b"", timeout=int(max(1, timeout)))
+        return command(cmd, b"", timeout=int(max(1, timeout)))
 
-    rc, out, outs = call()
+    return call()
+
+
+def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
+             **args: Any) -> Any:
+    """`ceph <prefix> -f json` through the mon; CommandFailed on a non-zero rc."""
+    rc, out, outs = _send(cluster.mon_command, prefix, timeout, attempts, args)
     if rc != 0:
         raise CommandFailed(prefix, rc, outs)
     return json.loads(out) if out else None
@@ -78,13 +84,7 @@ def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts
 def mgr_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
              **args: Any) -> Tuple[int, Any, str]:
     """A mgr (module) command: (rc, parsed JSON or None, status string). Not raised on rc."""
-    cmd = dict(args, prefix=prefix, format="json")
-
-    @_retrying(timeout, attempts)
-    def call() -> Tuple[int, bytes, str]:
-        return cluster.mgr_command(json.dumps(cmd), b"", timeout=int(max(1, timeout)))
-
-    rc, out, outs = call()
+    rc, out, outs = _send(cluster.mgr_command, prefix, timeout, attempts, args)
     try:
         parsed = json.loads(out) if out else None
     except ValueError:
