@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .actions import AllowBoot, GrantStart
 from .model import PROC_STOPPED, Observation
-from .tick import Tick, fmt_bytes
+from .tick import LOAD_TO_PEAK_MIN, Tick, fmt_bytes
 from .view import RESTART_SETTLE_S
 
 BOOT_OBSERVE_S = 10.0
@@ -113,6 +113,7 @@ def track_settling(t: Tick) -> None:
 
 def _unsettle(t: Tick, osd_id: int) -> None:
     t.settling.pop(osd_id, None)
+    t.load_rss.pop(osd_id, None)
     t.grew_at.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
     t.downtime.pop(osd_id, None)
@@ -120,6 +121,7 @@ def _unsettle(t: Tick, osd_id: int) -> None:
 
 def forget(t: Tick, osd_id: int) -> None:
     t.granted.pop(osd_id, None)
+    t.load_rss.pop(osd_id, None)
     t.booting.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
     t.downtime.pop(osd_id, None)
@@ -151,9 +153,8 @@ def boots(t: Tick) -> None:
             "flat after %.0fs in preboot" % ran if known else
             "not flat yet after %.0fs in preboot (allowed anyway)" % ran)))
         t.booting.setdefault(osd_id, t.now)
-
-
-LOAD_TO_PEAK_MIN = 2.0   # peering adds at least the load-time footprint again (lab: 3.3x, model: 5x)
+        if not again and o.rss_bytes > 0:
+            t.record_load(osd_id, o.rss_bytes)
 
 
 def _boot_fits(t: Tick, o) -> bool:

@@ -175,6 +175,7 @@ class Progress:
     failures: Mapping[int, int] = field(default_factory=dict)   # osd -> failed starts this run
     settling: Mapping[int, float] = field(default_factory=dict)  # osd -> finished, still recovering
     grew_at: Mapping[int, float] = field(default_factory=dict)   # settling osd -> last grew 1 %
+    load_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> preboot rss when booted
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

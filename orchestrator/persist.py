@@ -26,7 +26,8 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     for k in _OSD_FLOAT_MAPS:
         d[k] = {str(osd): float(t) for osd, t in sorted(getattr(p, k).items())}
     d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.peaks.items())}
-    d["fresh_rss"] = {str(osd): int(b) for osd, b in sorted(p.fresh_rss.items())}
+    for k in ("fresh_rss", "load_rss"):
+        d[k] = {str(osd): int(b) for osd, b in sorted(getattr(p, k).items())}
     d["failures"] = {str(osd): int(n) for osd, n in sorted(p.failures.items())}
     d["finished"] = sorted(p.finished)
     d["held_osds"] = sorted(p.held_osds)
@@ -122,7 +123,8 @@ def progress_from_dict(d: Any) -> Progress:
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
         auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
         fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int),
-        settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"))
+        settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"),
+        load_rss=_osd_map(d, "load_rss", int))
 
 
 def progress_from_json(text: str) -> Progress:

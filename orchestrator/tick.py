@@ -21,6 +21,8 @@ MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observati
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
 PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (DESIGN, Ceph facts)
+LOAD_TO_PEAK_MIN = 2.0      # peering + recovery add at least the load-time rss again (DESIGN:
+                            # lab 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
@@ -76,6 +78,7 @@ class Tick:
         self.failures = dict(progress.failures)
         self.settling = dict(progress.settling)
         self.grew_at = dict(progress.grew_at)
+        self.load_rss = dict(progress.load_rss)
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -101,25 +104,42 @@ class Tick:
 
     def predict(self, osd_id: int) -> int:
         """The footprint policy's prediction, floored at the median rss of the running OSDs
-        on the same host (peer_floor)."""
+        on the same host (peer_floor) and, once this OSD was allowed to boot, at
+        load_bound(): its measured load-time rss voids a prediction below it."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
                 o = replace(o, down_since=self.now - self.downtime[osd_id])
             self._pred[osd_id] = max(int(self.pol.footprint(o, self.learning(), self.now)),
-                                     self.peer_floor(o.host))
+                                     self.peer_floor(o.host), self.load_bound(osd_id))
         return self._pred[osd_id]
 
+    def load_bound(self, osd_id: int) -> int:
+        """Lower bound of the peak of an OSD this run let boot, until its real peak is known
+        (it settled): LOAD_TO_PEAK_MIN x the rss it had loaded in preboot. A footprint learned
+        on lighter starts (less history missed) can predict less than the load alone (CI: 107
+        MiB predicted, 112 MiB in preboot, 200+ MiB peak: the next start was admitted on the
+        low prediction and the host's cgroup OOM-killed both)."""
+        return int(self.load_rss.get(osd_id, 0) * LOAD_TO_PEAK_MIN)
+
+    def record_load(self, osd_id: int, rss: int) -> None:
+        """The preboot rss of an OSD allowed to boot now; predictions made earlier in this
+        tick did not know it."""
+        self.load_rss[osd_id] = rss
+        self._pred.clear()
+        self._learn = None
+
     def learning(self) -> List[Observation]:
-        """Observations for the footprint policy: the recorded ones plus, for every settling
-        OSD that already grew past its recorded peak, its peak so far (a lower bound of its
-        real peak: predictions follow the growth the run is watching)."""
+        """Observations for the footprint policy: the recorded ones plus, for every OSD this
+        run let boot that is still in flight or settling, the larger of its peak so far and its
+        load_bound() when that is above its recorded peak (lower bounds of its real peak:
+        predictions follow the growth the run is watching, not only finished starts)."""
         if self._learn is None:
             last = {ob.osd: ob.peak_bytes for ob in self.observations}
             live = []
-            for osd_id in sorted(self.settling):
+            for osd_id in sorted(set(self.settling) | set(self.load_rss)):
                 o = self.view.by_id.get(osd_id)
-                peak = self.peaks.get(osd_id, 0)
+                peak = max(self.peaks.get(osd_id, 0), self.load_bound(osd_id))
                 if o is not None and peak > last.get(osd_id, 0):
                     live.append(Observation(osd=osd_id, pgs=o.pgs,
                                             downtime_s=self.downtime.get(osd_id, 0.0),
@@ -163,7 +183,8 @@ class Tick:
             started_at=self.started_at, finished_at=self.finished_at,
             auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
             fresh_rss=dict(self.fresh_rss), failures=dict(self.failures),
-            settling=dict(self.settling), grew_at=dict(self.grew_at))
+            settling=dict(self.settling), grew_at=dict(self.grew_at),
+            load_rss=dict(self.load_rss))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])

@@ -40,6 +40,7 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
     if p.phase not in ACTIVE_PHASES or p.saved_flags is None:
         p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
                      peaks={}, downtime={}, failures={}, settling={}, grew_at={},
+                     load_rss={},
                      finished=frozenset(),
                      held_osds=frozenset())
     return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,

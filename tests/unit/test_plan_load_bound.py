@@ -1,0 +1,138 @@
+"""The load bound (Tick.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
+preboot rss is a floor of its predicted peak until its real peak is known (it settled).
+
+Replays the CI failure of stop 1 (tests/integration/test_drill_memory.py, lab h2 with osd.2
+and osd.3, budget 237 MiB, cgroup limit 263 MiB): the footprint learned on lighter drills
+predicted 107 MiB; osd.2 loaded 112 MiB in preboot and was booted (112 + 112 <= 237); two
+seconds later it was active at 82 MiB, counted "past its peak" (82 < 0.95 x 112), 30 MiB stayed
+reserved for it, osd.3 (103 MiB) was granted, and both grew through recovery into the cgroup
+limit: 2 OOM kills. Here: snapshots in, exact ordered actions out.
+"""
+from __future__ import annotations
+
+from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
+from ceph_recovery.persist import progress_from_json, progress_to_json
+from ceph_recovery.plan import check_invariants, plan
+from ceph_recovery.policies import REGISTRY, resolve
+from ceph_recovery.policy_types import Policies
+
+MiB = 1 << 20
+NOW = 50000.0
+NOUP = frozenset({"noup"})
+RUNF = frozenset({"noout", "norebalance"})
+BUDGET = Intent(mode="controlled", run_id="r1", scope=("h2",),
+                budget=Budget(kind="bytes", value=237 * MiB))
+
+
+def fixed_107(osd, observations, now):
+    return 107 * MiB
+
+
+POL = Policies(start_order=REGISTRY["start_order"]["service_first"],
+               budget=REGISTRY["budget"]["bytes"], footprint=fixed_107,
+               over_budget=REGISTRY["over_budget"]["heap_then_restart"])
+
+
+def osd(i, **kw):
+    host = "h%d" % (i // 2 + 1)
+    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
+                up=i not in (2, 3), process="running", rss_bytes=150 * MiB, pgs=16,
+                down_since=None)
+    if i in (2, 3):
+        base.update(process="stopped", rss_bytes=0, flags=NOUP, pgs_inactive=0,
+                    pgs_degraded=16, down_since=NOW - 60)
+    base.update(kw)
+    return OsdState(**base)
+
+
+def snap(*changed, used=0, epoch=150):
+    by_id = {o.id: o for o in (osd(i) for i in range(6))}
+    by_id.update({o.id: o for o in changed})
+    hosts = tuple(HostMem(name=h, mem_total=263 * MiB, mem_limit=263 * MiB, source="cgroup",
+                          mem_used=used if h == "h2" else 200 * MiB, mem_available=0,
+                          reported_at=NOW) for h in ("h1", "h2", "h3"))
+    return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hosts,
+                    cluster_flags=RUNF, helpers_seen={h: NOW - 1 for h in ("h1", "h2", "h3")})
+
+
+GRANTED2 = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
+                    held_osds=frozenset({2, 3}), started_at=NOW - 20,
+                    granted={2: NOW - 12}, peaks={2: 112 * MiB}, downtime={2: 48.0})
+PRE2 = osd(2, process="running", rss_bytes=112 * MiB, process_started_at=NOW - 11)
+ACTIVE2 = osd(2, up=True, flags=frozenset(), rss_bytes=82 * MiB, pgs_degraded=8,
+              down_since=None)
+
+
+def sig(a):
+    d = a.to_dict()
+    d.pop("reason")
+    kind = d.pop("kind")
+    return " ".join([kind] + ["%s=%s" % (k, d[k]) for k in sorted(d) if d[k] not in (None, "")])
+
+
+def boot_then_active(pol):
+    """Tick 1: osd.2 flat at 112 MiB in preboot. Tick 2 (2 s later): up, PGs active, 82 MiB."""
+    first = plan(snap(PRE2, used=112 * MiB), BUDGET, GRANTED2, pol, NOW)
+    second = plan(snap(ACTIVE2, used=82 * MiB, epoch=152), BUDGET, first.progress, pol,
+                  NOW + 2)
+    return first, second
+
+
+def test_boot_records_the_load_time_rss_and_raises_the_prediction():
+    first, _ = boot_then_active(POL)
+    assert [sig(a) for a in first.actions] == ["allow_boot osd=2"]
+    assert first.progress.load_rss == {2: 112 * MiB}
+    assert first.summary["hosts"]["h2"]["in_flight_osds"] == [2]
+    assert check_invariants(snap(PRE2, used=112 * MiB), BUDGET, GRANTED2, first) == []
+
+
+def test_next_start_waits_while_the_first_is_below_its_load_bound():
+    """osd.2 at 82 MiB after a 112 MiB preboot peak is not past its peak: 2 x 112 - 82 = 142
+    MiB stay reserved, and osd.3 (107 MiB) does not fit: 82 + 142 + 107 > 237. Before the load
+    bound, 30 MiB were reserved and osd.3 was granted (82 + 30 + 107 <= 237)."""
+    _, second = boot_then_active(POL)
+    assert [sig(a) for a in second.actions] == ["wait"]
+    assert second.progress.settling == {2: NOW + 2}
+    assert 3 not in second.progress.granted
+    h2 = second.summary["hosts"]["h2"]
+    assert (h2["next_osd"], h2["waiting_on"]) == (3, "memory")
+    assert any("RECOVERY_BUDGET_TOO_SMALL" == c.code for c in second.health)
+
+
+def test_the_bound_goes_once_the_real_peak_is_known():
+    """osd.2 settles (its PGs are no longer degraded) after peaking at 190 MiB: that peak is
+    observed, the load bound is dropped, and predictions follow the observation."""
+    _, second = boot_then_active(POL)
+    grown = plan(snap(osd(2, up=True, flags=frozenset(), rss_bytes=190 * MiB, pgs_degraded=3),
+                      used=190 * MiB, epoch=160), BUDGET, second.progress, POL, NOW + 40)
+    settled = plan(snap(osd(2, up=True, flags=frozenset(), rss_bytes=180 * MiB,
+                            pgs_degraded=0), used=180 * MiB, epoch=170), BUDGET,
+                   grown.progress, POL, NOW + 80)
+    assert grown.progress.load_rss == {2: 112 * MiB}
+    assert settled.progress.load_rss == {} and settled.progress.settling == {}
+    assert [ob.peak_bytes for ob in settled.progress.observations if ob.osd == 2][-1] == \
+        190 * MiB
+
+
+def test_learned_prediction_of_the_next_osd_follows_the_load_bound():
+    """With the real `learned` policy trained on lighter starts (peaks far below the prior,
+    as the earlier drills left it), the next OSD's prediction rises to at least the booted
+    OSD's load bound (2 x 112 MiB) as soon as it is allowed to boot."""
+    light = tuple(Observation(osd=o, pgs=16, downtime_s=15.0, pg_log_entries=0,
+                              peak_bytes=95 * MiB) for o in (2, 3, 4, 5))
+    pol = resolve(BUDGET)
+    start = GRANTED2.evolve(observations=light)
+    before = plan(snap(PRE2, used=112 * MiB), BUDGET, start, pol, NOW - 5)   # not flat yet
+    assert [sig(a) for a in before.actions] == ["wait"]
+    assert before.summary["hosts"]["h2"]["predicted"] < 120 * MiB    # osd.3, as on CI
+    first = plan(snap(PRE2, used=112 * MiB), BUDGET, start, pol, NOW)
+    assert [sig(a) for a in first.actions] == ["allow_boot osd=2"]
+    second = plan(snap(ACTIVE2, used=82 * MiB, epoch=152), BUDGET, first.progress, pol, NOW + 2)
+    assert second.summary["hosts"]["h2"]["predicted"] >= 224 * MiB
+    assert [sig(a) for a in second.actions] == ["wait"]
+
+
+def test_load_rss_survives_a_save_and_reload():
+    first, _ = boot_then_active(POL)
+    assert progress_from_json(progress_to_json(first.progress)).load_rss == {2: 112 * MiB}
+    assert progress_from_json('{"schema": 1}').load_rss == {}
