@@ -225,9 +225,14 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
         return
     deficit = st["used"] + st["reserved"] + need - st["budget"]
     room = _room(t, host)
+    settling = sorted(x for x in t.settling if t.view.host_of(x) == host)
     if deficit <= room and t.state in ("new", "running") and respond(t, host, "next start"):
         line += "; making room (%s restartable): %s" % (
             fmt_bytes(room), t.stage["memory"][-1].describe())
+    elif settling:     # not a stall: their peaks are still coming, then they are restartable
+        t.reasons.append("waiting for settling osd.%s: %s" % (
+            ",".join(str(x) for x in settling), line))
+        return
     else:
         line += "; nothing can be released or restarted to make room (%s restartable)" % (
             fmt_bytes(room))
