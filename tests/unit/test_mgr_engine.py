@@ -7,30 +7,14 @@ import copy
 import errno
 import json
 import os
-import sys
-import types
 
 import pytest
 
 from ceph_recovery.protocol import parse_report
+from recovery import engine as engine_mod, inputs, state as state_mod  # see conftest.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE_DIR = os.path.join(HERE, "..", "..", "mgr_module", "recovery")
 DATA = os.path.join(HERE, "data", "mgr")
-
-
-def _shell(name):
-    import importlib
-    if "recovery" not in sys.modules:
-        pkg = types.ModuleType("recovery")
-        pkg.__path__ = [os.path.abspath(MODULE_DIR)]
-        sys.modules["recovery"] = pkg
-    return importlib.import_module("recovery." + name)
-
-
-engine_mod = _shell("engine")
-inputs = _shell("inputs")
-state_mod = _shell("state")
 
 
 def load(name):
@@ -257,7 +241,7 @@ def test_state_is_persisted_after_every_action(world):
 
 def test_run_only_health_checks_dropped_when_idle(world):
     from ceph_recovery.model import HealthCheck
-    core = _shell("core")
+    from recovery import core
     eng, ceph = make_engine()
     checks = (HealthCheck("RECOVERY_BUDGET_EXCEEDED", "warning", "h1 over"),
               HealthCheck("RECOVERY_DOMAIN_HELD", "warning", "h3 held"))

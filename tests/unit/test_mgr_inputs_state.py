@@ -5,34 +5,16 @@ from __future__ import annotations
 import errno
 import json
 import os
-import sys
-import types
 
 import pytest
 
 from ceph_recovery import actions as A
 from ceph_recovery.model import Budget, Intent, Observation, Progress
 from ceph_recovery.protocol import parse_report
+from recovery import cluster, executor, inputs, state  # see conftest.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE_DIR = os.path.join(HERE, "..", "..", "mgr_module", "recovery")
 DATA = os.path.join(HERE, "data", "mgr")
-
-
-def _shell(name):
-    """Import mgr_module/recovery/<name>.py without its __init__ (which needs ceph-mgr)."""
-    import importlib
-    if "recovery" not in sys.modules:
-        pkg = types.ModuleType("recovery")
-        pkg.__path__ = [os.path.abspath(MODULE_DIR)]
-        sys.modules["recovery"] = pkg
-    return importlib.import_module("recovery." + name)
-
-
-inputs = _shell("inputs")
-state = _shell("state")
-cluster = _shell("cluster")
-executor = _shell("executor")
 
 
 def load(name):
