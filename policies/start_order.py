@@ -16,7 +16,7 @@ restores min_size sooner but leaves, on every host, OSDs whose PGs pin the resta
 starts need. Simulator, 1,200 OSDs, one rack of 10 hosts down 1 h, budget 0.8, concurrency 1,
 seeds 0-5 (docs/memory-model.md): with heap release all PGs active after 1,735-1,960 s vs
 2,000-2,070 s (and seed 5 never); without heap release 6 of 6 runs converge (2,015-2,445 s) vs
-1 of 6. Cost: the integral of inactive PGs over the run is ~20 % larger (1,200 OSDs, seed 0).
+1 of 6. Cost: the integral of inactive PGs over the run is ~19 % larger (1,200 OSDs, seed 0).
 """
 from __future__ import annotations
 
