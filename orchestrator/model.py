@@ -131,7 +131,7 @@ class Intent:
     concurrency: int = 1                # starts in flight per host
     holds: FrozenSet[str] = frozenset()  # buckets the operator holds (set-group noup)
     auto_hold: bool = False             # hold a bucket whose OSDs all went down
-    start_order: str = "service_first"  # policy names, see ceph_recovery.policies
+    start_order: str = "unblock_first"  # policy names, see ceph_recovery.policies
     footprint: str = "learned"
     over_budget: str = "heap_then_restart"
     restart_cooldown_s: float = 600.0   # don't restart the same OSD again within this

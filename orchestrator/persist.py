@@ -176,7 +176,7 @@ def intent_from_dict(d: Any) -> Intent:
         mode=mode, budget=budget, scope=tuple(scope), holds=frozenset(holds),
         concurrency=int(_typed(d, "concurrency", (int,), 1)),
         auto_hold=bool(_typed(d, "auto_hold", (bool,), False)),
-        start_order=_typed(d, "start_order", (str,), "service_first"),
+        start_order=_typed(d, "start_order", (str,), Intent.start_order),
         footprint=_typed(d, "footprint", (str,), "learned"),
         over_budget=_typed(d, "over_budget", (str,), "heap_then_restart"),
         restart_cooldown_s=float(_typed(d, "restart_cooldown_s", (int, float), 600.0)),

@@ -11,6 +11,9 @@ import json
 import sys
 from typing import List, Optional
 
+from ceph_recovery.model import Intent
+from ceph_recovery.policies import REGISTRY
+
 from .params import GiB, Params, with_overrides
 from .topology import TopologyError, load
 
@@ -31,6 +34,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--host-ram", type=float, default=None,
                     help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
     ap.add_argument("--concurrency", type=int, default=1, help="controlled: starts per host")
+    ap.add_argument("--start-order", default=None, metavar="POLICY",
+                    help="controlled: start_order policy (%s; default: the Intent's, %s)"
+                    % (", ".join(sorted(REGISTRY["start_order"])), Intent.start_order))
     ap.add_argument("--horizon", type=float, default=96 * 3600.0, help="simulated seconds")
     ap.add_argument("--tick", type=float, default=5.0, help="simulated seconds per tick")
     ap.add_argument("--no-heap-release", action="store_true",
@@ -71,6 +77,9 @@ def run(args) -> dict:
         raise ValueError("tick and horizon must be > 0, downtime >= 0")
     if not 0 < args.budget <= 1:
         raise ValueError("--budget is a fraction of host RAM in (0, 1]")
+    if args.start_order is not None and args.start_order not in REGISTRY["start_order"]:
+        raise ValueError("unknown --start-order %r (known: %s)" % (
+            args.start_order, ", ".join(sorted(REGISTRY["start_order"]))))
     params = build_params(args)
     topo = load(args.osds, args.hosts, args.racks, args.pg_bits)
     if args.calibrate:
@@ -79,6 +88,7 @@ def run(args) -> dict:
     cfg = RunConfig(strategy=args.strategy, fail=args.fail, downtime_s=args.downtime,
                     horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
                     host_ram=args.host_ram, concurrency=args.concurrency,
+                    start_order=args.start_order or Intent.start_order,
                     check_invariants=args.check_invariants, seed=args.seed)
     strategy = make(cfg)
     if args.trace and cfg.strategy == "controlled":

@@ -97,6 +97,7 @@ class Controlled:
         if self.intent is None:
             self.intent = Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", sim.cfg.budget),
                                  scope=sim.failed_buckets, concurrency=sim.cfg.concurrency,
+                                 start_order=sim.cfg.start_order,
                                  run_id="sim-%d" % sim.cfg.seed)
             self.policies = resolve(self.intent)
         snap = self.snapshot(sim)

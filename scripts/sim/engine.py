@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ceph_recovery.model import Intent
+
 from .cluster import C_DOWN, FAILED, Cluster, Osd
 from .lifecycle import Lifecycle
 from .params import Params
@@ -22,6 +24,7 @@ class RunConfig:
     budget: float = 0.8
     host_ram: Optional[float] = None     # bytes; default params.host_ram_per_osd * OSDs/host
     concurrency: int = 1
+    start_order: str = Intent.start_order   # controlled: the start_order policy
     check_invariants: bool = False
     seed: int = 0
 
@@ -173,6 +176,7 @@ class Sim:
             "seed": cfg.seed, "tick_s": cfg.tick_s, "horizon_s": cfg.horizon_s,
             "budget_frac": cfg.budget, "host_ram_bytes": int(cl.host_ram),
             "budget_bytes": int(self.budget), "concurrency": cfg.concurrency,
+            "start_order": cfg.start_order if cfg.strategy == "controlled" else None,
             "heap_release_supported": self.p.heap_release,
             "time_to_all_up_s": m.t_all_up, "time_to_all_pgs_active_s": m.t_all_active,
             "time_to_all_pgs_clean_s": m.t_all_clean,

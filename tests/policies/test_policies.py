@@ -6,7 +6,8 @@ import pytest
 from ceph_recovery.actions import HeapRelease, QueryOkToStop, RestartOsd, Wait
 from ceph_recovery.model import (Budget, HostMem, Intent, Observation, OsdState, Progress,
                                  Snapshot)
-from ceph_recovery.policies import REGISTRY
+from ceph_recovery.persist import intent_from_dict
+from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policies.footprint import LEARN_MARGIN, prior
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -23,6 +24,22 @@ def test_service_first_orders_by_inactive_degraded_then_cheapest():
          o(4, pgs_inactive=3, pgs=20), o(5, pgs=50)]
     assert [x.id for x in SO["service_first"](c, Snapshot(epoch=1, osds=tuple(c)))] == \
         [4, 2, 3, 1, 5]
+
+
+def test_unblock_first_orders_by_active_short_pgs_then_inactive():
+    # pgs - pgs_inactive: 10, 87, 10, 50, 50 -> most first; ties: most inactive, then id
+    c = [o(1, pgs=50, pgs_inactive=40), o(2, pgs=90, pgs_inactive=3), o(3, pgs=10),
+         o(4, pgs=60, pgs_inactive=10), o(6, pgs=53, pgs_inactive=3)]
+    snap = Snapshot(epoch=1, osds=tuple(c))
+    assert [x.id for x in SO["unblock_first"](c, snap)] == [2, 4, 6, 1, 3]
+    # service_first on the same OSDs starts the one with the most inactive PGs first
+    assert [x.id for x in SO["service_first"](c, snap)] == [1, 4, 6, 2, 3]
+
+
+def test_unblock_first_is_the_default_start_order():
+    assert Intent().start_order == "unblock_first"
+    assert resolve(Intent()).start_order is SO["unblock_first"]
+    assert intent_from_dict({"mode": "controlled"}).start_order == "unblock_first"
 
 
 def test_domain_round_robin_alternates_racks_then_hosts():
