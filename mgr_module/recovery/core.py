@@ -91,6 +91,14 @@ def network_view(network_by_host: Mapping[str, Any], findings: Tuple[Any, ...],
     return view if isinstance(view, dict) else {"view": view}
 
 
+def network_text(view: Mapping[str, Any]) -> str:
+    """The plain-text table of a network_view() (ceph_recovery.network.network_text)."""
+    if "error" in view and "pairs" not in view:
+        return "network view unavailable: %s\n" % view["error"]
+    from ceph_recovery import network  # type: ignore
+    return network.network_text(view) + "\n"
+
+
 def plan_available() -> Tuple[bool, str]:
     try:
         _plan_fn()

@@ -347,6 +347,7 @@ class Engine(object):
             h["next_osd"] = pl.get("next_osd")
             h["predicted_next_bytes"] = pl.get("predicted")
             h["gate"] = pl.get("gate")
+            h["waiting_on"] = pl.get("waiting_on")
             h["helper_seen_s_ago"] = None
         return table
 

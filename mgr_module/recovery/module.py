@@ -21,6 +21,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from ceph_recovery.protocol import ProtocolError, instructions_to_dict, parse_report
     from .engine import Engine
     from .logs import make_logger
+    from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
     IMPORT_ERROR = str(_e)
@@ -32,6 +33,13 @@ except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph
 
 def _ok(obj: Any) -> HandleCommandResult:
     return HandleCommandResult(0, json.dumps(obj, sort_keys=True, default=str), "")
+
+
+def _show(obj: Any, fmt: str, text) -> HandleCommandResult:
+    """-f json / json-pretty: the JSON document; otherwise (plain) text(obj)."""
+    if fmt in JSON_FORMATS:
+        return _ok(obj)
+    return HandleCommandResult(0, text(obj), "")
 
 
 def _err(e: InputError) -> HandleCommandResult:
@@ -180,13 +188,13 @@ class Module(MgrModule):
         return None
 
     @CLIReadCommand("recovery status")
-    def cmd_status(self) -> HandleCommandResult:
+    def cmd_status(self, format: str = "plain") -> HandleCommandResult:
         """Show the controlled recovery run: phase, per-host budget/used/in-flight, journal"""
         bad = self._guard()
         if bad:
             return bad
         with self._lock:
-            return _ok(self.engine.status(time.time()))
+            return _show(self.engine.status(time.time()), format, status_text)
 
     @CLIWriteCommand("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
@@ -289,11 +297,12 @@ class Module(MgrModule):
         return _ok({"throughput_requested": requested})
 
     @CLIReadCommand("recovery network")
-    def cmd_network(self) -> HandleCommandResult:
+    def cmd_network(self, format: str = "plain") -> HandleCommandResult:
         """Network view between hosts (helper probes) and current findings"""
         bad = self._guard()
         if bad:
             return bad
-        from .core import network_view
+        from .core import network_text, network_view
         with self._lock:
-            return _ok(network_view(self.engine.network, self.engine.findings, time.time()))
+            view = network_view(self.engine.network, self.engine.findings, time.time())
+        return _show(view, format, network_text)

@@ -142,3 +142,13 @@ def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
     m = osd_map(state)
     assert not (m.get("crush_node_flags") or {}).get(host)
     assert "noout" not in m["flags"] and "norebalance" not in m["flags"]
+
+
+def test_plain_output_is_text_and_f_json_is_json(healthy_lab):
+    """Without -f json, `status` and `network` print tables for people; with it, JSON."""
+    out = launch.ceph(healthy_lab, "recovery", "status", json_out=False)
+    assert out.startswith("run ") and "osdmap e" in out, out[:300]
+    assert status(healthy_lab)["phase"] in ("idle", "done", "aborted", "running")
+    net = launch.ceph(healthy_lab, "recovery", "network", json_out=False)
+    assert net.startswith("PAIR") and "findings:" in net, net[:300]
+    assert "findings" in launch.ceph(healthy_lab, "recovery", "network")

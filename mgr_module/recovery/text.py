@@ -1,0 +1,74 @@
+"""Plain-text renderings for the commands' default (non -f json) output. Pure: dict in, str out.
+`-f json` / `-f json-pretty` always return the full JSON document instead."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Mapping, Optional
+
+JOURNAL_LINES = 15
+JSON_FORMATS = ("json", "json-pretty")
+
+
+def _mib(n: Optional[float]) -> str:
+    return "-" if n is None else "%.0f MiB" % (n / 1048576.0)
+
+
+def _ids(xs: Any) -> str:
+    return ",".join("osd.%s" % x for x in xs) if xs else "-"
+
+
+def _table(rows: List[List[str]]) -> List[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _budget(b: Mapping[str, Any]) -> str:
+    if b.get("kind") == "fraction":
+        return "%g%%" % (100.0 * float(b.get("value", 0)))
+    return _mib(b.get("value"))
+
+
+def _journal_line(j: Mapping[str, Any]) -> str:
+    a = dict(j.get("action") or {})
+    kind = a.pop("kind", "?")
+    reason = a.pop("reason", "")
+    args = " ".join("%s=%s" % (k, a[k]) for k in sorted(a) if a[k] not in (None, ""))
+    when = time.strftime("%H:%M:%S", time.gmtime(float(j.get("time", 0))))
+    what = " ".join(x for x in (kind, args) if x)
+    return "  %s e%s %s: %s -> %s" % (when, j.get("epoch"), what, reason, j.get("result"))
+
+
+def status_text(st: Mapping[str, Any]) -> str:
+    """`ceph recovery status`: phase line, per-host table, health, the last journal lines."""
+    pgs = st.get("pgs") or {}
+    lines = ["run %s: %s (%s), budget %s, concurrency %s, scope %s" % (
+        st.get("run_id") or "-", st.get("phase"), st.get("mode"),
+        _budget(st.get("budget") or {}), st.get("concurrency"),
+        ",".join(st.get("scope") or []) or "all"),
+        "osdmap e%s (decided on e%s), PGs %s/%s active, %s clean" % (
+            st.get("epoch"), st.get("decided_epoch"), pgs.get("active", 0),
+            pgs.get("total", 0), pgs.get("clean", 0))]
+    hosts: Dict[str, Any] = st.get("hosts") or {}
+    if hosts:
+        rows = [["HOST", "USED", "BUDGET", "DOWN", "IN FLIGHT", "NEXT", "PREDICTED", "WAITING ON"]]
+        for name in sorted(hosts):
+            h = hosts[name]
+            rows.append([name, _mib(h.get("used")), _mib(h.get("budget")), _ids(h.get("down")),
+                         _ids(h.get("in_flight")),
+                         "osd.%s" % h["next_osd"] if h.get("next_osd") is not None else "-",
+                         _mib(h.get("predicted_next_bytes")),
+                         h.get("waiting_on") or h.get("gate") or "-"])
+        lines += [""] + _table(rows)
+    detail = st.get("health_detail") or {}
+    if detail:
+        lines += ["", "health:"]
+        for code in sorted(detail):
+            lines += ["  %s" % code] + ["    %s" % d for d in detail[code]]
+    if st.get("error"):
+        lines += ["", "error: %s" % st["error"]]
+    journal = list(st.get("journal") or [])
+    if journal:
+        lines += ["", "journal (last %d of %d, -f json for all):" % (
+            min(JOURNAL_LINES, len(journal)), len(journal))]
+        lines += [_journal_line(j) for j in journal[-JOURNAL_LINES:]]
+    return "\n".join(lines) + "\n"

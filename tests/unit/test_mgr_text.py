@@ -1,0 +1,84 @@
+"""Plain-text output of `ceph recovery status` / `network` (the default without -f json):
+rendered from the real engine's status on recorded lab dumps (h3 down, a run granted osd.4)."""
+from __future__ import annotations
+
+import json
+import os
+
+from ceph_recovery.protocol import parse_report
+from recovery import engine as engine_mod, text  # see conftest.py
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr")
+
+
+def load(name):
+    with open(os.path.join(DATA, name)) as f:
+        return json.load(f)
+
+
+class Mon(object):
+    def __init__(self):
+        self.calls = []
+
+    def mon_command(self, cmd, timeout=None):
+        self.calls.append(cmd)
+        return 0, "", ""
+
+    def osd_command(self, osd, cmd, timeout=None):
+        return 0, "", ""
+
+
+def report(host, osds, now):
+    return parse_report({"version": 1, "host": host, "time": now, "seq": 1,
+                         "memory": {"total": 8 << 30, "used": 700 << 20, "available": 6 << 30,
+                                    "limit": None, "source": "host"}, "osds": osds, "done": []})
+
+
+def running_status():
+    m, tree, pgs = load("osdmap_h3down.json"), load("tree_h3down.json"), load("pgdump_h3down.json")
+    eng = engine_mod.Engine(Mon(), lambda *a, **k: None)
+    up = [{"id": i, "process": "running", "rss": 70 << 20, "started_at": 990.0}
+          for i in range(4)]
+    for now in (1000.0, 1002.0):
+        eng.helper_report(report("h1", up[:2], now), now)
+        eng.helper_report(report("h2", up[2:], now), now)
+        eng.helper_report(report("h3", [{"id": 4, "process": "stopped"},
+                                        {"id": 5, "process": "stopped"}], now), now)
+        if now == 1000.0:
+            eng.observe(m, tree, pgs, now)
+            eng.begin(eng.start("80%", [], 1, now), now)
+        eng.tick(m, tree, pgs, now + 1, lambda: m["epoch"])
+    return eng.status(1004.0)
+
+
+def test_status_text_shows_phase_hosts_and_journal():
+    st = running_status()
+    out = text.status_text(st)
+    lines = out.splitlines()
+    assert lines[0] == "run %s: running (controlled), budget 80%%, concurrency 1, scope all" % (
+        st["run_id"])
+    header = next(ln for ln in lines if ln.startswith("HOST"))
+    assert header.split() == ["HOST", "USED", "BUDGET", "DOWN", "IN", "FLIGHT", "NEXT",
+                              "PREDICTED", "WAITING", "ON"]
+    h3 = next(ln for ln in lines if ln.startswith("h3 "))
+    assert "osd.4,osd.5" in h3 and "700 MiB" in h3 and "6554 MiB" in h3
+    assert "grant_start host=h3 osd=4" in out
+    assert "journal (last %d of %d" % (min(15, len(st["journal"])), len(st["journal"])) in out
+    for a in ("set_flag flag=noout", "hold_osd osd=4", "hold_osd osd=5"):
+        assert a in out, a
+
+
+def test_idle_status_text_has_no_tables():
+    eng = engine_mod.Engine(Mon(), lambda *a, **k: None)
+    out = text.status_text(eng.status(1000.0))
+    assert out.startswith("run -: idle")
+    assert "HOST" not in out and "journal" not in out
+
+
+def test_network_text_is_the_cores_table():
+    from recovery import core
+    view = core.network_view({}, (), 1000.0)
+    out = core.network_text(view)
+    assert out.splitlines()[0].split() == ["PAIR", "LOSS", "BY", "SIZE", "RTT", "ms", "Mbit/s"]
+    assert "findings: 0" in out
+    assert core.network_text({"error": "x", "findings": []}) == "network view unavailable: x\n"
