@@ -52,7 +52,7 @@ def track_in_flight(t: Tick) -> None:
         if o.rss_bytes > before:
             t.peaks[osd_id] = o.rss_bytes
         booted = t.booting.get(osd_id)
-        if o.up and (o.pgs_inactive == 0 or (
+        if o.up and ((o.pgs > 0 and o.pgs_inactive == 0) or (
                 booted is not None and t.now - booted >= PEERING_GRACE_S)):
             _observe(t, o)
             t.finished.add(osd_id)
@@ -103,12 +103,27 @@ def track_settling(t: Tick) -> None:
             t.grew_at[osd_id] = t.now
         t.peaks[osd_id] = max(t.peaks.get(osd_id, 0), o.rss_bytes)
         quiet = t.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
-        if o.pgs_degraded == 0 or quiet or t.now - since >= SETTLE_MAX_S:
-            first = next((ob.peak_bytes for ob in reversed(t.observations) if ob.osd == osd_id),
-                         0)
-            if t.peaks.get(osd_id, 0) > first * 1.05:
-                _observe(t, o)
+        if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.now - since >= SETTLE_MAX_S:
+            _settled_observation(t, o)
             _unsettle(t, osd_id)
+
+
+def _settled_observation(t: Tick, o) -> None:
+    """The real peak of a settled OSD replaces the observation made when it finished (that one
+    was provisional: at least its load bound, see _observe)."""
+    peak = t.peaks.get(o.id, 0)
+    for i in range(len(t.observations) - 1, -1, -1):
+        ob = t.observations[i]
+        if ob.osd == o.id:
+            if peak > 0 and peak != ob.peak_bytes:
+                t.observations[i] = Observation(osd=ob.osd, pgs=ob.pgs,
+                                                downtime_s=ob.downtime_s,
+                                                pg_log_entries=ob.pg_log_entries,
+                                                peak_bytes=peak)
+                t._learn = None
+                t._pred.clear()
+            return
+    _observe(t, o)
 
 
 def _unsettle(t: Tick, osd_id: int) -> None:
@@ -201,7 +216,9 @@ def regrants(t: Tick) -> None:
 
 
 def _observe(t: Tick, o) -> None:
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes)
+    """An observation of a finished (or failed) start: its peak so far, and at least its load
+    bound while its real peak is still to come (a run may end before its OSDs settle)."""
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_bound(o.id))
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),

@@ -93,6 +93,8 @@ def test_next_start_waits_while_the_first_is_below_its_load_bound():
     _, second = boot_then_active(POL)
     assert [sig(a) for a in second.actions] == ["wait"]
     assert second.progress.settling == {2: NOW + 2}
+    # finished at 112 MiB so far: the observation is provisional, at least its load bound
+    assert [ob.peak_bytes for ob in second.progress.observations] == [224 * MiB]
     assert 3 not in second.progress.granted
     h2 = second.summary["hosts"]["h2"]
     assert (h2["next_osd"], h2["waiting_on"]) == (3, "memory")

@@ -394,16 +394,34 @@ def test_restarting_osd_reserves_its_regrowth():
                  cluster_flags=RUNF)
     assert [sig(a) for a in plan(roomy, two, p, POL, NOW).actions] == [G % 5]
 
-def test_settled_peak_above_the_first_is_observed_again():
+def test_settled_peak_replaces_the_observation_made_at_finish():
+    """The observation made when osd.3 finished was provisional (its peak so far, at least its
+    load bound); once settled, its real peak (700 MiB) replaces it, higher or lower."""
     s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
              cluster_flags=RUNF)
-    first = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
-                        peak_bytes=400 * MiB)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
-                       peaks={3: 650 * MiB}, observations=(first,), downtime={3: 3600.0})
-    res = plan(s, RUN, p, POL, NOW)
-    assert [ob.peak_bytes for ob in res.progress.observations] == [400 * MiB, 700 * MiB]
-    assert res.progress.settling == {} and 3 not in res.progress.peaks
+    other = Observation(osd=4, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=MiB)
+    for first in (400 * MiB, 900 * MiB):
+        at_finish = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
+                                peak_bytes=first)
+        p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
+                           peaks={3: 650 * MiB}, observations=(at_finish, other),
+                           downtime={3: 3600.0})
+        res = plan(s, RUN, p, POL, NOW)
+        assert [(ob.osd, ob.peak_bytes) for ob in res.progress.observations] == [
+            (3, 700 * MiB), (4, MiB)]
+        assert res.progress.settling == {} and 3 not in res.progress.peaks
+
+
+def test_settling_waits_for_pg_stats_that_count_the_osd():
+    """Right after boot the mgr's PG stats may not list the OSD in any PG yet (pgs 0, so 0
+    degraded): that is not 'recovered', it keeps settling (and its growth stays reserved)."""
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 2}, peaks={3: 300 * MiB})
+    stale = plan(snap(osd(3, up=True, pgs=0, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert stale.progress.settling == {3: NOW - 2}
+    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert fresh.progress.settling == {}
 
 
 def test_learned_prediction_follows_a_settling_osd_that_grew():
@@ -428,3 +446,15 @@ def test_health_detail_is_capped_but_counts_every_host():
     hc = {h.code: h for h in res.health}["RECOVERY_HELPER_MISSING"]
     assert hc.count == len(hosts) and len(hc.detail) == 51
     assert hc.detail[-1] == "... and %d more" % (len(hosts) - 50)
+
+
+def test_finish_waits_for_pg_stats_that_count_the_osd():
+    """An OSD up with pgs 0 (stale PG stats: no PG lists it yet) is not finished: PGs active
+    is only known once the stats count it (or after PEERING_GRACE_S)."""
+    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 10})
+    stale = plan(snap(osd(3, up=True, pgs=0, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert 3 in stale.progress.granted and 3 not in stale.progress.finished
+    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted
