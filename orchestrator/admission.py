@@ -69,6 +69,11 @@ def respond(t: Tick, host: str, why: str) -> bool:
     elif isinstance(act, RestartOsd):
         if not _restart_allowed(t, host, act):
             return False
+        if t.new_restarts:     # ok-to-stop cleared each OSD alone, not the two together
+            t.emit("memory", Wait(host=host, reason="%s %s: restart of osd.%d waits for the "
+                                  "next snapshot's ok-to-stop: osd.%s restarts in this tick"
+                                  % (host, why, act.osd, min(t.new_restarts))))
+            return True
         t.restarted[act.osd] = t.now
         t.fresh_rss.pop(act.osd, None)
         t.new_restarts.add(act.osd)

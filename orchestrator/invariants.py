@@ -89,6 +89,8 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
 
 def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
     errs = []
+    if sum(isinstance(a, RestartOsd) for a in actions) > 1:
+        errs.append("I4: more than one restart in one tick (ok-to-stop answers are per OSD)")
     for a in actions:
         if isinstance(a, RestartOsd):
             if snapshot.ok_to_stop.get(a.osd) is not True:

@@ -14,7 +14,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      network finding, no operator hold over it, and
      used + reserved + need <= budget(host) (see admission.py).
   I4 RestartOsd only for an OSD whose snapshot.ok_to_stop answer is True, not restarted within
-     intent.restart_cooldown_s.
+     intent.restart_cooldown_s; at most one RestartOsd per tick (Ceph clears each OSD alone:
+     two cleared OSDs of one PG at min_size would together make it inactive).
   I5 prefix safety: SetFlag/HoldBucket/HoldOsd come before any ReleaseBucket; a bucket is
      released only when every down candidate under it is held per OSD (already, or by an
      earlier HoldOsd in the same list); an OSD is granted only when it carries a per-OSD noup

@@ -144,11 +144,35 @@ class Cluster:
             self.set_rss(x, x.nonhist + x.hist_keep)
 
     def ok_to_stop(self, o: Osd) -> bool:
-        """Ceph's ok-to-stop: would stopping `o` make an active PG inactive?"""
+        """ok-to-stop for `o` alone: Params.ok_to_stop_ceph picks Ceph's rule (below) or the
+        model's original one: would stopping `o` make an active PG inactive?"""
+        if self.p.ok_to_stop_ceph:
+            return self.ok_to_stop_ceph(o)
         if o.cls < C_OK:
             return True
         for pg in o.pgs:
             if self.n_peer[pg] == 0 and self.n_ok[pg] >= self.min_size > self.n_ok[pg] - 1:
+                return False
+        return True
+
+    def ok_to_stop_ceph(self, o: Osd) -> bool:
+        """DaemonServer::_check_offlines_pgs (mgr, 16.2) for the set {o}. A PG counts when o is
+        in its acting set, or, if the PG is degraded, in avail_no_missing (members with no
+        missing objects: here recovered members, C_CLEAN). Such a PG is not ok when it is not
+        active (bad_already_inactive) or when fewer than min_size of those members remain
+        (bad_become_inactive). A returning OSD still recovering is in no degraded PG's
+        avail_no_missing, so Ceph clears it even where its stop drops the acting set below
+        min_size."""
+        if o.cls == C_DOWN:
+            return True
+        n = self.size
+        for pg in o.pgs:
+            degraded = self.n_clean[pg] < n
+            if degraded and o.cls != C_CLEAN:
+                continue
+            left = (self.n_clean[pg] if degraded else self.n_ok[pg] + self.n_peer[pg]) - 1
+            active = self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0
+            if not active or left < self.min_size:
                 return False
         return True
 

@@ -49,6 +49,8 @@ class Params:
     peer_base_s: float = 3.0                  # [A] peering round trips, small history
     peer_entries_per_s: float = 15000.0       # [A] log entries merged+persisted per s per host
     markdown_s: float = 1.3                   # [L] kill -9 seen by the mon after ~1.3 s
+    # --- ok-to-stop answers
+    ok_to_stop_ceph: bool = False             # [C] True: mgr's _check_offlines_pgs rule
     # --- systemd (ceph-osd@.service) [C]
     restart_sec: float = 10.0                 # RestartSec=10
     start_limit_burst: int = 3                # StartLimitBurst=3

@@ -161,3 +161,62 @@ def test_default_host_ram_tells_the_field_story(topo, downtime, overflows):
     assert f["peak_max"] > f["load_bytes"]
     if overflows:
         assert f["settled_mean"] < f["peak_mean"]      # the +20 % and most of H went after clean
+
+
+def _ceph_ok_to_stop(cl: Cluster, o) -> bool:
+    """mgr DaemonServer::_check_offlines_pgs for {o}, from each PG's member classes."""
+    for up in cl.members:
+        cls = {m: cl.osds[m].cls for m in up}
+        active = sum(c >= C_OK for c in cls.values()) >= cl.min_size and C_PEERING not in \
+            cls.values()
+        degraded = any(c != C_CLEAN for c in cls.values())
+        counted = [m for m in up if (cls[m] == C_CLEAN if degraded else cls[m] != C_DOWN)]
+        if o.id not in counted:
+            continue
+        if not active or len(counted) - 1 < cl.min_size:
+            return False
+    return True
+
+
+def test_ok_to_stop_ceph_rule_matches_brute_force(topo):
+    cl = Cluster(topo, Params(ok_to_stop_ceph=True), 64 * GiB)
+    rng = random.Random(5)
+    for o in rng.sample(cl.osds, 24):
+        cl.set_class(o, rng.choice((C_DOWN, C_PEERING, C_OK)))
+    answers = set()
+    for o in cl.osds:
+        assert cl.ok_to_stop(o) == _ceph_ok_to_stop(cl, o), o.id
+        answers.add(cl.ok_to_stop(o))
+    assert answers == {True, False}
+
+
+def _pg_with_members(cl: Cluster):
+    pg = 0
+    a, b, c = cl.members[pg]
+    return pg, cl.osds[a], cl.osds[b], cl.osds[c]
+
+
+@pytest.mark.parametrize("ceph", [False, True], ids=["model_rule", "ceph_rule"])
+def test_ok_to_stop_recovering_member_of_a_min_size_pg(topo, ceph):
+    """PG with one member down, one returned and still recovering (C_OK), one clean: the PG
+    is active with exactly min_size members. The model's rule refuses stopping the recovering
+    member (the PG would go inactive); Ceph's rule clears it (it is not in avail_no_missing)
+    and refuses the clean one."""
+    cl = Cluster(topo, Params(ok_to_stop_ceph=ceph), 64 * GiB)
+    pg, clean, recovering, down = _pg_with_members(cl)
+    cl.set_class(down, C_DOWN)
+    cl.set_class(recovering, C_OK)
+    assert cl._pg_state(pg) == (True, False)
+    assert cl.ok_to_stop(clean) is False
+    assert cl.ok_to_stop(recovering) is ceph
+
+
+@pytest.mark.parametrize("ceph", [False, True], ids=["model_rule", "ceph_rule"])
+def test_ok_to_stop_member_of_a_peering_pg(topo, ceph):
+    """A member is peering (the PG is not active): the model's rule clears stopping a clean
+    member (no active PG is lost), Ceph's refuses it (bad_already_inactive)."""
+    cl = Cluster(topo, Params(ok_to_stop_ceph=ceph), 64 * GiB)
+    pg, clean, peering, _ = _pg_with_members(cl)
+    cl.set_class(peering, C_PEERING)
+    assert cl._pg_state(pg)[0] is False
+    assert cl.ok_to_stop(clean) is (not ceph)

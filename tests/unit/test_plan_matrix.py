@@ -58,6 +58,8 @@ HELD = [osd(i, flags=NOUP) for i in (3, 4, 5)]
 PRE3 = osd(3, flags=NOUP, process="running", rss_bytes=240 * MiB, process_started_at=NOW - 10)
 FAT3 = osd(3, up=True, process="running", rss_bytes=2 * GiB, pgs_inactive=0)
 OVER = {"h1": 7 * GiB}
+FAT6 = osd(6, up=True, process="running", rss_bytes=2 * GiB, pgs_inactive=0)
+HELD2 = [osd(i, up=False, flags=NOUP) for i in (7, 8)]
 OBS3 = tuple(Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0,
                          peak_bytes=400 * MiB) for _ in range(3))
 
@@ -203,6 +205,16 @@ CASES = [
                  RUN, ROOMP.evolve(restarted={3: NOW - 10, 4: NOW - 4000},
                                    fresh_rss={4: 1000 * MiB}),
                  ["wait"], (), "running", id="next_start_waits_while_the_restart_holds_the_slot"),
+    # h1 and h2 both over budget, each with a fat finished OSD that ok-to-stop cleared: Ceph
+    # clears each alone, not both (one PG of both at min_size would go inactive), so one
+    # restart per tick; h2's waits for the next snapshot's answer.
+    pytest.param(snap(FAT3, *HELD[1:], FAT6, *HELD2, used={"h1": 7 * GiB, "h2": 7 * GiB},
+                      hosts=("h0", "h1", "h2"), cluster_flags=RUNF, ok_to_stop={3: True, 6: True}),
+                 RUN, RUNNING.evolve(finished=frozenset({3, 6}),
+                                     held_osds=frozenset({4, 5, 7, 8}),
+                                     heap_released={3: NOW - 30, 6: NOW - 30}),
+                 ["restart_osd host=h1 osd=3", "wait host=h2"], ("RECOVERY_BUDGET_EXCEEDED",),
+                 "running", id="over_budget_on_two_hosts_one_restart_per_tick"),
     pytest.param(snap(), Intent(mode="controlled", run_id="r1", holds=frozenset({"h1"})),
                  Progress(), FLAGS + ["hold_bucket bucket=h1"] + HOLDS,
                  ("RECOVERY_DOMAIN_HELD",), "running", id="held_bucket_never_granted"),
