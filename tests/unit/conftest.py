@@ -1,4 +1,5 @@
-"""Make the mgr module's pieces importable as `recovery.<name>` without ceph-mgr.
+"""Make the mgr module's pieces importable as `recovery.<name>` without ceph-mgr, and the
+plan() test builders (plancases.py) as `plancases`.
 
 mgr_module/recovery/__init__.py imports mgr_module (only inside ceph-mgr), so the package is
 registered here as a bare namespace over that directory: `from recovery import engine` then
@@ -7,6 +8,7 @@ sys.path; only this one directory is exposed, under the name ceph-mgr gives it.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import types
@@ -18,3 +20,10 @@ if "recovery" not in sys.modules:
     _pkg = types.ModuleType("recovery")
     _pkg.__path__ = [MODULE_DIR]
     sys.modules["recovery"] = _pkg
+
+if "plancases" not in sys.modules:   # importlib mode: tests/unit is not on sys.path
+    _spec = importlib.util.spec_from_file_location(
+        "plancases", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plancases.py"))
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules["plancases"] = _mod
+    _spec.loader.exec_module(_mod)

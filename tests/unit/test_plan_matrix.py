@@ -1,86 +1,17 @@
-"""Exact ordered action lists of plan() for hand-made snapshots (one named case per row).
-
-Cluster of every case unless said otherwise: hosts h0 (osd.0-2, up) and h1 (osd.3-5, down
-an hour), both under rack r1, 8 GiB RAM, 1 GiB used, budget 80 % (6.4 GiB). The footprint
-policy is a fixed 500 MiB so that the expected grants are exact; the others are the real
-registered policies.
+"""Exact ordered action lists of plan() for hand-made snapshots (one named case per row), on
+the cluster described in plancases.py.
 """
 from __future__ import annotations
 
 import pytest
 
-from ceph_recovery.model import (Budget, Finding, HostMem, Intent, Observation, OsdState,
-                                 Progress, Snapshot)
+from ceph_recovery.model import Budget, Finding, Intent, OsdState, Progress, Snapshot
 from ceph_recovery.plan import check_invariants, plan
-from ceph_recovery.policies import REGISTRY, resolve
+from ceph_recovery.policies import REGISTRY
 from ceph_recovery.policy_types import Policies
-
-MiB, GiB = 1 << 20, 1 << 30
-NOW = 10000.0
-NOUP = frozenset({"noup"})
-RUNF = frozenset({"noout", "norebalance"})
-
-
-def fixed_500(osd, observations, now):
-    return 500 * MiB
-
-
-POL = Policies(start_order=REGISTRY["start_order"]["service_first"],
-               budget=REGISTRY["budget"]["fraction"], footprint=fixed_500,
-               over_budget=REGISTRY["over_budget"]["heap_then_restart"])
-
-
-def osd(i, up=None, **kw):
-    host = "h%d" % (i // 3)
-    if up is None:
-        up = i < 3
-    base = dict(id=i, host=host, crush_path=("default", "r1", host), up=up, pgs=16,
-                process="running" if up else "stopped", rss_bytes=300 * MiB if up else 0,
-                pgs_inactive=0 if up else 4, down_since=None if up else NOW - 3600)
-    base.update(kw)
-    return OsdState(**base)
-
-
-def snap(*changed, used=None, epoch=10, hosts=("h0", "h1"), **kw):
-    by_id = {o.id: o for o in (osd(i) for i in range(6))}
-    by_id.update({o.id: o for o in changed})
-    used = used or {}
-    hm = tuple(HostMem(name=h, mem_total=8 * GiB, mem_used=used.get(h, 1 * GiB),
-                       mem_available=4 * GiB, reported_at=NOW) for h in hosts)
-    kw.setdefault("helpers_seen", {h: NOW - 5 for h in hosts})
-    return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hm, **kw)
-
-
-RUN = Intent(mode="controlled", run_id="r1")
-RUNNING = Progress(run_id="r1", phase="running", epoch=10, saved_flags=frozenset(),
-                   held_osds=frozenset({3, 4, 5}), started_at=NOW - 100)
-HELD = [osd(i, flags=NOUP) for i in (3, 4, 5)]
-PRE3 = osd(3, flags=NOUP, process="running", rss_bytes=240 * MiB, process_started_at=NOW - 10)
-FAT3 = osd(3, up=True, process="running", rss_bytes=2 * GiB, pgs_inactive=0)
-OVER = {"h1": 7 * GiB}
-FAT6 = osd(6, up=True, process="running", rss_bytes=2 * GiB, pgs_inactive=0)
-HELD2 = [osd(i, up=False, flags=NOUP) for i in (7, 8)]
-OBS3 = tuple(Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0,
-                         peak_bytes=400 * MiB) for _ in range(3))
-
-ROOM = [osd(i, up=True, rss_bytes=1200 * MiB, pgs_inactive=0) for i in (3, 4)]
-ROOMP = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
-                       restarted={3: NOW - 4000, 4: NOW - 4000},
-                       fresh_rss={3: 1000 * MiB, 4: 1000 * MiB},
-                       heap_released={3: NOW - 30, 4: NOW - 30})
-
-
-def sig(a):
-    """What an action does, without its free-text reason."""
-    d = a.to_dict()
-    d.pop("reason")
-    kind = d.pop("kind")
-    return " ".join([kind] + ["%s=%s" % (k, d[k]) for k in sorted(d) if d[k] not in (None, "")])
-
-
-G = "grant_start host=h1 osd=%d predicted_bytes=" + str(500 * MiB)
-FLAGS = ["set_flag flag=noout", "set_flag flag=norebalance"]
-HOLDS = ["hold_osd osd=3", "hold_osd osd=4", "hold_osd osd=5"]
+from plancases import (FAT3, FAT6, FLAGS, G, HELD, HELD2, HOLDS, NOUP, NOW, OBS3,  # conftest.py
+                       OVER, POL, PRE3, ROOM, ROOMP, RUN, RUNF, RUNNING, GiB, MiB, fixed_500,
+                       osd, sig, snap)
 
 CASES = [
     pytest.param(snap(), RUN, Progress(), FLAGS + HOLDS + [G % 3], (), "running",
@@ -281,6 +212,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("snapshot,intent,progress,expected,codes,phase", CASES)
+
+
 def test_plan_case(snapshot, intent, progress, expected, codes, phase):
     res = plan(snapshot, intent, progress, POL, NOW)
     assert [sig(a) for a in res.actions] == expected
@@ -341,6 +274,8 @@ def test_new_run_id_starts_a_new_run_after_done():
     pytest.param(Intent(mode="controlled", budget=Budget(kind="bytes", value=-1)),
                  id="negative_bytes"),
 ])
+
+
 def test_invalid_intent_is_a_clear_error(bad):
     with pytest.raises(ValueError):
         plan(snap(), bad, Progress(), POL, NOW)
@@ -357,98 +292,6 @@ def test_budget_bytes_policy_gates_the_grant():
     assert [sig(a) for a in nofit.actions] == ["wait"]
 
 
-def test_settling_osd_reserves_its_predicted_growth():
-    """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
-    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
-    At 5900 MiB used it does not fit: no grant, and no make-room either (a settling OSD is
-    not restarted: it would come back with its missed history): the host waits for memory."""
-    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
-             cluster_flags=RUNF)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
-    res = plan(s, RUN, p, POL, NOW)
-    assert [sig(a) for a in res.actions] == ["wait"]
-    assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
-    stuck = plan(snap(osd(3, up=True, pgs_degraded=5, heap_release=False), *HELD[1:],
-                      used={"h1": 5900 * MiB}, cluster_flags=RUNF, ok_to_stop={3: False}),
-                 RUN, p, POL, NOW)
-    assert [sig(a) for a in stuck.actions] == ["wait"]
-    assert stuck.summary["hosts"]["h1"]["waiting_on"] == "memory"
-    roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
-                      cluster_flags=RUNF), RUN, p, POL, NOW)
-    assert [sig(a) for a in roomy.actions] == [G % 4]
-
-
-def test_settling_osd_past_its_peak_reserves_only_the_way_back():
-    """osd.3 settles at 300 MiB after a 400 MiB peak (more than 5 % below it: its peak is
-    behind it): h1 reserves 100 MiB for it, not the 200 MiB left to its 500 MiB prediction,
-    so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553 MiB)."""
-    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5950 * MiB},
-             cluster_flags=RUNF)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
-                       peaks={3: 400 * MiB})
-    assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [G % 4]
-    at_peak = p.evolve(peaks={3: 310 * MiB})
-    assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == ["wait"]
-
-def test_restarting_osd_reserves_its_regrowth():
-    """osd.4 was restarted 10 s ago to make room (it is in flight again: it reloads its PGs
-    and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
-    with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted only when
-    used + 400 + 500 MiB <= budget (6553 MiB)."""
-    two = Intent(mode="controlled", run_id="r1", concurrency=2)
-    back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
-    p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
-                       restarted={4: NOW - 10}, observations=OBS3)
-    tight = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5800 * MiB},
-                 cluster_flags=RUNF)
-    assert [sig(a) for a in plan(tight, two, p, POL, NOW).actions] == ["wait"]
-    roomy = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5600 * MiB},
-                 cluster_flags=RUNF)
-    assert [sig(a) for a in plan(roomy, two, p, POL, NOW).actions] == [G % 5]
-
-def test_settled_peak_replaces_the_observation_made_at_finish():
-    """The observation made when osd.3 finished was provisional (its peak so far, at least its
-    load bound); once settled, its real peak (700 MiB) replaces it, higher or lower."""
-    s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
-             cluster_flags=RUNF)
-    other = Observation(osd=4, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=MiB)
-    for first in (400 * MiB, 900 * MiB):
-        at_finish = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
-                                peak_bytes=first)
-        p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
-                           peaks={3: 650 * MiB}, observations=(at_finish, other),
-                           downtime={3: 3600.0})
-        res = plan(s, RUN, p, POL, NOW)
-        assert [(ob.osd, ob.peak_bytes) for ob in res.progress.observations] == [
-            (3, 700 * MiB), (4, MiB)]
-        assert res.progress.settling == {} and 3 not in res.progress.peaks
-
-
-def test_settling_waits_for_pg_stats_that_count_the_osd():
-    """Right after boot the mgr's PG stats may not list the OSD in any PG yet (pgs 0, so 0
-    degraded): that is not 'recovered', it keeps settling (and its growth stays reserved)."""
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 2}, peaks={3: 300 * MiB})
-    stale = plan(snap(osd(3, up=True, pgs=0, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
-                 RUN, p, POL, NOW)
-    assert stale.progress.settling == {3: NOW - 2}
-    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
-                 RUN, p, POL, NOW)
-    assert fresh.progress.settling == {}
-
-
-def test_learned_prediction_follows_a_settling_osd_that_grew():
-    """With the real `learned` policy, a settling OSD that already peaked at 2 GiB (far above
-    the prior) raises the next OSD's prediction before its own observation is recorded."""
-    pol = resolve(RUN)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30},
-                       peaks={3: 300 * MiB}, downtime={3: 3600.0})
-
-    def predicted(rss):
-        s = snap(osd(3, up=True, pgs_degraded=5, rss_bytes=rss), *HELD[1:], cluster_flags=RUNF)
-        return plan(s, RUN, p, pol, NOW).summary["hosts"]["h1"]["predicted"]
-    assert predicted(300 * MiB) < 2 * GiB <= predicted(2 * GiB)
-
-
 def test_health_detail_is_capped_but_counts_every_host():
     hosts = ["h%d" % h for h in range(2, 80)]
     osds = tuple(OsdState(id=i, host=h, crush_path=("default", "r9", h), up=False, pgs=16,
@@ -458,15 +301,3 @@ def test_health_detail_is_capped_but_counts_every_host():
     hc = {h.code: h for h in res.health}["RECOVERY_HELPER_MISSING"]
     assert hc.count == len(hosts) and len(hc.detail) == 51
     assert hc.detail[-1] == "... and %d more" % (len(hosts) - 50)
-
-
-def test_finish_waits_for_pg_stats_that_count_the_osd():
-    """An OSD up with pgs 0 (stale PG stats: no PG lists it yet) is not finished: PGs active
-    is only known once the stats count it (or after PEERING_GRACE_S)."""
-    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 10})
-    stale = plan(snap(osd(3, up=True, pgs=0, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
-                 RUN, p, POL, NOW)
-    assert 3 in stale.progress.granted and 3 not in stale.progress.finished
-    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
-                 RUN, p, POL, NOW)
-    assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted

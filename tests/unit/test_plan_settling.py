@@ -1,0 +1,116 @@
+"""plan() while returning OSDs settle: what stays reserved for them, when they count as
+finished and settled (only once the mgr's PG stats count them), and what is learned from their
+peaks. On the cluster described in plancases.py; snapshots in, exact actions out."""
+from __future__ import annotations
+
+from ceph_recovery.model import Intent, Observation
+from ceph_recovery.plan import plan
+from ceph_recovery.policies import resolve
+from plancases import (G, HELD, NOW, OBS3, POL, RUN, RUNF, RUNNING, GiB, MiB,  # conftest.py
+                       osd, sig, snap)
+
+
+def test_settling_osd_reserves_its_predicted_growth():
+    """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
+    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
+    At 5900 MiB used it does not fit: no grant, and no make-room either (a settling OSD is
+    not restarted: it would come back with its missed history): the host waits for memory."""
+    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
+             cluster_flags=RUNF)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
+    stuck = plan(snap(osd(3, up=True, pgs_degraded=5, heap_release=False), *HELD[1:],
+                      used={"h1": 5900 * MiB}, cluster_flags=RUNF, ok_to_stop={3: False}),
+                 RUN, p, POL, NOW)
+    assert [sig(a) for a in stuck.actions] == ["wait"]
+    assert stuck.summary["hosts"]["h1"]["waiting_on"] == "memory"
+    roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
+                      cluster_flags=RUNF), RUN, p, POL, NOW)
+    assert [sig(a) for a in roomy.actions] == [G % 4]
+
+
+def test_settling_osd_past_its_peak_reserves_only_the_way_back():
+    """osd.3 settles at 300 MiB after a 400 MiB peak (more than 5 % below it: its peak is
+    behind it): h1 reserves 100 MiB for it, not the 200 MiB left to its 500 MiB prediction,
+    so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553 MiB)."""
+    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5950 * MiB},
+             cluster_flags=RUNF)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
+                       peaks={3: 400 * MiB})
+    assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [G % 4]
+    at_peak = p.evolve(peaks={3: 310 * MiB})
+    assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == ["wait"]
+
+
+def test_restarting_osd_reserves_its_regrowth():
+    """osd.4 was restarted 10 s ago to make room (it is in flight again: it reloads its PGs
+    and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
+    with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted only when
+    used + 400 + 500 MiB <= budget (6553 MiB)."""
+    two = Intent(mode="controlled", run_id="r1", concurrency=2)
+    back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
+    p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
+                       restarted={4: NOW - 10}, observations=OBS3)
+    tight = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5800 * MiB},
+                 cluster_flags=RUNF)
+    assert [sig(a) for a in plan(tight, two, p, POL, NOW).actions] == ["wait"]
+    roomy = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5600 * MiB},
+                 cluster_flags=RUNF)
+    assert [sig(a) for a in plan(roomy, two, p, POL, NOW).actions] == [G % 5]
+
+
+def test_settled_peak_replaces_the_observation_made_at_finish():
+    """The observation made when osd.3 finished was provisional (its peak so far, at least its
+    load bound); once settled, its real peak (700 MiB) replaces it, higher or lower."""
+    s = snap(osd(3, up=True, pgs_degraded=0, rss_bytes=700 * MiB), *HELD[1:],
+             cluster_flags=RUNF)
+    other = Observation(osd=4, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=MiB)
+    for first in (400 * MiB, 900 * MiB):
+        at_finish = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
+                                peak_bytes=first)
+        p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
+                           peaks={3: 650 * MiB}, observations=(at_finish, other),
+                           downtime={3: 3600.0})
+        res = plan(s, RUN, p, POL, NOW)
+        assert [(ob.osd, ob.peak_bytes) for ob in res.progress.observations] == [
+            (3, 700 * MiB), (4, MiB)]
+        assert res.progress.settling == {} and 3 not in res.progress.peaks
+
+
+def test_settling_waits_for_pg_stats_that_count_the_osd():
+    """Right after boot the mgr's PG stats may not list the OSD in any PG yet (pgs 0, so 0
+    degraded): that is not 'recovered', it keeps settling (and its growth stays reserved)."""
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 2}, peaks={3: 300 * MiB})
+    stale = plan(snap(osd(3, up=True, pgs=0, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert stale.progress.settling == {3: NOW - 2}
+    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert fresh.progress.settling == {}
+
+
+def test_learned_prediction_follows_a_settling_osd_that_grew():
+    """With the real `learned` policy, a settling OSD that already peaked at 2 GiB (far above
+    the prior) raises the next OSD's prediction before its own observation is recorded."""
+    pol = resolve(RUN)
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30},
+                       peaks={3: 300 * MiB}, downtime={3: 3600.0})
+
+    def predicted(rss):
+        s = snap(osd(3, up=True, pgs_degraded=5, rss_bytes=rss), *HELD[1:], cluster_flags=RUNF)
+        return plan(s, RUN, p, pol, NOW).summary["hosts"]["h1"]["predicted"]
+    assert predicted(300 * MiB) < 2 * GiB <= predicted(2 * GiB)
+
+
+def test_finish_waits_for_pg_stats_that_count_the_osd():
+    """An OSD up with pgs 0 (stale PG stats: no PG lists it yet) is not finished: PGs active
+    is only known once the stats count it (or after PEERING_GRACE_S)."""
+    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 10})
+    stale = plan(snap(osd(3, up=True, pgs=0, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert 3 in stale.progress.granted and 3 not in stale.progress.finished
+    fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
+    assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted
