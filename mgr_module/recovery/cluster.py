@@ -158,6 +158,33 @@ def host_mem(report: Any, received_at: float) -> HostMem:
                    source=m.source, reported_at=received_at)
 
 
+def _pg_view(crush: "CrushIndex", entries: Mapping[int, Any], osd_map: Mapping[str, Any],
+             pg_dump: Mapping[str, Any], pgs_seen: Optional[Mapping[int, int]]
+             ) -> Tuple[Dict[int, Dict[str, int]], Dict[str, int]]:
+    """pg_counts() for this map: down OSDs, their host partners, and PG-count fallbacks."""
+    hosts_of = {o: crush.host_of(o) for o in crush.osd_ids}
+    by_host: Dict[str, List[int]] = {}
+    for o, h in hosts_of.items():
+        if h is not None:
+            by_host.setdefault(h, []).append(o)
+    down = [o for o in crush.osd_ids if o in entries and not entries[o].get("up")]
+    fallback = dict(even_share(osd_map))
+    fallback.update(pgs_seen or {})
+    return pg_counts(pg_dump, down, {o: by_host.get(hosts_of[o], ()) for o in down}, fallback)
+
+
+def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
+             ) -> Tuple[str, int, Optional[float]]:
+    """(process state, rss, started_at) of `osd` from its host's fresh helper report."""
+    proc, rss, started = PROC_UNKNOWN, 0, None
+    if host in fresh:
+        for p in fresh[host][0].osds:
+            if p.id == osd:
+                proc = PROC_RUNNING if p.process == "running" else PROC_STOPPED
+                rss, started = (p.rss, p.started_at) if proc == PROC_RUNNING else (0, None)
+    return proc, rss, started
+
+
 def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pg_dump: Mapping[str, Any], reports: Mapping[str, Tuple[Any, float]],
                    now: float, stale_after: float,
@@ -175,29 +202,15 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
     heap_support = heap_support or {}
     entries = {o["osd"]: o for o in osd_map.get("osds", [])}
     xinfo = {x.get("osd"): x for x in osd_map.get("osd_xinfo", []) or []}
-    hosts_of = {o: crush.host_of(o) for o in crush.osd_ids}
-    by_host: Dict[str, List[int]] = {}
-    for o, h in hosts_of.items():
-        if h is not None:
-            by_host.setdefault(h, []).append(o)
-    down = [o for o in crush.osd_ids if o in entries and not entries[o].get("up")]
-    fallback = dict(even_share(osd_map))
-    fallback.update(pgs_seen or {})
-    per, totals = pg_counts(pg_dump, down, {o: by_host.get(hosts_of[o], ()) for o in down},
-                            fallback)
+    per, totals = _pg_view(crush, entries, osd_map, pg_dump, pgs_seen)
     fresh = {h: (r, t) for h, (r, t) in reports.items() if now - t <= stale_after}
     osds = []
     for o in crush.osd_ids:
-        e, host = entries.get(o), hosts_of.get(o)
+        e, host = entries.get(o), crush.host_of(o)
         if e is None or host is None:
             continue
         up = bool(e.get("up"))
-        proc, rss, started = PROC_UNKNOWN, 0, None
-        if host in fresh:
-            for p in fresh[host][0].osds:
-                if p.id == o:
-                    proc = PROC_RUNNING if p.process == "running" else PROC_STOPPED
-                    rss, started = (p.rss, p.started_at) if proc == PROC_RUNNING else (0, None)
+        proc, rss, started = _process(fresh, host, o)
         c = per.get(o, {})
         osds.append(OsdState(
             id=o, host=host, crush_path=crush.path(o), up=up, in_=bool(e.get("in")),
