@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional
 import psutil
 
 from . import cgroups, procs
-from .state import update_state
+from .state import load_state, state_path, update_state
 
 
 class CephError(RuntimeError):
@@ -160,13 +160,29 @@ def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 180,
     With wait, returns once a NEW mgr instance (another gid) is active and available.
     """
     old_gid = ceph(state, "mgr", "dump", timeout=30).get("active_gid")
-    pid = state["pids"].get(f"mgr.{ident}")
-    if procs.alive(pid, ("ceph-mgr", state["conf"])):
+    pid = current_pid(state, f"mgr.{ident}", ("ceph-mgr", state["conf"]))
+    if pid is not None:
         procs.terminate([pid], 20)
     new = start_mgr(state, ident)
     if wait:
         wait_mgr_available(state, timeout, not_gid=old_gid)
     return new
+
+
+def current_pid(state: Dict[str, Any], name: str, must_contain: Iterable[str]) -> Optional[int]:
+    """The live pid of lab daemon `name`: this state's, else lab.json's (another holder of the
+    lab - a drill, the CLI - may have restarted it since this dict was loaded; then this dict
+    is brought up to date). None if neither is alive."""
+    pid = state.get("pids", {}).get(name)
+    if procs.alive(pid, must_contain):
+        return pid
+    if not os.path.exists(state_path(state["dir"])):
+        return None
+    pid = load_state(state["dir"]).get("pids", {}).get(name)
+    if not procs.alive(pid, must_contain):
+        return None
+    state.setdefault("pids", {})[name] = pid
+    return pid
 
 
 def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,

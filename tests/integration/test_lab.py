@@ -186,12 +186,20 @@ def test_status_cli_json(lab):
 
 
 def test_restart_mgr_brings_back_a_new_mgr_with_our_module(lab):
-    old_pid = lab["pids"]["mgr.x"]
+    old_pid = launch.current_pid(lab, "mgr.x", ("ceph-mgr", lab["conf"]))
+    assert old_pid is not None
+    stale = dict(lab, pids=dict(lab["pids"]))   # a holder that will miss the next restart
     old_gid = launch.ceph(lab, "mgr", "dump")["active_gid"]
     new_pid = launch.restart_mgr(lab)
     assert new_pid != old_pid and _gone(old_pid) and not _gone(new_pid)
     dump = launch.ceph(lab, "mgr", "dump")
     assert dump["available"] and dump["active_gid"] != old_gid
+    # the stale holder (as the session's lab dict after a drill restarted the mgr: CI of stop
+    # 2) still restarts the live mgr, found through lab.json, not a second mgr beside it
+    newer = launch.restart_mgr(stale)
+    assert newer not in (old_pid, new_pid) and _gone(new_pid) and not _gone(newer)
+    assert launch.ceph(lab, "mgr", "dump")["active_gid"] not in (old_gid, dump["active_gid"])
+    lab["pids"]["mgr.x"] = newer
     if os.path.exists(os.path.join(lab["module_dir"], "module.py")):
         assert "recovery" in launch.ceph(lab, "mgr", "module", "ls")["enabled_modules"]
     assert launch.ceph(lab, "balancer", "status")["mode"]
