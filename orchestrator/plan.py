@@ -254,6 +254,7 @@ def _tail(t: Tick) -> None:
                 for x in left), count=len(left))
     if t.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
-            len(t.granted), len(t.settling), len(v.candidates) - len(t.granted),
+            len(t.granted), len(t.settling),
+            sum(1 for o in v.candidates if o.id not in t.granted),
             "; " + t.reasons[0] if t.reasons else "")))
 

@@ -111,6 +111,7 @@ def test_finish_waits_for_pg_stats_that_count_the_osd():
     stale = plan(snap(osd(3, up=True, pgs=0, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
     assert 3 in stale.progress.granted and 3 not in stale.progress.finished
+    assert [a.reason for a in stale.actions] == ["1 in flight, 0 settling, 2 waiting"]
     fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
     assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted
