@@ -24,9 +24,11 @@ second Observation.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .actions import AllowBoot, GrantStart
 from .model import PROC_STOPPED, Observation
-from .tick import LOAD_TO_PEAK_MIN, Tick, fmt_bytes
+from .tick import Tick, fmt_bytes, peak_from_load
 from .view import RESTART_SETTLE_S
 
 BOOT_OBSERVE_S = 10.0
@@ -116,12 +118,8 @@ def _settled_observation(t: Tick, o) -> None:
         ob = t.observations[i]
         if ob.osd == o.id:
             if peak > 0 and peak != ob.peak_bytes:
-                t.observations[i] = Observation(osd=ob.osd, pgs=ob.pgs,
-                                                downtime_s=ob.downtime_s,
-                                                pg_log_entries=ob.pg_log_entries,
-                                                peak_bytes=peak)
-                t._learn = None
-                t._pred.clear()
+                t.observations[i] = replace(ob, peak_bytes=peak)
+                t.learning_changed()
             return
     _observe(t, o)
 
@@ -174,13 +172,13 @@ def boots(t: Tick) -> None:
 
 def _boot_fits(t: Tick, o) -> bool:
     """A preboot rss above the predicted peak voids the prediction its grant was admitted on:
-    re-predict the peak as LOAD_TO_PEAK_MIN x that rss and boot only if the growth still fits
+    re-predict the peak as peak_from_load(that rss) and boot only if the growth still fits
     the host's budget; otherwise keep it in preboot (noup) and say why."""
     predicted = t.predict(o.id)
     if o.rss_bytes <= predicted:
         return True
     hm = t.view.hostmem.get(o.host)
-    growth = int(o.rss_bytes * LOAD_TO_PEAK_MIN) - o.rss_bytes
+    growth = peak_from_load(o.rss_bytes) - o.rss_bytes
     if hm is not None and hm.mem_used + growth <= t.budget(o.host):
         return True
     t.health("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d load-time rss %.0f MiB is above its "

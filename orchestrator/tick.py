@@ -43,6 +43,11 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD"}
 
 
+def peak_from_load(rss: int) -> int:
+    """The least peak an OSD that loaded `rss` in preboot reaches (LOAD_TO_PEAK_MIN x it)."""
+    return int(rss * LOAD_TO_PEAK_MIN)
+
+
 def fmt_bytes(n: float) -> str:
     return "%.0f MiB" % (n / 1048576.0)
 
@@ -120,12 +125,15 @@ class Tick:
         on lighter starts (less history missed) can predict less than the load alone (CI: 107
         MiB predicted, 112 MiB in preboot, 200+ MiB peak: the next start was admitted on the
         low prediction and the host's cgroup OOM-killed both)."""
-        return int(self.load_rss.get(osd_id, 0) * LOAD_TO_PEAK_MIN)
+        return peak_from_load(self.load_rss.get(osd_id, 0))
 
     def record_load(self, osd_id: int, rss: int) -> None:
-        """The preboot rss of an OSD allowed to boot now; predictions made earlier in this
-        tick did not know it."""
+        """The preboot rss of an OSD allowed to boot now."""
         self.load_rss[osd_id] = rss
+        self.learning_changed()
+
+    def learning_changed(self) -> None:
+        """Predictions made earlier in this tick did not know the new load or observation."""
         self._pred.clear()
         self._learn = None
 
