@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional
 import psutil
 
 from . import cgroups, procs
-from .state import load_state, state_path, update_state
+from .state import update_state
 
 
 class CephError(RuntimeError):
@@ -160,7 +160,7 @@ def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 180,
     With wait, returns once a NEW mgr instance (another gid) is active and available.
     """
     old_gid = ceph(state, "mgr", "dump", timeout=30).get("active_gid")
-    pid = current_pid(state, f"mgr.{ident}", ("ceph-mgr", state["conf"]))
+    pid = mgr_pid(state, ident)
     if pid is not None:
         procs.terminate([pid], 20)
     new = start_mgr(state, ident)
@@ -169,20 +169,16 @@ def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 180,
     return new
 
 
-def current_pid(state: Dict[str, Any], name: str, must_contain: Iterable[str]) -> Optional[int]:
-    """The live pid of lab daemon `name`: this state's, else lab.json's (another holder of the
-    lab - a drill, the CLI - may have restarted it since this dict was loaded; then this dict
-    is brought up to date). None if neither is alive."""
-    pid = state.get("pids", {}).get(name)
-    if procs.alive(pid, must_contain):
-        return pid
-    if not os.path.exists(state_path(state["dir"])):
-        return None
-    pid = load_state(state["dir"]).get("pids", {}).get(name)
-    if not procs.alive(pid, must_contain):
-        return None
-    state.setdefault("pids", {})[name] = pid
-    return pid
+def mgr_pid(state: Dict[str, Any], ident: str = "x") -> Optional[int]:
+    """pid of a running ceph-mgr.<ident> of THIS lab, like osd_pid: its spawn pid file (written
+    by whoever started it last - a drill, the CLI - so a stale state dict does not matter),
+    else this state's record; alive with our conf in its argv."""
+    marks = ("ceph-mgr", state["conf"])
+    for pid in (procs.read_pid(_run_path(state, f"mgr.{ident}", "spawn.pid")),
+                state.get("pids", {}).get(f"mgr.{ident}")):
+        if procs.alive(pid, marks):
+            return pid
+    return None
 
 
 def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,

@@ -186,7 +186,7 @@ def test_status_cli_json(lab):
 
 
 def test_restart_mgr_brings_back_a_new_mgr_with_our_module(lab):
-    old_pid = launch.current_pid(lab, "mgr.x", ("ceph-mgr", lab["conf"]))
+    old_pid = launch.mgr_pid(lab)
     assert old_pid is not None
     stale = dict(lab, pids=dict(lab["pids"]))   # a holder that will miss the next restart
     old_gid = launch.ceph(lab, "mgr", "dump")["active_gid"]
@@ -195,7 +195,7 @@ def test_restart_mgr_brings_back_a_new_mgr_with_our_module(lab):
     dump = launch.ceph(lab, "mgr", "dump")
     assert dump["available"] and dump["active_gid"] != old_gid
     # the stale holder (as the session's lab dict after a drill restarted the mgr: CI of stop
-    # 2) still restarts the live mgr, found through lab.json, not a second mgr beside it
+    # 2) still restarts the live mgr, found through its pid file, not a second mgr beside it
     newer = launch.restart_mgr(stale)
     assert newer not in (old_pid, new_pid) and _gone(new_pid) and not _gone(newer)
     assert launch.ceph(lab, "mgr", "dump")["active_gid"] not in (old_gid, dump["active_gid"])
