@@ -6,7 +6,9 @@ Shared by plan() and check_invariants() so both agree on what "candidate", "in f
 - in scope: the OSD's CRUSH path (or host) contains one of `intent.scope`, or scope is empty;
 - candidate: in scope, down, not `finished` by this run, not restarting;
 - restarting: restarted by this run less than RESTART_SETTLE_S ago, or less than
-  `intent.boot_timeout_s` ago and still down;
+  `intent.boot_timeout_s` ago and still down (a restart an earlier run made - before
+  `progress.started_at` - counts for the restart cooldown only: lab CI, a run that found osd.2
+  down 4 min after the previous run had restarted it waited on that "restart" for 10 min);
 - in flight on a host: granted (and not finished) OSDs plus restarting OSDs of that host;
 - operator-held: an `intent.holds` bucket is on the OSD's CRUSH path (or is its host);
 - helper missing: no HostMem for the host, or its last report (helpers_seen, else
@@ -43,8 +45,11 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
                      load_rss={},
                      finished=frozenset(),
                      held_osds=frozenset())
-    return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
-                    finished_at=None)
+        return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
+                        finished_at=None)
+    # a new run_id taking over a run going on: its restarts are still this run's
+    return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING,
+                    started_at=now if p.started_at is None else p.started_at, finished_at=None)
 
 
 def osd_path(o: OsdState):
@@ -84,7 +89,7 @@ class View:
         self.restarting: Set[int] = set()
         for osd_id, t in progress.restarted.items():
             o = self.by_id.get(osd_id)
-            if o is None:
+            if o is None or (progress.started_at is not None and t < progress.started_at):
                 continue
             age = now - t
             if age < RESTART_SETTLE_S or (age < intent.boot_timeout_s and not o.up):

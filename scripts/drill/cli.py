@@ -62,6 +62,10 @@ def parser() -> argparse.ArgumentParser:
                    help="kill and restart ceph-mgr this many seconds into the recovery")
     p.add_argument("--scope", default=None,
                    help="CRUSH buckets for start-controlled --scope (comma separated)")
+    p.add_argument("--fit-first", type=float, default=None, metavar="F",
+                   help="controlled: budget = F x the module's own predicted peak of the first "
+                        "OSD it would start, and the failed hosts' cgroups limited to that "
+                        "budget / 0.9 (the tightest run that still admits one OSD)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
@@ -70,15 +74,19 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
+    if args.fit_first is not None and (args.naive or args.fit_first < 1.0):
+        print("ceph-recovery-drill: --fit-first needs a controlled run and F >= 1",
+              file=sys.stderr)
+        return 2
+    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
+        print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
+              file=sys.stderr)
+        return 2
     structlog.configure(processors=[structlog.processors.TimeStamper(fmt="iso"),
                                     structlog.processors.add_log_level,
                                     structlog.processors.JSONRenderer()],
                         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
                         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
-    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
-        print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
-              file=sys.stderr)
-        return 2
     module_dir = args.module_dir
     if module_dir is None:
         from ceph_recovery_tools.lab import bootstrap
@@ -88,6 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         objects=args.objects, object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
                         restart_mgr_after=args.restart_mgr_after, scope=args.scope,
+                        fit_first=args.fit_first,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()

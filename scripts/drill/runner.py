@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional
 
 import structlog
@@ -29,6 +29,10 @@ LAB_TUNING = (("osd_recovery_sleep_hdd", "0"), ("osd_max_backfills", "4"),
 STALL_CHECKS = ("RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_STALLED", "RECOVERY_BOOT_TIMEOUT")
 STALL_ABORT_S = 90.0
 
+# --fit-first: the failed hosts' cgroup limit is the budget / this share (the rest is room for
+# the growth the module can only answer a report and a tick later; see the memory drill test)
+FIT_BUDGET_SHARE = 0.9
+
 # systemd's defaults for ceph-osd@.service, emulated in --naive mode
 RESTART_SEC = 10.0
 START_LIMIT_BURST = 3
@@ -51,6 +55,7 @@ class DrillOptions:
     module_dir: Optional[str] = None
     tune: bool = True
     scope: Optional[str] = None     # start-controlled --scope (default: the whole cluster)
+    fit_first: Optional[float] = None   # budget = this x the module's prediction (see _fit_first)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
@@ -63,6 +68,21 @@ def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
             return hosts
     raise ValueError("--fail %r names no lab host or rack (hosts: %s, racks: %s)" % (
         fail, sorted(state["hosts"]), sorted({v.get("rack") for v in state["hosts"].values()})))
+
+
+def fit_first_budget(preview: Dict[str, Any], hosts: List[str], factor: float) -> Dict[str, Any]:
+    """The tightest budget the module accepts for one OSD at a time: factor x the peak the
+    module itself predicts (its dry run, with what it has learned) for the first OSD it would
+    start on the failed hosts; their cgroups limited to that budget / FIT_BUDGET_SHARE."""
+    first: Dict[str, int] = {}
+    for e in preview.get("order") or []:
+        first.setdefault(e["host"], int(e["predicted_bytes"]))
+    planned = [first[h] for h in hosts if h in first]
+    if not planned:
+        raise RuntimeError("--fit-first: the dry run plans no start on %s" % ", ".join(hosts))
+    budget = int(factor * max(planned))
+    return {"factor": factor, "predicted_first_bytes": max(planned), "budget_bytes": budget,
+            "host_mem_limit": int(budget / FIT_BUDGET_SHARE)}
 
 
 class Drill(object):
@@ -135,6 +155,9 @@ class Drill(object):
         oom0 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
         self.ensure_helpers()
         preview = self._dry_run(hosts)
+        if o.fit_first:
+            preview = self._fit_first(hosts, preview)
+            o = self.o
         t_start = time.time()
         try:
             if o.naive:
@@ -189,6 +212,17 @@ class Drill(object):
             if limits_seen or time.time() > deadline:
                 return out
             time.sleep(1)
+
+    def _fit_first(self, hosts: List[str], preview: Dict[str, Any]) -> Dict[str, Any]:
+        """Budget and cgroup limits from fit_first_budget(); the dry run under the new budget."""
+        fit = fit_first_budget(preview, hosts, self.o.fit_first or 1.0)
+        self.o = replace(self.o, budget=str(fit["budget_bytes"]),
+                         host_mem_limit=fit["host_mem_limit"])
+        for h in hosts:
+            cgroup_limit.set_limit(self.state, h, fit["host_mem_limit"])
+        self.result.update(budget=self.o.budget, fit_first=fit)
+        log.info("budget fitted to the first start", **fit)
+        return self._dry_run(hosts)
 
     def _naive(self, osds: List[int], t_start: float) -> None:
         """Start every failed OSD at once; restart dead ones like systemd would."""

@@ -7,7 +7,7 @@ import pytest
 
 from ceph_recovery_tools.drill import report
 from ceph_recovery_tools.drill.cli import parse_size
-from ceph_recovery_tools.drill.runner import failed_hosts, process_starts
+from ceph_recovery_tools.drill.runner import failed_hosts, fit_first_budget, process_starts
 from ceph_recovery_tools.drill.sampler import pg_summary
 
 MiB = 1 << 20
@@ -95,3 +95,26 @@ def test_pg_stat_shapes():
     inner = {"num_pgs": 33, "num_pg_by_state": [{"name": "active+clean", "num": 33}]}
     assert pg_summary({"pg_ready": True, "pg_summary": inner}) == inner
     assert pg_summary(inner) == inner
+
+
+def test_fit_first_budget_from_the_first_planned_start_of_the_failed_hosts():
+    preview = {"order": [{"host": "h1", "osd": 0, "predicted_bytes": 500 * MiB},
+                         {"host": "h2", "osd": 2, "predicted_bytes": 300 * MiB},
+                         {"host": "h2", "osd": 3, "predicted_bytes": 400 * MiB}]}
+    fit = fit_first_budget(preview, ["h2"], 1.05)
+    assert fit == {"factor": 1.05, "predicted_first_bytes": 300 * MiB,
+                   "budget_bytes": int(1.05 * 300 * MiB),
+                   "host_mem_limit": int(int(1.05 * 300 * MiB) / 0.9)}
+    assert fit_first_budget(preview, ["h1", "h2"], 1.0)["predicted_first_bytes"] == 500 * MiB
+
+
+def test_fit_first_budget_refuses_a_plan_without_a_start_on_the_failed_hosts():
+    with pytest.raises(RuntimeError, match="plans no start on h3"):
+        fit_first_budget({"order": [{"host": "h2", "osd": 2, "predicted_bytes": 1}]}, ["h3"], 1.0)
+
+
+def test_fit_first_needs_a_controlled_run(capsys):
+    from ceph_recovery_tools.drill.cli import main
+    assert main(["--dir", "/nonexistent", "--fail", "host:h2", "--naive", "--fit-first", "1.05",
+                 "--json", "/nonexistent/r.json"]) == 2
+    assert "--fit-first needs a controlled run" in capsys.readouterr().err

@@ -266,6 +266,27 @@ def test_new_run_id_starts_a_new_run_after_done():
     assert new.progress.finished == frozenset() and new.progress.run_id == "r2"
 
 
+def test_a_restart_made_by_an_earlier_run_does_not_keep_the_osd_out_of_a_new_run():
+    """Lab CI: run A restarted osd.2 (it came back; run A finished); 4 min later the drill
+    killed h2 again and run B started. B's view counted osd.2 as "restarting" (down, restarted
+    < boot_timeout_s ago): not a candidate, not held, its slot busy - B waited 10 minutes on a
+    restart that had ended long before. An earlier run's restart counts for the cooldown only;
+    a restart of the run itself (or of the run a new run_id takes over) still holds its slot."""
+    s = snap(cluster_flags=frozenset())
+    done = RUNNING.evolve(phase="done", finished=frozenset({3, 4, 5}), restarted={3: NOW - 240},
+                          started_at=NOW - 400)
+    new = plan(s, Intent(mode="controlled", run_id="r2"), done, POL, NOW)
+    assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3]
+    assert new.progress.restarted == {3: NOW - 240} and new.progress.started_at == NOW
+    going = RUNNING.evolve(restarted={3: NOW - 240}, started_at=NOW - 400,
+                           saved_flags=frozenset())
+    taken = plan(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r2"),
+                 going, POL, NOW)
+    assert [sig(a) for a in taken.actions] == ["wait"]
+    assert taken.summary["hosts"]["h1"]["in_flight_osds"] == [3]
+    assert taken.progress.started_at == NOW - 400
+
+
 @pytest.mark.parametrize("bad", [
     pytest.param(Intent(mode="controlled", concurrency=0), id="concurrency_0"),
     pytest.param(Intent(mode="sideways"), id="unknown_mode"),
