@@ -31,7 +31,7 @@ from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .tick import Tick, fmt_bytes
-from .view import MIN_RESTART_GAIN, restart_gain
+from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
@@ -94,10 +94,9 @@ def _restart_allowed(t: Tick, host: str, act: RestartOsd) -> bool:
         t.health("RECOVERY_RESTART_REFUSED",
                  "osd.%d on %s: no ok-to-stop clearance in this snapshot" % (osd, host))
         return False
-    last = t.p.restarted.get(osd)
-    if last is not None and t.now - last < t.i.restart_cooldown_s:
+    if in_restart_cooldown(osd, t.progress(), t.i, t.now):
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
-                 % (osd, host, t.now - last, t.i.restart_cooldown_s))
+                 % (osd, host, t.now - t.restarted[osd], t.i.restart_cooldown_s))
         return False
     busy = len(t.view.in_flight(t.granted).get(host, ())) + sum(
         1 for x in t.new_restarts if t.view.host_of(x) == host)
@@ -256,8 +255,7 @@ def _room(t: Tick, host: str) -> int:
         if not x.up or x.process == PROC_STOPPED or x.id in t.granted or \
                 x.id in t.settling or t.s.ok_to_stop.get(x.id) is False:
             continue
-        last = t.restarted.get(x.id)
-        if last is not None and t.now - last < t.i.restart_cooldown_s:
+        if in_restart_cooldown(x.id, progress, t.i, t.now):
             continue
         gain = restart_gain(x, progress)
         if gain >= MIN_RESTART_GAIN:

@@ -11,7 +11,7 @@ from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, Hold
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
-from .view import View, begin_run, osd_path, starts_run
+from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
@@ -99,7 +99,7 @@ def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
             o = snapshot.osd(a.osd)
             lost = o is not None and o.process_started_at is not None and \
                 o.process_started_at < (last or 0.0)      # that restart never happened
-            if last is not None and now - last < intent.restart_cooldown_s and not lost:
+            if in_restart_cooldown(a.osd, progress, intent, now) and not lost:
                 errs.append("I4: osd.%d restarted again %.0fs after its last restart "
                             "(cooldown %.0fs)" % (a.osd, now - last, intent.restart_cooldown_s))
     return errs

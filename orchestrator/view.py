@@ -135,6 +135,19 @@ class View:
         return o.host if o is not None else None
 
 
+def in_restart_cooldown(osd_id: int, progress: Progress, intent: Intent, now: float) -> bool:
+    """Restarted less than intent.restart_cooldown_s ago: by this run, or by an earlier run
+    unless this run has brought the OSD up since (it went down again and this run started a
+    fresh process of it: the restart being cooled down is history. Lab CI: osd.2, restarted by
+    one run, killed by the next drill and started again by the next run, was "0 MiB
+    restartable" in that run and its second OSD was refused for 10 minutes)."""
+    last = progress.restarted.get(osd_id)
+    if last is None or now - last >= intent.restart_cooldown_s:
+        return False
+    earlier = progress.started_at is not None and last < progress.started_at
+    return not (earlier and osd_id in progress.finished)
+
+
 def restart_gain(o: OsdState, progress: Progress) -> int:
     """Bytes a restart of `o` is expected to free: its rss minus the rss it came back at after
     its last restart (Progress.fresh_rss), else minus the lower median of the other OSDs'

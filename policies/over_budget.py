@@ -8,9 +8,10 @@ nothing is in flight there. Returns ONE action:
   QueryOkToStop(osd)  the heaviest restartable OSD has no ok-to-stop answer in the snapshot;
   RestartOsd(osd)     the heaviest restartable OSD whose snapshot.ok_to_stop is True;
   None                nothing left to try (plan() reports it in health).
-Restartable: up, process not stopped, not in flight in this run (granted), not restarted within
-intent.restart_cooldown_s, and expected to free at least MIN_RESTART_GAIN (its rss minus the rss
-it came back at after its last restart, see ceph_recovery.view.restart_gain), not settling
+Restartable: up, process not stopped, not in flight in this run (granted), not in its restart
+cooldown (ceph_recovery.view.in_restart_cooldown), and expected to free at least
+MIN_RESTART_GAIN (its rss minus the rss it came back at after its last restart, see
+ceph_recovery.view.restart_gain), not settling
 (Progress.settling); biggest expected gain first. An OSD whose ok-to-stop answer is False is
 skipped.
 """
@@ -20,7 +21,7 @@ from typing import List, Optional, Sequence
 
 from ceph_recovery.actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from ceph_recovery.model import PROC_STOPPED, HostMem, Intent, OsdState, Progress, Snapshot
-from ceph_recovery.view import MIN_RESTART_GAIN, restart_gain
+from ceph_recovery.view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 
 HEAP_RELEASE_COOLDOWN_S = 120.0
 HEAP_SETTLE_S = 10.0
@@ -46,8 +47,7 @@ def _restartable(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]
 def _restart(host: HostMem, osds: Sequence[OsdState], snapshot: Snapshot, progress: Progress,
              intent: Intent, now: float) -> Optional[Action]:
     for o in _restartable(osds, progress):
-        last = progress.restarted.get(o.id)
-        if last is not None and now - last < intent.restart_cooldown_s:
+        if in_restart_cooldown(o.id, progress, intent, now):
             continue
         answer = snapshot.ok_to_stop.get(o.id)
         if answer is True:

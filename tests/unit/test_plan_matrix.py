@@ -287,6 +287,27 @@ def test_a_restart_made_by_an_earlier_run_does_not_keep_the_osd_out_of_a_new_run
     assert taken.progress.started_at == NOW - 400
 
 
+def test_an_earlier_runs_restart_does_not_cool_down_an_osd_this_run_brought_up_again():
+    """Lab CI: run A restarted osd.2; the next drill killed h2 and run B started osd.2 again
+    (a fresh process); its second OSD did not fit and osd.2 - 318 MiB, 148 MiB after its last
+    restart - was "0 MiB restartable": run A's restart still cooled it down, and run B stalled
+    with RECOVERY_BUDGET_TOO_SMALL. Here osd.3 is that osd.2: B makes room by restarting it.
+    An OSD this run did not bring up stays in its cooldown."""
+    three = osd(3, up=True, process="running", rss_bytes=1200 * MiB, pgs_inactive=0)
+    s = snap(three, osd(4, flags=NOUP), osd(5, flags=NOUP), used={"h1": int(6.2 * GiB)},
+             cluster_flags=RUNF, ok_to_stop={3: True})
+    p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
+                       restarted={3: NOW - 240}, started_at=NOW - 200,
+                       fresh_rss={3: 200 * MiB}, heap_released={3: NOW - 30})
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["restart_osd host=h1 osd=3"]
+    assert check_invariants(s, RUN, p, res, POL, NOW) == []
+    assert res.progress.restarted == {3: NOW}
+    cooled = plan(s, RUN, p.evolve(finished=frozenset()), POL, NOW)
+    assert [sig(a) for a in cooled.actions] == ["wait"]
+    assert [h.code for h in cooled.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
+
+
 @pytest.mark.parametrize("bad", [
     pytest.param(Intent(mode="controlled", concurrency=0), id="concurrency_0"),
     pytest.param(Intent(mode="sideways"), id="unknown_mode"),
