@@ -158,6 +158,8 @@ class Drill(object):
         if o.fit_first:
             preview = self._fit_first(hosts, preview)
             o = self.o
+        # what the module knew before this run: OSDs whose heap release it found unsupported
+        self.result["heap_support_before"] = self._status().get("heap_support") or {}
         t_start = time.time()
         try:
             if o.naive:

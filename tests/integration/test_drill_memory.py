@@ -16,11 +16,13 @@ OSDs run glibc malloc, no tcmalloc, and keep what they allocated).
    the host's cgroup limited to budget / 0.9: the first OSD starts and boots once its footprint
    is known, one at a time under a real limit, the over-budget path makes room for the next
    if it can; the run completes or refuses the next start naming it, with no OOM kill;
-5. restart: controlled, no cgroup limit, a budget below the two fresh OSDs' peaks of that very
-   run (asserted from its own measurements) but above one OSD's peak plus a restarted one: the
-   over-budget path runs - heap release (Debian's ceph-osd has no tcmalloc: recorded as
-   unsupported), then a restart of the heaviest OSD that ok-to-stop cleared, both in the
-   journal with reasons.
+5. restart: controlled, no cgroup limit, budget 1.9 x the heaviest fresh OSD seen (room for a
+   restarted OSD beside a fresh one): completes (an expected failure only on the exact stall
+   described in known_gap_budget_too_small).
+The over-budget path - heap release (Debian's ceph-osd has no tcmalloc: recorded as
+unsupported), then a restart of the heaviest OSD that ok-to-stop cleared, both in the journal
+with reasons - is asserted on the fit-first run, whose budget (~1.05 x one OSD's predicted
+peak) is always below what the two fresh OSDs of that run need together.
 Every run ends with every object read back with its checksum.
 """
 from __future__ import annotations
@@ -177,13 +179,14 @@ def assert_safe(r, budget):
 
 
 def test_over_budget_path_heap_release_then_restart(runs):
-    r = runs["restart"]
-    assert_safe(r, runs["restart_budget"])
+    r = runs["fit"]
+    budget = r["fit_first"]["budget_bytes"]
+    assert_safe(r, budget)
     # the budget was below what two fresh OSDs of this run need together (both peaks when
     # both started, else twice the one that did: same host, same share of the data)
     peaks = [int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in runs["h2_osds"]]
     together = sum(peaks) if all(peaks) else 2 * max(peaks)
-    assert runs["restart_budget"] < together, (peaks, runs["restart_budget"])
+    assert budget < together, (peaks, budget)
     journal = r["journal"]
     kinds = [j["action"]["kind"] for j in journal]
     restarts = [j for j in journal if j["action"]["kind"] == "restart_osd"]
@@ -191,9 +194,13 @@ def test_over_budget_path_heap_release_then_restart(runs):
         known_gap_budget_too_small(r)
     assert restarts, kinds
     heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
-    assert heap and all("unsupported" in j["result"] for j in heap), heap
-    first_restart = kinds.index("restart_osd")
-    assert "heap_release" in kinds[:first_restart]
+    assert all("unsupported" in j["result"] for j in heap), heap
+    first = restarts[0]["action"]["osd"]
+    # heap release first - unless the module already knew from an earlier run that this OSD
+    # cannot release heap (it remembers the answer: Debian's ceph-osd has no tcmalloc)
+    tried = [j for j in journal[:journal.index(restarts[0])]
+             if j["action"]["kind"] == "heap_release" and j["action"]["osd"] == first]
+    assert tried or r["heap_support_before"].get(str(first)) is False, (kinds, r["heap_support_before"])
     for rj in restarts:
         osd = rj["action"]["osd"]
         cleared = [j for j in journal[:journal.index(rj)]
