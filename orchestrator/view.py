@@ -89,7 +89,7 @@ class View:
         self.restarting: Set[int] = set()
         for osd_id, t in progress.restarted.items():
             o = self.by_id.get(osd_id)
-            if o is None or (progress.started_at is not None and t < progress.started_at):
+            if o is None or by_earlier_run(t, progress):
                 continue
             age = now - t
             if age < RESTART_SETTLE_S or (age < intent.boot_timeout_s and not o.up):
@@ -135,6 +135,11 @@ class View:
         return o.host if o is not None else None
 
 
+def by_earlier_run(when: float, progress: Progress) -> bool:
+    """Was something done at `when` (a restart) by a run before the current one?"""
+    return progress.started_at is not None and when < progress.started_at
+
+
 def in_restart_cooldown(osd_id: int, progress: Progress, intent: Intent, now: float) -> bool:
     """Restarted less than intent.restart_cooldown_s ago: by this run, or by an earlier run
     unless this run has brought the OSD up since (it went down again and this run started a
@@ -144,8 +149,7 @@ def in_restart_cooldown(osd_id: int, progress: Progress, intent: Intent, now: fl
     last = progress.restarted.get(osd_id)
     if last is None or now - last >= intent.restart_cooldown_s:
         return False
-    earlier = progress.started_at is not None and last < progress.started_at
-    return not (earlier and osd_id in progress.finished)
+    return not (by_earlier_run(last, progress) and osd_id in progress.finished)
 
 
 def restart_gain(o: OsdState, progress: Progress) -> int:

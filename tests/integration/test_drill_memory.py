@@ -117,9 +117,10 @@ def test_naive_start_under_limit_is_oom_killed(runs):
 
 
 def known_gap_budget_too_small(r):
-    """Known limit of the restart run: a budget below two fresh OSDs' peaks
-    leaves room for the second OSD only if the first one's size and the second one's peak are
-    predicted almost exactly. The core predicts with margins (learned peak x 1.15; at least 2 x
+    """Known limit, for the restart run's completion and the fit-first run's over-budget path
+    (when it refuses without a restart): a budget below two fresh OSDs' peaks leaves room for
+    the second OSD only if the first one's size and the second one's peak are predicted almost
+    exactly. The core predicts with margins (learned peak x 1.15; at least 2 x
     the preboot rss of an OSD it let boot until its real peak is known), the lab's OSDs peak
     higher run after run, and a restarted lab OSD comes back at ~0.5 x its peak, so plan() may
     refuse the second start after the over-budget restart (measured: osd.2 peak 286 MiB -> 145
@@ -200,7 +201,8 @@ def test_over_budget_path_heap_release_then_restart(runs):
     # cannot release heap (it remembers the answer: Debian's ceph-osd has no tcmalloc)
     tried = [j for j in journal[:journal.index(restarts[0])]
              if j["action"]["kind"] == "heap_release" and j["action"]["osd"] == first]
-    assert tried or r["heap_support_before"].get(str(first)) is False, (kinds, r["heap_support_before"])
+    known = r["heap_support_before"]
+    assert tried or known.get(str(first)) is False, (kinds, known)
     for rj in restarts:
         osd = rj["action"]["osd"]
         cleared = [j for j in journal[:journal.index(rj)]
