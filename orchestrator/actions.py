@@ -13,6 +13,9 @@ history and the drill journal). The shell maps them to commands:
   QueryOkToStop  ceph osd ok-to-stop N  (answer arrives in the next Snapshot.ok_to_stop)
   HeapRelease    ceph tell osd.N heap release
   RestartOsd     helper on <host>: stop then start osd.N (only after ok-to-stop cleared it)
+  StopOsd        helper on <host>: stop osd.N and keep it held (only after ok-to-stop cleared it)
+  SetConfig      ceph config set <who> <name> <value>   (the value before is in Progress.saved_config)
+  RestoreConfig  ceph config set <who> <name> <value>, or ceph config rm <who> <name> (value None)
   Wait           nothing to do this tick (why)
   Done           the run finished (why)
 """
@@ -36,6 +39,8 @@ class Action:
         target = getattr(self, "osd", None)
         tgt = "osd.%d" % target if target is not None else (
             getattr(self, "bucket", None) or getattr(self, "flag", None) or "")
+        if getattr(self, "who", None):
+            tgt = "%s %s=%s" % (self.who, self.name, getattr(self, "value", None))
         return ("%s %s: %s" % (self.kind, tgt, self.reason)).replace("  ", " ")
 
 
@@ -103,6 +108,29 @@ class RestartOsd(Action):
 
 
 @dataclass(frozen=True)
+class StopOsd(Action):
+    kind: ClassVar[str] = "stop_osd"
+    osd: int = -1
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class SetConfig(Action):
+    kind: ClassVar[str] = "set_config"
+    who: str = ""                  # "osd.N"
+    name: str = ""                 # e.g. "osd_memory_target"
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class RestoreConfig(Action):
+    kind: ClassVar[str] = "restore_config"
+    who: str = ""
+    name: str = ""
+    value: Optional[str] = None    # None: remove the run's setting (`ceph config rm`)
+
+
+@dataclass(frozen=True)
 class Wait(Action):
     kind: ClassVar[str] = "wait"
     host: Optional[str] = None
@@ -115,7 +143,7 @@ class Done(Action):
 
 ACTION_TYPES = {cls.kind: cls for cls in (
     HoldOsd, AllowBoot, HoldBucket, ReleaseBucket, SetFlag, UnsetFlag, GrantStart,
-    QueryOkToStop, HeapRelease, RestartOsd, Wait, Done)}
+    QueryOkToStop, HeapRelease, RestartOsd, StopOsd, SetConfig, RestoreConfig, Wait, Done)}
 
 
 def action_from_dict(d: dict) -> Action:
