@@ -66,6 +66,7 @@ def respond(t: Tick, host: str, why: str) -> bool:
         return True
     if isinstance(act, HeapRelease):
         t.heap_released[act.osd] = t.now
+        t.heap_rss[act.osd] = v.by_id[act.osd].rss_bytes
     elif isinstance(act, RestartOsd):
         if not _restart_allowed(t, host, act):
             return False
@@ -210,6 +211,8 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
     t.granted[o.id] = t.now
     if o.down_since is not None:
         t.downtime[o.id] = max(0.0, t.now - o.down_since)
+    if o.missed_entries is not None:
+        t.missed[o.id] = o.missed_entries
     st["reserved"] += need
     st["slots"] -= 1
     st["in_flight"].append(o.id)

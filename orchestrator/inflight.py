@@ -130,6 +130,7 @@ def _unsettle(t: Tick, osd_id: int) -> None:
     t.grew_at.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
     t.downtime.pop(osd_id, None)
+    t.missed.pop(osd_id, None)
 
 
 def forget(t: Tick, osd_id: int) -> None:
@@ -138,6 +139,7 @@ def forget(t: Tick, osd_id: int) -> None:
     t.booting.pop(osd_id, None)
     t.peaks.pop(osd_id, None)
     t.downtime.pop(osd_id, None)
+    t.missed.pop(osd_id, None)
     t.held_osds.discard(osd_id)
 
 
@@ -220,7 +222,8 @@ def _observe(t: Tick, o) -> None:
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),
-            pg_log_entries=o.pg_log_entries, peak_bytes=peak))
+            pg_log_entries=o.pg_log_entries, peak_bytes=peak,
+            missed_entries=t.missed.get(o.id)))
 
 
 def _failed_start(t: Tick, o) -> None:

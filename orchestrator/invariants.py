@@ -47,6 +47,8 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
 def _in_flight(actions, intent, newp, new: View) -> List[str]:
     touched = {a.host for a in actions if isinstance(a, (GrantStart, RestartOsd))}
     flight = new.in_flight(newp.granted)
+    if not intent.concurrency:
+        return []
     return ["I2: host %s has %d in flight > concurrency %d after granting/restarting"
             % (h, len(flight.get(h, ())), intent.concurrency)
             for h in sorted(touched) if len(flight.get(h, ())) > intent.concurrency]
@@ -59,7 +61,7 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
         if not isinstance(a, GrantStart):
             continue
         o = old.by_id.get(a.osd)
-        if o is None or o.up or o.id not in old.in_scope or o.id in progress.finished:
+        if o is None or o.up or o.id not in old.in_scope:
             errs.append("I3: osd.%d granted but is not a down in-scope candidate" % a.osd)
             continue
         if o.host != a.host:

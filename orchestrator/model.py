@@ -35,6 +35,10 @@ MODE_ABORT = "abort"
 # cluster flags the run sets while it works and restores at the end
 RUN_CLUSTER_FLAGS = ("noout", "norebalance")
 
+# Intent.concurrency: 0 = "auto", every start the budget admits (each still gated by the
+# observed load of the starts before it)
+CONCURRENCY_AUTO = 0
+
 
 @dataclass(frozen=True)
 class OsdState:
@@ -55,6 +59,9 @@ class OsdState:
     pg_log_entries: int = 0                # total PG log length, 0 if unknown
     down_since: Optional[float] = None     # when the OSD was marked down, None if up/unknown
     heap_release: Optional[bool] = None    # tcmalloc heap release supported? None = unknown
+    missed_entries: Optional[int] = None   # PG log entries written while it was down, summed
+                                           # over its PGs (capped by the log), None = unknown
+    memory_target: int = 0                 # its osd_memory_target, 0 = unknown (Ceph default)
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,7 @@ class Intent:
     mode: str = MODE_IDLE
     budget: Budget = Budget()
     scope: Tuple[str, ...] = ()         # CRUSH buckets; empty = whole cluster
-    concurrency: int = 1                # starts in flight per host
+    concurrency: int = 1                # starts in flight per host; CONCURRENCY_AUTO = memory decides
     holds: FrozenSet[str] = frozenset()  # buckets the operator holds (set-group noup)
     auto_hold: bool = False             # hold a bucket whose OSDs all went down
     start_order: str = "unblock_first"  # policy names, see ceph_recovery.policies
@@ -148,6 +155,7 @@ class Observation:
     downtime_s: float
     pg_log_entries: int
     peak_bytes: int
+    missed_entries: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,13 @@ class Progress:
     settling: Mapping[int, float] = field(default_factory=dict)  # osd -> finished, still recovering
     grew_at: Mapping[int, float] = field(default_factory=dict)   # settling osd -> last grew 1 %
     load_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> preboot rss when booted
+    missed: Mapping[int, int] = field(default_factory=dict)    # osd -> missed entries at grant
+    heap_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss at its last release
+    saved_config: Mapping[str, Optional[str]] = field(default_factory=dict)
+    # "who name" -> the value before this run changed it (None: not set at that level),
+    # written before the SetConfig goes out (write-ahead) and restored at the end
+    service_at: Optional[float] = None     # first tick of this run with every PG active
+    stalled_since: Optional[float] = None  # since when no start fits and nothing is pending
 
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)

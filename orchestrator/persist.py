@@ -10,7 +10,7 @@ before a failover is never granted twice.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
 
@@ -18,6 +18,7 @@ SCHEMA_VERSION = 1
 PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
                    "grew_at")
+_OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
@@ -26,7 +27,7 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     for k in _OSD_FLOAT_MAPS:
         d[k] = {str(osd): float(t) for osd, t in sorted(getattr(p, k).items())}
     d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.peaks.items())}
-    for k in ("fresh_rss", "load_rss"):
+    for k in _OSD_INT_MAPS:
         d[k] = {str(osd): int(b) for osd, b in sorted(getattr(p, k).items())}
     d["failures"] = {str(osd): int(n) for osd, n in sorted(p.failures.items())}
     d["finished"] = sorted(p.finished)
@@ -35,8 +36,11 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d["auto_held"] = sorted(p.auto_held)
     d["saved_flags"] = None if p.saved_flags is None else sorted(p.saved_flags)
     d["observations"] = [[o.osd, o.pgs, o.downtime_s, o.pg_log_entries, o.peak_bytes]
+                         + ([] if o.missed_entries is None else [o.missed_entries])
                          for o in p.observations]
     d["started_at"], d["finished_at"] = p.started_at, p.finished_at
+    d["service_at"], d["stalled_since"] = p.service_at, p.stalled_since
+    d["saved_config"] = {k: v for k, v in sorted(p.saved_config.items())}
     return d
 
 
@@ -84,13 +88,14 @@ def _observations(d: Mapping[str, Any]):
         raise ValueError("progress: observations must be a list")
     out = []
     for i, ob in enumerate(raw):
-        if not isinstance(ob, list) or len(ob) != 5:
+        if not isinstance(ob, list) or len(ob) not in (5, 6):
             raise ValueError("progress: observations[%d] must be [osd, pgs, downtime_s, "
-                             "pg_log_entries, peak_bytes]" % i)
+                             "pg_log_entries, peak_bytes(, missed_entries)]" % i)
         w = "observations[%d]" % i
         out.append(Observation(osd=_num(ob[0], w, int), pgs=_num(ob[1], w, int),
                                downtime_s=_num(ob[2], w), pg_log_entries=_num(ob[3], w, int),
-                               peak_bytes=_num(ob[4], w, int)))
+                               peak_bytes=_num(ob[4], w, int),
+                               missed_entries=_num(ob[5], w, int) if len(ob) == 6 else None))
     return tuple(out)
 
 
@@ -124,7 +129,17 @@ def progress_from_dict(d: Any) -> Progress:
         auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
         fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int),
         settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"),
-        load_rss=_osd_map(d, "load_rss", int))
+        load_rss=_osd_map(d, "load_rss", int), missed=_osd_map(d, "missed", int),
+        heap_rss=_osd_map(d, "heap_rss", int), saved_config=_saved_config(d),
+        service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"))
+
+
+def _saved_config(d: Mapping[str, Any]) -> Dict[str, Optional[str]]:
+    raw = d.get("saved_config", {})
+    if not isinstance(raw, Mapping) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in raw.items()):
+        raise ValueError("progress: saved_config must map 'who name' to a string or null")
+    return dict(raw)
 
 
 def progress_from_json(text: str) -> Progress:

@@ -9,7 +9,8 @@ booting, finished, held, restarted, heap_released, saved_flags, observations, pe
 Invariants (stated here, checked by `check_invariants`, see invariants.py):
   I1 stale epoch: if snapshot.epoch < progress.epoch the only action is Wait and progress is
      returned unchanged; otherwise the new progress records epoch = snapshot.epoch.
-  I2 per host, OSDs in flight (granted and not finished, or restarting) <= intent.concurrency.
+  I2 per host, OSDs in flight (granted and not finished, or restarting) <= intent.concurrency
+     (auto, 0: no slot count; memory admission alone bounds them).
   I3 a GrantStart is only for an in-scope, down candidate whose host has a fresh helper, no
      network finding, no operator hold over it, and
      used + reserved + need <= budget(host) (see admission.py).
@@ -44,6 +45,7 @@ from typing import Dict, Set
 
 from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
 from .admission import grant_stage, memory_stage
+from .ending import end_if_stalled, incomplete_report, track_service
 from .inflight import (boots, clear_stale_noup, regrants, report_failures, track_in_flight,
                        track_restarts, track_settling)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
@@ -67,8 +69,9 @@ def validate_intent(intent: Intent) -> None:
     if intent.mode not in MODES:
         raise ValueError("unknown mode %r (known: %s)" % (intent.mode, ", ".join(MODES)))
     if isinstance(intent.concurrency, bool) or not isinstance(intent.concurrency, int) \
-            or intent.concurrency < 1:
-        raise ValueError("concurrency must be an integer >= 1, got %r" % (intent.concurrency,))
+            or intent.concurrency < 0:
+        raise ValueError("concurrency must be an integer >= 1, or 0 for auto, got %r"
+                         % (intent.concurrency,))
     if intent.restart_cooldown_s < 0 or intent.boot_timeout_s <= 0:
         raise ValueError("restart_cooldown_s must be >= 0 and boot_timeout_s > 0")
     b = intent.budget
@@ -230,7 +233,10 @@ def _tail(t: Tick) -> None:
         t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
                  % ", ".join(unknown), count=len(unknown))
     if t.state in ("new", "running"):
-        if not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
+        track_service(t)
+        if end_if_stalled(t, _restore_flags):
+            pass
+        elif not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
                 and not t.settling:
             _restore_flags(t, "run done")
             t.emit("tail", Done(reason="all %d in-scope OSDs up; %d started by this run" % (
@@ -246,6 +252,8 @@ def _tail(t: Tick) -> None:
     elif t.phase in (PHASE_DONE, PHASE_ABORTED) and t.finished_at is not None and \
             t.now - t.finished_at <= FLAG_RESTORE_GRACE_S:
         _restore_flags(t, "run %s, flags still set" % t.phase)   # a lost UnsetFlag
+    if t.state is None:
+        incomplete_report(t)
     if t.phase == PHASE_ABORTED and t.i.mode == MODE_ABORT:
         left = sorted(o.id for o in v.candidates if o.id not in t.booting)
         if left:

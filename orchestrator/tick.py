@@ -17,6 +17,7 @@ from .result import PlanResult
 from .view import View
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
+AUTO_SLOTS = 1 << 16        # CONCURRENCY_AUTO: no slot count, memory admission decides
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
@@ -29,7 +30,7 @@ SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": 
             "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
             "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
             "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning",
-            "RECOVERY_SCOPE_UNKNOWN": "warning"}
+            "RECOVERY_SCOPE_UNKNOWN": "warning", "RECOVERY_INCOMPLETE": "warning"}
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
@@ -40,7 +41,9 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_ABORTED": "controlled recovery aborted (%d OSDs left held)",
            "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused",
            "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)",
-           "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD"}
+           "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD",
+           "RECOVERY_INCOMPLETE": "controlled recovery ended with %d OSD(s) still down: "
+                                  "not enough memory"}
 
 
 def peak_from_load(rss: int) -> int:
@@ -84,6 +87,10 @@ class Tick:
         self.settling = dict(progress.settling)
         self.grew_at = dict(progress.grew_at)
         self.load_rss = dict(progress.load_rss)
+        self.missed = dict(progress.missed)
+        self.heap_rss = dict(progress.heap_rss)
+        self.saved_config = dict(progress.saved_config)
+        self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -108,15 +115,21 @@ class Tick:
         return self._budgets[host]
 
     def predict(self, osd_id: int) -> int:
-        """The footprint policy's prediction, floored at the median rss of the running OSDs
+        """The footprint policy's prediction (never below its prior until WARMUP_OBSERVATIONS
+        real peaks are known: lower bounds may raise it, not lower it; three OSDs seen at 2x
+        their load while their peaks were 5x would teach it half the truth), floored at the
+        median rss of the running OSDs
         on the same host (peer_floor) and, once this OSD was allowed to boot, at
         load_bound(): its measured load-time rss voids a prediction below it."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
-                o = replace(o, down_since=self.now - self.downtime[osd_id])
-            self._pred[osd_id] = max(int(self.pol.footprint(o, self.learning(), self.now)),
-                                     self.peer_floor(o.host), self.load_bound(osd_id))
+                o = replace(o, down_since=self.now - self.downtime[osd_id],
+                            missed_entries=self.missed.get(osd_id, o.missed_entries))
+            pred = int(self.pol.footprint(o, self.learning(), self.now))
+            if self.final_observations() < WARMUP_OBSERVATIONS:
+                pred = max(pred, int(self.pol.footprint(o, (), self.now)))
+            self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id))
         return self._pred[osd_id]
 
     def load_bound(self, osd_id: int) -> int:
@@ -151,9 +164,16 @@ class Tick:
                 if o is not None and peak > last.get(osd_id, 0):
                     live.append(Observation(osd=osd_id, pgs=o.pgs,
                                             downtime_s=self.downtime.get(osd_id, 0.0),
-                                            pg_log_entries=o.pg_log_entries, peak_bytes=peak))
+                                            pg_log_entries=o.pg_log_entries, peak_bytes=peak,
+                                            missed_entries=self.missed.get(osd_id)))
             self._learn = self.observations + live
         return self._learn
+
+    def final_observations(self) -> int:
+        """Observations of real peaks: not those of OSDs still settling (made when the OSD
+        finished, a lower bound of a peak still to come) nor the live bounds of learning()."""
+        provisional = {ob.osd for ob in self.observations} & set(self.settling)
+        return len(self.observations) - len(provisional)
 
     def peer_floor(self, host: str) -> int:
         """Median rss of the up, running OSDs on `host` not in flight, x PEER_FLOOR_FACTOR: a
@@ -174,10 +194,12 @@ class Tick:
 
     def concurrency(self) -> int:
         """Starts allowed in flight per host: 1 until WARMUP_OBSERVATIONS starts were measured
-        on this cluster (the first wave runs on the prior alone), then intent.concurrency."""
-        if len(self.observations) < WARMUP_OBSERVATIONS:
+        on this cluster (the first wave runs on the prior alone; a lower bound counts only
+        where it is above the prior, see learning()), then intent.concurrency, or
+        with CONCURRENCY_AUTO as many as the memory admission lets through."""
+        if len(self.learning()) < WARMUP_OBSERVATIONS:
             return 1
-        return self.i.concurrency
+        return self.i.concurrency or AUTO_SLOTS
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""
@@ -192,7 +214,9 @@ class Tick:
             auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
             fresh_rss=dict(self.fresh_rss), failures=dict(self.failures),
             settling=dict(self.settling), grew_at=dict(self.grew_at),
-            load_rss=dict(self.load_rss))
+            load_rss=dict(self.load_rss), missed=dict(self.missed),
+            heap_rss=dict(self.heap_rss), saved_config=dict(self.saved_config),
+            service_at=self.service_at, stalled_since=self.stalled_since)
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])
@@ -215,6 +239,8 @@ class Tick:
         return {
             "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
             "epoch": progress.epoch, "time": self.now,
+            "started_at": progress.started_at, "service_restored_at": progress.service_at,
+            "stalled_since": progress.stalled_since,
             "policies": list(self.pol.names),
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
                        "granted": len(progress.granted), "booting": len(progress.booting),

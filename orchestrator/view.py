@@ -4,7 +4,8 @@ Shared by plan() and check_invariants() so both agree on what "candidate", "in f
 "held" and "helper missing" mean:
 
 - in scope: the OSD's CRUSH path (or host) contains one of `intent.scope`, or scope is empty;
-- candidate: in scope, down, not `finished` by this run, not restarting;
+- candidate: in scope, down, not restarting (an OSD this run brought up that went down again,
+  e.g. killed, is a candidate again: a run is not done while an in-scope OSD is down);
 - restarting: restarted by this run less than RESTART_SETTLE_S ago, or less than
   `intent.boot_timeout_s` ago and still down (a restart an earlier run made - before
   `progress.started_at` - counts for the restart cooldown only: lab CI, a run that found osd.2
@@ -42,7 +43,7 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
     if p.phase not in ACTIVE_PHASES or p.saved_flags is None:
         p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
                      peaks={}, downtime={}, failures={}, settling={}, grew_at={},
-                     load_rss={},
+                     load_rss={}, missed={}, service_at=None, stalled_since=None,
                      finished=frozenset(),
                      held_osds=frozenset())
         return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
@@ -96,8 +97,7 @@ class View:
                 self.restarting.add(osd_id)
         self.candidates: List[OsdState] = [
             o for o in snapshot.osds
-            if o.id in self.in_scope and not o.up and o.id not in progress.finished
-            and o.id not in self.restarting]
+            if o.id in self.in_scope and not o.up and o.id not in self.restarting]
 
     # ------------------------------------------------------------------ queries
     def bucket_noup_over(self, o: OsdState) -> List[str]:

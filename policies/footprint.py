@@ -22,13 +22,20 @@ Where the prior's numbers come from:
   estimate is used.
 - PER_PG_BYTES 1 MiB: per-PG in-memory state (PG object, info, peering structures).
 - Unknown PG count: mon_target_pg_per_osd default 100.
-- Downtime: missing sets grow with the history an OSD missed, bounded by the PG log length
-  (past it, Ceph backfills instead of log-based recovery): +50 % at 1 h of downtime or more,
-  linear before (field: "above all with how long the OSD was down").
+- History: when the snapshot knows the PG log entries written while the OSD was down
+  (OsdState.missed_entries: what its PGs logged without it, capped by the log: past it Ceph
+  backfills instead of building a missing set), peering and recovery add
+  HISTORY_BYTES_PER_ENTRY per missed entry (lab: returning OSDs grew 401-71 = 330 MiB and
+  370-68 = 302 MiB after missing ~39,000 writes each, 7.9-8.7 KiB per write, all-in), plus
+  PEERING_PEAK (field: "peak about +20 % during peering"); the base is then BASE_KNOWN_BYTES
+  (the history term carries the growth the 360 MiB base stands in for).
+- Downtime, when the missed entries are unknown: missing sets grow with the history an OSD
+  missed: +50 % at 1 h of downtime or more, linear before (field: "above all with how long
+  the OSD was down").
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ceph_recovery.model import Observation, OsdState
 
@@ -40,6 +47,9 @@ TARGET_ENTRIES_PER_OSD = 300000
 MIN_ENTRIES_PER_PG, MAX_ENTRIES_PER_PG = 250, 10000
 DUPS_PER_PG = 3000
 DEFAULT_PGS = 100
+HISTORY_BYTES_PER_ENTRY = 8 * 1024
+PEERING_PEAK = 0.2
+BASE_KNOWN_BYTES = 128 * MiB
 DOWNTIME_FULL_S = 3600.0
 DOWNTIME_EXTRA = 0.5
 MIN_FOOTPRINT = 64 * MiB
@@ -51,7 +61,8 @@ LEARN_QUANTILE_PCT = 100  # nearest-rank percentile of peak/prior: the max (see 
 LEARN_MARGIN = 1.15     # safety margin over that ratio (the budget keeps its own headroom)
 
 
-def prior(pgs: int, pg_log_entries: int, downtime_s: float) -> int:
+def prior(pgs: int, pg_log_entries: int, downtime_s: float,
+          missed_entries: Optional[int] = None) -> int:
     """The conservative prior in bytes (see the module docstring for every number)."""
     pgs = pgs if pgs > 0 else DEFAULT_PGS
     entries = pg_log_entries
@@ -59,9 +70,12 @@ def prior(pgs: int, pg_log_entries: int, downtime_s: float) -> int:
         per_pg = min(MAX_ENTRIES_PER_PG, max(MIN_ENTRIES_PER_PG, TARGET_ENTRIES_PER_OSD // pgs))
         entries = per_pg * pgs
     entries += DUPS_PER_PG * pgs
-    base = BASE_BYTES + pgs * PER_PG_BYTES + entries * LOG_ENTRY_BYTES
+    load = pgs * PER_PG_BYTES + entries * LOG_ENTRY_BYTES
+    if missed_entries is not None and missed_entries >= 0:
+        history = missed_entries * HISTORY_BYTES_PER_ENTRY
+        return int((BASE_KNOWN_BYTES + load + history) * (1.0 + PEERING_PEAK))
     factor = 1.0 + DOWNTIME_EXTRA * min(max(downtime_s, 0.0), DOWNTIME_FULL_S) / DOWNTIME_FULL_S
-    return int(base * factor)
+    return int((BASE_BYTES + load) * factor)
 
 
 def _downtime(osd: OsdState, now: float) -> float:
@@ -74,13 +88,13 @@ def _bound(n: float) -> int:
 
 def static(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
     """The prior alone: no learning."""
-    return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now)))
+    return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries))
 
 
 def learned(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
     """Prior x (largest peak/prior ratio of the recent starts) x margin."""
-    p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now))
-    ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s)
+    p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries)
+    ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s, ob.missed_entries)
               for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
     if not ratios:
         return _bound(p)

@@ -3,7 +3,10 @@
 Called by plan() for a host that is over its budget, or whose next OSD does not fit while
 nothing is in flight there. Returns ONE action:
   HeapRelease(osd)    tcmalloc heap release on the heaviest up OSD (support True or unknown),
-                      at most once per HEAP_RELEASE_COOLDOWN_S per OSD;
+                      at most once per HEAP_RELEASE_COOLDOWN_S per OSD, and again only once
+                      it grew MIN_RESTART_GAIN above its rss at the last release (what a
+                      release freed stays freed; releasing an OSD that did not grow frees
+                      nothing new);
   Wait(host)          a heap release on this host is still settling (HEAP_SETTLE_S);
   QueryOkToStop(osd)  the heaviest restartable OSD has no ok-to-stop answer in the snapshot;
   RestartOsd(osd)     the heaviest restartable OSD whose snapshot.ok_to_stop is True;
@@ -68,7 +71,8 @@ def heap_then_restart(host: HostMem, osds_on_host: Sequence[OsdState], snapshot:
     if running and running[0].rss_bytes > 0 and running[0].heap_release is not False:
         top = running[0]
         last = progress.heap_released.get(top.id)
-        if last is None or now - last >= HEAP_RELEASE_COOLDOWN_S:
+        grew = top.rss_bytes - progress.heap_rss.get(top.id, 0) >= MIN_RESTART_GAIN
+        if last is None or (now - last >= HEAP_RELEASE_COOLDOWN_S and grew):
             return HeapRelease(osd=top.id, reason="%s short of memory: release free heap of "
                                "heaviest osd.%d (rss %.0f MiB)" % (host.name, top.id,
                                                                    top.rss_bytes / MiB))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Dict, List, Set
 
 from ceph_recovery import actions as A
@@ -66,6 +67,7 @@ class Controlled:
             for o in cl.osds:
                 if o.id not in self.cache:
                     self.cache[o.id] = self._osd_state(sim, o)
+        osds = [self._with_missed(sim, self.cache[i]) for i in range(len(cl.osds))]
         ram = int(cl.host_ram)
         hosts = tuple(HostMem(name=h, mem_total=ram, mem_used=int(cl.host_used[h]),
                               mem_available=max(0, ram - int(cl.host_used[h])),
@@ -76,11 +78,24 @@ class Controlled:
             self.buckets[cl.topo.root] = "root"
         answers = self._answers(sim)
         return Snapshot(
-            epoch=cl.epoch, osds=tuple(self.cache[i] for i in range(len(cl.osds))),
+            epoch=cl.epoch, osds=tuple(osds),
             hosts=hosts, bucket_flags={b: frozenset(("noup",)) for b in sim.lc.held_buckets},
             cluster_flags=frozenset(self.flags), buckets=self.buckets,
             pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_total,
             ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts})
+
+    def _with_missed(self, sim, st: OsdState) -> OsdState:
+        """A down OSD's missed PG log entries, as the mgr reads them from its PGs' log
+        lengths: the writes its PGs took while it was down, capped by what the log holds
+        (the same numbers Lifecycle._boot turns into its history memory)."""
+        if st.up:
+            return st
+        o, p = sim.cl.osds[st.id], sim.p
+        since = o.down_since if o.down_since is not None else sim.now
+        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * \
+            max(0.0, sim.now - since)
+        cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
+        return replace(st, missed_entries=int(min(writes, cap)))
 
     def _answers(self, sim) -> Dict[int, bool]:
         """Like a shell that re-asks `ceph osd ok-to-stop` for its recent queries every tick:

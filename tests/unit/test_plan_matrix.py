@@ -309,7 +309,7 @@ def test_an_earlier_runs_restart_does_not_cool_down_an_osd_this_run_brought_up_a
 
 
 @pytest.mark.parametrize("bad", [
-    pytest.param(Intent(mode="controlled", concurrency=0), id="concurrency_0"),
+    pytest.param(Intent(mode="controlled", concurrency=-1), id="concurrency_negative"),
     pytest.param(Intent(mode="sideways"), id="unknown_mode"),
     pytest.param(Intent(mode="controlled", boot_timeout_s=0), id="boot_timeout_0"),
     pytest.param(Intent(mode="controlled", budget=Budget(value=80)), id="fraction_over_1"),

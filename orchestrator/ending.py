@@ -1,0 +1,86 @@
+"""How a run ends when memory cannot bring every OSD back, and when service was restored.
+
+Rules:
+- service restored: the first tick of a run at which every PG is active (Progress.service_at;
+  `ceph recovery status` shows it beside "all up").
+- stalled: candidates are left, nothing is granted, no OSD this run started is still settling
+  (its memory may still fall as its PGs recover: settling lasts at most SETTLE_MAX_S), and
+  this tick granted or booted nothing. Heap releases, ok-to-stop queries and restarts that
+  never lead to a start do not count as progress (they can repeat forever when the budget
+  cannot hold the next OSD).
+- after STALL_END_S stalled the run ends instead of waiting forever: the cluster flags it set
+  are restored (noout and norebalance must not stay set cluster-wide: a second failure would
+  not re-replicate), the OSDs that did not fit stay held by their per-OSD noup (starting them
+  would break the budget), and RECOVERY_INCOMPLETE names, per host, what is missing and how
+  much memory it lacks. It stays raised until those OSDs are up (or a new run starts).
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from .actions import Done, GrantStart, AllowBoot
+from .model import PHASE_DONE
+from .tick import Tick, fmt_bytes
+
+STALL_END_S = 600.0
+
+
+def track_service(t: Tick) -> None:
+    s = t.s
+    if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
+        t.service_at = t.now
+
+
+def _progressing(t: Tick) -> bool:
+    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and not
+           a.reason.startswith("re-grant")] + [a for a in t.stage["boots"]
+                                               if isinstance(a, AllowBoot)]
+    return bool(new or t.granted or t.settling)
+
+
+def end_if_stalled(t: Tick, restore) -> bool:
+    """In a running run: start, reset or act on the stall clock. True if the run ended now."""
+    if not t.view.candidates or _progressing(t):
+        t.stalled_since = None
+        return False
+    if t.stalled_since is None:
+        t.stalled_since = t.now
+    if t.now - t.stalled_since < STALL_END_S:
+        return False
+    restore(t, "run ended incomplete")
+    left = sorted(o.id for o in t.view.candidates)
+    t.emit("tail", Done(reason="ended incomplete after %.0fs without a start that fits: %d "
+                        "in-scope OSD(s) still down and held (%s); %d started by this run" % (
+                            t.now - t.stalled_since, len(left),
+                            ", ".join("osd.%d" % x for x in left[:20]), len(t.finished))))
+    t.phase, t.finished_at = PHASE_DONE, t.now
+    incomplete_report(t)
+    return True
+
+
+def incomplete_report(t: Tick) -> None:
+    """RECOVERY_INCOMPLETE after a run that ended stalled: per host, the down OSDs it left
+    held and what the next one lacks."""
+    if t.phase != PHASE_DONE or t.stalled_since is None:
+        return
+    left: Dict[str, List[int]] = {}
+    for o in t.view.candidates:
+        left.setdefault(o.host, []).append(o.id)
+    for host in sorted(left):
+        ids = sorted(left[host])
+        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s; start them "
+                 "when memory allows (`ceph recovery start-controlled`), or let Ceph "
+                 "re-replicate their data (`ceph osd out`)" % (
+                     host, ",".join(str(x) for x in ids), _lack(t, host)), count=len(ids))
+
+
+def _lack(t: Tick, host: str) -> str:
+    hs = t.hosts_summary.get(host) or {}
+    if not hs.get("predicted") or hs.get("budget") is None or hs.get("used") is None:
+        return ""
+    more = hs["used"] + hs["predicted"] - hs["budget"]
+    if more <= 0:
+        return ""
+    return ": needs %s more for osd.%s (used %s + predicted %s > budget %s)" % (
+        fmt_bytes(more), hs.get("next_osd"), fmt_bytes(hs["used"]), fmt_bytes(hs["predicted"]),
+        fmt_bytes(hs["budget"]))

@@ -1,0 +1,73 @@
+"""plan() when memory cannot bring every OSD back: the run ends after STALL_END_S without a
+start that fits, restores the flags it set, keeps the OSDs that did not fit held and names them
+in RECOVERY_INCOMPLETE; and it records when service (every PG active) was restored.
+On the cluster described in plancases.py; snapshots in, exact actions out."""
+from __future__ import annotations
+
+from ceph_recovery.ending import STALL_END_S
+from ceph_recovery.plan import check_invariants, plan
+from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, sig, snap  # conftest.py
+
+# h1 at 6.3 GiB used of its 6.4 GiB budget: no 500 MiB start fits, nothing to restart on it
+# (its OSDs are all down), heap release impossible
+FULL = snap(*HELD, used={"h1": int(6.3 * GiB)}, cluster_flags=RUNF, pgs_total=100,
+            pgs_active=90)
+
+
+def test_a_stalled_run_waits_then_ends_incomplete_restoring_its_flags():
+    first = plan(FULL, RUN, RUNNING, POL, NOW)
+    assert [sig(a) for a in first.actions] == ["wait"]
+    assert first.progress.stalled_since == NOW
+    assert "RECOVERY_BUDGET_TOO_SMALL" in [h.code for h in first.health]
+    assert check_invariants(FULL, RUN, RUNNING, first, POL, NOW) == []
+    later = plan(FULL, RUN, first.progress, POL, NOW + STALL_END_S - 1)
+    assert [sig(a) for a in later.actions] == ["wait"]
+    end = plan(FULL, RUN, first.progress, POL, NOW + STALL_END_S)
+    assert [sig(a) for a in end.actions] == [
+        "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
+    assert end.progress.phase == "done"
+    inc = [h for h in end.health if h.code == "RECOVERY_INCOMPLETE"]
+    assert inc and inc[0].count == 3
+    assert inc[0].detail[0].startswith("h1: osd.3,4,5 still down and held (noup): needs ")
+    # the holds stay (no AllowBoot for 3, 4, 5), and the check stays raised after the run
+    after = plan(FULL, RUN, end.progress, POL, NOW + STALL_END_S + 5)
+    assert not [a for a in after.actions if a.kind in ("allow_boot", "grant_start")]
+    assert [h.code for h in after.health if h.code == "RECOVERY_INCOMPLETE"] == [
+        "RECOVERY_INCOMPLETE"]
+
+
+def test_a_start_that_fits_resets_the_stall_clock():
+    stalled = RUNNING.evolve(stalled_since=NOW - STALL_END_S + 10)
+    roomy = snap(*HELD, used={"h1": 1 * GiB}, cluster_flags=RUNF)
+    res = plan(roomy, RUN, stalled, POL, NOW)
+    assert [sig(a) for a in res.actions] == [
+        "grant_start host=h1 osd=3 predicted_bytes=%d" % (500 * MiB)]
+    assert res.progress.stalled_since is None
+
+
+def test_service_restored_is_recorded_once_every_pg_is_active():
+    part = plan(FULL, RUN, RUNNING, POL, NOW)
+    assert part.progress.service_at is None
+    whole = snap(*HELD, used={"h1": int(6.3 * GiB)}, cluster_flags=RUNF, pgs_total=100,
+                 pgs_active=100)
+    res = plan(whole, RUN, part.progress, POL, NOW + 5)
+    assert res.progress.service_at == NOW + 5
+    assert res.summary["service_restored_at"] == NOW + 5
+    again = plan(whole, RUN, res.progress, POL, NOW + 10)
+    assert again.progress.service_at == NOW + 5
+
+
+def test_heap_release_is_not_repeated_on_an_osd_that_did_not_grow():
+    """osd.3 (up, 2 GiB) was released 200 s ago at 2 GiB: past the cooldown but it did not
+    grow, so the policy moves on to ok-to-stop instead of releasing it again; once it grew
+    100 MiB it may be released again."""
+    from plancases import FAT3, OVER, osd
+    s = snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF)
+    p = RUNNING.evolve(heap_released={3: NOW - 200}, heap_rss={3: 2 * GiB})
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions][:1] == ["query_ok_to_stop osd=3"]
+    grown = snap(osd(3, up=True, process="running", rss_bytes=2 * GiB + 100 * MiB,
+                     pgs_inactive=0), *HELD[1:], used=OVER, cluster_flags=RUNF)
+    res = plan(grown, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions][:1] == ["heap_release osd=3"]
+    assert res.progress.heap_rss == {3: 2 * GiB + 100 * MiB}
