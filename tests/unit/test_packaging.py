@@ -3,6 +3,7 @@ the wheel (which ships the mgr module and keeps the tools' dependencies in an ex
 import ast
 import configparser
 import email.parser
+import importlib
 import importlib.util
 import os
 import pathlib
@@ -183,3 +184,40 @@ def test_install_refuses_a_missing_dest(tmp_path, capsys):
     assert install_module.main(["--dest", str(tmp_path / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert not (tmp_path / "nope").exists()
+
+
+_LOADS_LIKE_CEPH_MGR = """
+import importlib, sys, types
+pkg = types.ModuleType("recovery")
+pkg.__path__ = [sys.argv[1]]
+sys.modules["recovery"] = pkg          # as ceph-mgr names it; __init__.py needs mgr_module
+for name in ("engine", "cluster", "executor", "state", "text", "inputs", "core", "logs"):
+    importlib.import_module("recovery." + name)
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+print(sys.modules["ceph_recovery"].__file__)
+"""
+
+
+def test_the_mgr_module_from_a_target_install_loads_no_tools_package(wheel, tmp_path):
+    """docs/install.md's ceph-mgr target (the wheel + structlog + tenacity) is all the module
+    needs: loaded with no site-packages (python -S), only the target and the standard library.
+    (With site-packages, structlog itself imports rich when it is importable.)"""
+    target = tmp_path / "target"
+    whl = tmp_path / pathlib.Path(wheel.filename).name
+    shutil.copy(wheel.filename, whl)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                           "--target", str(target), str(whl)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for dep in ("structlog", "tenacity"):        # what pip would add to the target
+        shutil.copytree(pathlib.Path(importlib.import_module(dep).__file__).parent, target / dep,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(target))
+    proc = subprocess.run([sys.executable, "-S", "-c", _LOADS_LIKE_CEPH_MGR,
+                           str(target / "ceph_recovery_mgr_module" / "recovery")],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    loaded, core_file = proc.stdout.split("\n")[:2]
+    assert {"ceph_recovery", "structlog", "tenacity"} <= set(loaded.split())
+    assert set(loaded.split()) & (TOOLS_ONLY | {"ceph_recovery_tools"}) == set()
+    assert core_file.startswith(str(target))
