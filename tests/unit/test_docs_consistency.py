@@ -9,6 +9,8 @@ and may name what no longer exists.
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -243,3 +245,55 @@ def test_the_parsers_catch_a_wrong_name_default_and_command():
     assert _resolve(["frobnicate"], module_commands()) is None
     assert FLAG.findall(mentions[1][1]) == ["--verbose"]
     assert "--verbose" not in module_commands()[("status",)]
+
+
+# ---------------------------------------------------------------- the tools' flags
+TOOL = re.compile(r"ceph-recovery-(lab|drill|sim|bench|helper|netfault|install-mgr-module)"
+                  r"(?: ([a-z][a-z-]*))?")
+TOOL_FLAG = re.compile(r"(?<![\w=-])--[a-z][a-z-]*")
+
+
+def tool_mentions(text):
+    """(tool, first bare word after it or None, flags given on its line and continuations)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        for m in TOOL.finditer(line):
+            tail = line[m.end():]
+            if line[:m.start()].count("`") % 2:          # inside `...`: up to its end
+                tail = tail.split("`")[0]
+            j = i
+            while tail.rstrip().endswith("\\") and j + 1 < len(lines):
+                j += 1
+                tail += " " + lines[j]
+            tail = TOOL.split(tail.split(" # ")[0])[0]   # stop at a comment or the next tool
+            yield m.group(1), m.group(2), set(TOOL_FLAG.findall(tail))
+
+
+_HELP = {}
+
+
+def _help(tool, sub):
+    key = (tool, sub)
+    if key not in _HELP:
+        exe = pathlib.Path(sys.executable).parent / ("ceph-recovery-" + tool)
+        argv = [str(exe)] + ([sub] if sub else []) + ["--help"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        _HELP[key] = proc.stdout if proc.returncode == 0 else None
+    return _HELP[key]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=_doc_id)
+def test_every_tool_flag_the_doc_names_is_in_the_tools_help(doc):
+    unknown = []
+    for tool, sub, flags in tool_mentions(doc.read_text()):
+        text = (_help(tool, sub) or "") + (_help(tool, None) or "")
+        assert text, "ceph-recovery-%s --help failed" % tool
+        known = set(TOOL_FLAG.findall(text))
+        unknown += ["ceph-recovery-%s %s" % (tool, f) for f in sorted(flags - known)]
+    assert unknown == []
+
+
+def test_the_tool_parser_catches_a_wrong_flag():
+    text = "```\nceph-recovery-lab up --dir D --hostz 3 \\\n    --netns  # a comment --ignored\n```\n"
+    assert list(tool_mentions(text)) == [("lab", "up", {"--dir", "--hostz", "--netns"})]
+    assert "--hostz" not in set(TOOL_FLAG.findall(_help("lab", "up")))
