@@ -4,6 +4,11 @@
 package, which would shadow ours), `policies/` as `ceph_recovery.policies`, `scripts/` as
 `ceph_recovery_tools`. setuptools' find_packages cannot follow renamed package_dir entries, so
 the sub-packages are listed by walking the folders.
+
+`mgr_module/recovery/` ships as `ceph_recovery_mgr_module/recovery/` under a namespace package
+(no __init__.py at the top: importing it runs nothing, and recovery/__init__.py imports
+`mgr_module`, which only ceph-mgr has). ceph-recovery-install-mgr-module and the lab find it
+there. It stays outside `ceph_recovery`, so the import contract does not apply to it.
 """
 import os
 
@@ -11,6 +16,8 @@ from setuptools import setup
 
 ROOTS = {"ceph_recovery": "orchestrator", "ceph_recovery.policies": "policies",
          "ceph_recovery_tools": "scripts"}
+MGR_MODULE = {"ceph_recovery_mgr_module": "mgr_module",
+              "ceph_recovery_mgr_module.recovery": "mgr_module/recovery"}
 
 
 def _packages():
@@ -20,8 +27,8 @@ def _packages():
             if "__init__.py" in files:
                 rel = os.path.relpath(dirpath, folder)
                 found.append(name if rel == "." else name + "." + rel.replace(os.sep, "."))
-    return sorted(found)
+    return sorted(found) + sorted(MGR_MODULE)
 
 
-setup(packages=_packages(), package_dir=ROOTS,
+setup(packages=_packages(), package_dir=dict(ROOTS, **MGR_MODULE),
       package_data={"ceph_recovery_tools": ["systemd/*", "*.sh"]})

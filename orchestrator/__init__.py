@@ -1,2 +1,2 @@
-"""ceph_recovery: the pure decision core of ceph-recovery (no I/O; see DESIGN and model.py)."""
+"""ceph_recovery: the pure decision core of ceph-recovery (no I/O; docs/design.md, model.py)."""
 __version__ = "0.1.0"

@@ -21,8 +21,8 @@ AUTO_SLOTS = 1 << 16        # CONCURRENCY_AUTO: no slot count, memory admission 
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
-PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (DESIGN, Ceph facts)
-LOAD_TO_PEAK_MIN = 2.0      # peering + recovery add at least the load-time rss again (DESIGN:
+PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/design.md, Ceph facts)
+LOAD_TO_PEAK_MIN = 2.0      # peering + recovery add at least load-time rss again (docs/design.md:
                             # lab 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
@@ -179,7 +179,7 @@ class Tick:
         """Median rss of the up, running OSDs on `host` not in flight, x PEER_FLOOR_FACTOR: a
         returning OSD has the same hardware and configuration (cache target, PG count class)
         as its host's running OSDs and ends up at least that big, plus the 20 % an OSD's RSS
-        can run over its osd_memory_target (DESIGN, Ceph). Only the same host: survivors on
+        can run over its osd_memory_target (docs/design.md, Ceph). Only the same host: survivors on
         other hosts grew serving the outage's writes (lab: 300-550 MB against 190-240 MB for
         a returning OSD), and they say nothing about a host whose OSDs are all down (no
         floor there; the footprint policy and this run's observations decide). OSDs this run

@@ -10,7 +10,7 @@ biased low, and with concurrency > 1 an under-prediction is multiplied by the st
 (simulator, 6,000 OSDs, concurrency 4: p90 gave 1.07 x budget, the max 1.02).
 
 Where the prior's numbers come from:
-- BASE_BYTES 360 MiB: on the lab (DESIGN, Ceph 16.2.15 BlueStore) idle OSDs sit at ~70 MB,
+- BASE_BYTES 360 MiB: on the lab (docs/design.md, Ceph 16.2.15 BlueStore) idle OSDs sit at ~70 MB,
   returning OSDs jump 200-240 MiB within 3-6 s of starting (PG log load + peering) and peak at
   370-401 MiB through recovery with ~16 PGs each. A start with little PG information must
   cover that; with the lab's PG count the prior gives ~455 MiB (> the 401 MiB peak).

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from ..install_module import installed_module_dir
 from . import launch, procs
 from .launch import CephError, ceph
 
@@ -173,7 +174,8 @@ def enable_module(state: Dict[str, Any], timeout: float = 120) -> None:
 
 
 def module_dir_from(explicit: Optional[str], cwd: str) -> Optional[str]:
-    """--module-dir, else $CEPH_RECOVERY_MODULE_DIR, else mgr_module/recovery above cwd."""
+    """--module-dir, else $CEPH_RECOVERY_MODULE_DIR, else mgr_module/recovery above cwd,
+    else the copy installed with the package (ceph_recovery_mgr_module/recovery)."""
     if explicit:
         return os.path.abspath(explicit)
     env = os.environ.get("CEPH_RECOVERY_MODULE_DIR")
@@ -186,5 +188,5 @@ def module_dir_from(explicit: Optional[str], cwd: str) -> Optional[str]:
             return candidate
         parent = os.path.dirname(here)
         if parent == here:
-            return None
+            return installed_module_dir()
         here = parent

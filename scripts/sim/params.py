@@ -1,8 +1,8 @@
 """Parameters of the simulator's memory, time and failure model.
 
 Every number is documented, with where it comes from, in docs/memory-model.md.
-Sources: [F] field numbers (DESIGN.md), [C] Ceph defaults, [L] measured on the lab cluster
-(DESIGN.md table), [A] assumed for a production-scale model (reasoning in the doc).
+Sources: [F] field numbers (docs/design.md), [C] Ceph defaults, [L] measured on the lab cluster
+(docs/design.md table), [A] assumed for a production-scale model (reasoning in the doc).
 Units: bytes, seconds.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Memory on the real lab, through ceph-recovery-drill (data written during the outage makes
-the returning OSDs grow, as in DESIGN's measurements). Every run rewrites the same 40,000 object
+the returning OSDs grow, as docs/design.md measured). Every run rewrites the same 40,000 object
 names and the returning OSDs peak higher from one run to the next (+15-25 % a run over four
 identical naive runs, with or without capped PG logs or smaller RocksDB write buffers: the lab's
 OSDs run glibc malloc, no tcmalloc, and keep what they allocated).

@@ -74,7 +74,7 @@ def test_bytes_budget(host, budget, expected):
 
 
 def test_prior_covers_the_lab_peak():
-    # DESIGN lab: ~16 PGs per OSD, 60 s down, recovery peak 370-401 MiB
+    # docs/design.md lab: ~16 PGs per OSD, 60 s down, recovery peak 370-401 MiB
     assert prior(16, 0, 60.0) > 401 * MiB
     assert prior(16, 0, 3600.0) == pytest.approx(prior(16, 0, 0.0) * 1.5, rel=1e-6)
     assert prior(100, 0, 0) == prior(0, 0, 0)          # unknown PGs: Ceph's 100 per OSD

@@ -57,7 +57,10 @@ def test_module_dir_discovery(tmp_path, monkeypatch):
     monkeypatch.delenv("CEPH_RECOVERY_MODULE_DIR", raising=False)
     found = bootstrap.module_dir_from(None, str(tmp_path / "repo" / "sub" / "deeper"))
     assert found == str(tmp_path / "repo" / "mgr_module" / "recovery")
-    assert bootstrap.module_dir_from(None, "/") is None
+    # outside a checkout: the copy installed with the package (ceph_recovery_mgr_module)
+    installed = bootstrap.module_dir_from(None, "/")
+    assert installed.endswith(os.path.join("ceph_recovery_mgr_module", "recovery"))
+    assert os.path.isfile(os.path.join(installed, "module.py"))
     assert bootstrap.module_dir_from("rel", "/") == os.path.abspath("rel")
     monkeypatch.setenv("CEPH_RECOVERY_MODULE_DIR", "/opt/m")
     assert bootstrap.module_dir_from(None, str(tmp_path)) == "/opt/m"

@@ -1,13 +1,21 @@
-"""The card's layout holds where it matters: inside ceph-mgr and under the import contract."""
+"""The card's layout holds where it matters: inside ceph-mgr, under the import contract, and in
+the wheel (which ships the mgr module and keeps the tools' dependencies in an extra)."""
+import ast
 import configparser
+import email.parser
+import importlib
 import importlib.util
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import ceph_recovery
+import pytest
+
+from ceph_recovery_tools import install_module
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -72,3 +80,144 @@ def test_import_contract_fails_when_a_core_module_imports_subprocess(tmp_path):
     proc = _lint(tmp_path, "import subprocess\n")
     assert proc.returncode != 0
     assert "ceph_recovery._probe -> subprocess" in proc.stdout, proc.stdout
+
+
+# ---------------------------------------------------------------- the wheel and its mgr module
+MGR_DIR = REPO / "mgr_module" / "recovery"
+TOOLS_ONLY = {"psutil", "rich", "matplotlib"}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """A wheel built from a copy of the checkout (the build leaves nothing in the checkout)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in ("setup.py", "setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for folder in ("orchestrator", "policies", "scripts", "mgr_module"):
+        shutil.copytree(REPO / folder, src / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                           "--no-build-isolation", "-w", str(out), str(src)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = out.glob("ceph_recovery-*.whl")
+    return zipfile.ZipFile(path)
+
+
+def _metadata(whl):
+    (name,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]
+    return email.parser.Parser().parsestr(whl.read(name).decode())
+
+
+def test_the_wheel_ships_every_file_of_the_mgr_module(wheel):
+    shipped = {n.split("/")[-1]: n for n in wheel.namelist()
+               if n.startswith("ceph_recovery_mgr_module/recovery/")}
+    in_repo = {p.name for p in MGR_DIR.glob("*.py")}
+    assert set(shipped) == in_repo
+    for name, member in shipped.items():
+        assert wheel.read(member) == (MGR_DIR / name).read_bytes(), name
+
+
+def test_the_mgr_module_namespace_has_no_init_so_importing_it_runs_nothing(wheel):
+    assert "ceph_recovery_mgr_module/__init__.py" not in wheel.namelist()
+    assert not any(n.startswith("ceph_recovery/mgr_module") for n in wheel.namelist())
+
+
+def test_what_ceph_mgr_loads_requires_only_structlog_and_tenacity(wheel):
+    plain, extras = set(), {}
+    for req in _metadata(wheel).get_all("Requires-Dist"):
+        name = req.split(";")[0].split("(")[0].split("[")[0].split("<")[0].split(">")[0].strip()
+        if "extra ==" in req:
+            extras.setdefault(req.split("extra ==")[1].strip(" '\""), set()).add(name)
+        else:
+            plain.add(name)
+    assert plain == {"structlog", "tenacity"}
+    assert extras["tools"] == TOOLS_ONLY
+    assert "ceph-recovery" in extras["test"]    # the tests run the tools: test pulls [tools]
+
+
+def test_the_install_console_script_is_declared(wheel):
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    cfg = configparser.ConfigParser()
+    cfg.read_string(wheel.read(name).decode())
+    assert (cfg["console_scripts"]["ceph-recovery-install-mgr-module"]
+            == "ceph_recovery_tools.install_module:main")
+
+
+def _imported_tops(path):
+    tops = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            tops.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            tops.add(node.module.split(".")[0])
+    return tops
+
+
+@pytest.mark.parametrize("folder", ["orchestrator", "policies", "mgr_module"])
+def test_code_ceph_mgr_loads_imports_no_tools_only_package(folder):
+    offenders = {str(p.relative_to(REPO)): sorted(_imported_tops(p) & TOOLS_ONLY)
+                 for p in (REPO / folder).rglob("*.py") if _imported_tops(p) & TOOLS_ONLY}
+    assert offenders == {}
+
+
+def test_installed_module_dir_is_the_installed_copy():
+    found = pathlib.Path(install_module.installed_module_dir())
+    assert found.name == "recovery" and found.parent.name == "ceph_recovery_mgr_module"
+    assert "site-packages" in found.parts and (found / "module.py").is_file()
+
+
+def test_install_copies_the_module_and_refuses_to_overwrite(tmp_path, capsys):
+    assert install_module.main(["--dest", str(tmp_path)]) == 0
+    copied = tmp_path / "recovery"
+    assert {p.name for p in copied.glob("*.py")} == {p.name for p in MGR_DIR.glob("*.py")}
+    (copied / "marker").write_text("x")
+    assert install_module.main(["--dest", str(tmp_path)]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    assert (copied / "marker").exists()             # refused: nothing changed
+    assert install_module.main(["--dest", str(tmp_path), "--force", "--symlink"]) == 0
+    assert copied.is_symlink() and (copied / "module.py").is_file()
+
+
+def test_install_refuses_a_missing_dest(tmp_path, capsys):
+    assert install_module.main(["--dest", str(tmp_path / "nope")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "nope").exists()
+
+
+_LOADS_LIKE_CEPH_MGR = """
+import importlib, sys, types
+pkg = types.ModuleType("recovery")
+pkg.__path__ = [sys.argv[1]]
+sys.modules["recovery"] = pkg          # as ceph-mgr names it; __init__.py needs mgr_module
+for name in ("engine", "cluster", "executor", "state", "text", "inputs", "core", "logs"):
+    importlib.import_module("recovery." + name)
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+print(sys.modules["ceph_recovery"].__file__)
+"""
+
+
+def test_the_mgr_module_from_a_target_install_loads_no_tools_package(wheel, tmp_path):
+    """docs/install.md's ceph-mgr target (the wheel + structlog + tenacity) is all the module
+    needs: loaded with no site-packages (python -S), only the target and the standard library.
+    (With site-packages, structlog itself imports rich when it is importable.)"""
+    target = tmp_path / "target"
+    whl = tmp_path / pathlib.Path(wheel.filename).name
+    shutil.copy(wheel.filename, whl)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                           "--target", str(target), str(whl)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for dep in ("structlog", "tenacity"):        # what pip would add to the target
+        shutil.copytree(pathlib.Path(importlib.import_module(dep).__file__).parent, target / dep,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(target))
+    proc = subprocess.run([sys.executable, "-S", "-c", _LOADS_LIKE_CEPH_MGR,
+                           str(target / "ceph_recovery_mgr_module" / "recovery")],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    loaded, core_file = proc.stdout.split("\n")[:2]
+    assert {"ceph_recovery", "structlog", "tenacity"} <= set(loaded.split())
+    assert set(loaded.split()) & (TOOLS_ONLY | {"ceph_recovery_tools"}) == set()
+    assert core_file.startswith(str(target))
