@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sys
+import textwrap
 import time
 from typing import List, Optional
 
@@ -109,7 +110,7 @@ def main_sweep(args, console: Console) -> int:
     if big:
         text.append(report.render(report.cells_table(big, "10,080 OSDs (840 hosts x 12)",
                                                      doc["feasibility"])))
-    text.append(FIT_LEGEND)
+    text.append(textwrap.fill(FIT_LEGEND, width=report.WIDTH) + "\n")
     text.append(report.acceptance_text(doc["acceptance"]))
     text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
     out = "\n".join(text)
@@ -125,7 +126,8 @@ def main_sweep(args, console: Console) -> int:
 
 FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
               "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
-              "peak host memory / host RAM (any host). end: plan() said Done.")
+              "peak host memory / host RAM (any host). end: plan() said Done or every OSD up and "
+              "every PG clean. wall: simulator seconds of that run.")
 ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from typing import Dict, List, Optional, Tuple
 
 from rich import box
@@ -22,9 +23,12 @@ def _t(v) -> str:
 
 
 def _ended(r: dict) -> str:
+    """plan()-driven runs: yes when plan() said Done, or when every OSD is up and every PG
+    clean (the simulation stops there, before the tick on which plan() would say Done)."""
     if r.get("plan_done") is None:
         return ""
-    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")) else "no"
+    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")
+                     or r.get("converged")) else "no"
 
 
 def render(table: Table, width: int = WIDTH) -> str:
@@ -126,12 +130,12 @@ def acceptance(rows: List[dict]) -> List[dict]:
     return out
 
 
-def acceptance_text(lines: List[dict]) -> str:
+def acceptance_text(lines: List[dict], width: int = WIDTH) -> str:
     out = []
     for ln in lines:
-        out.append("%3d x %2s GiB %-8s %-4s %s: %s" % (
+        out.append(textwrap.fill("%3d x %2s GiB %-8s %-4s %s: %s" % (
             ln["hosts"], ln["ram_gib"], ABBR.get(ln["variant"], ln["variant"]), ln["result"],
-            ln["check"], ln["detail"]))
+            ln["check"], ln["detail"]), width=width, subsequent_indent=" " * 27))
     n = {k: sum(ln["result"] == k for ln in lines) for k in ("PASS", "FAIL", "n/a")}
     out.append("acceptance: %(PASS)d pass, %(FAIL)d fail, %(n/a)d n/a" % n)
     return "\n".join(out)
