@@ -23,7 +23,7 @@ import dataclasses
 from ceph_recovery.model import Intent
 from ceph_recovery.policies import resolve
 
-from .cluster import ACTIVE, BOOTING, FAILED, LOADING, PEERING, PREBOOT, RECOVERING, STOPPED, Osd
+from .cluster import ACTIVE, BOOTING, FAILED, LOADING, PEERING, PREBOOT, STOPPED, Osd
 from .controlled import Controlled
 
 

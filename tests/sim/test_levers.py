@@ -6,7 +6,6 @@ import pytest
 
 from ceph_recovery import actions as A
 from ceph_recovery_tools.sim import levers
-from ceph_recovery_tools.sim import topology as T
 from ceph_recovery_tools.sim.cli import concurrency_arg
 from ceph_recovery_tools.sim.cluster import ACTIVE, LOADING, RECOVERING, STOPPED
 from ceph_recovery_tools.sim.controlled import Controlled
@@ -14,14 +13,6 @@ from ceph_recovery_tools.sim.engine import RunConfig, Sim
 from ceph_recovery_tools.sim.oracle import true_peak
 from ceph_recovery_tools.sim.params import GiB, MiB, Params
 from ceph_recovery_tools.sim.strategies import Unlimited
-
-
-@pytest.fixture(scope="module")
-def topo(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv(T.CACHE_ENV, str(tmp_path_factory.mktemp("topo")))
-    yield T.load(60, 5, 5)
-    mp.undo()
 
 
 def make_sim(topo, **params) -> Sim:
