@@ -126,8 +126,8 @@ def main_sweep(args, console: Console) -> int:
 
 FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
               "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
-              "peak host memory / host RAM (any host). end: plan() said Done or every OSD up and "
-              "every PG clean. wall: simulator seconds of that run.")
+              "peak host memory / host RAM (any host). end: plan() said Done. "
+              "wall: simulator seconds of that run.")
 ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle")
 
 

@@ -23,12 +23,10 @@ def _t(v) -> str:
 
 
 def _ended(r: dict) -> str:
-    """plan()-driven runs: yes when plan() said Done, or when every OSD is up and every PG
-    clean (the simulation stops there, before the tick on which plan() would say Done)."""
+    """plan()-driven runs: yes when plan() said Done (its phase is done or aborted)."""
     if r.get("plan_done") is None:
         return ""
-    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")
-                     or r.get("converged")) else "no"
+    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")) else "no"
 
 
 def render(table: Table, width: int = WIDTH) -> str:
@@ -142,7 +140,8 @@ def acceptance_text(lines: List[dict], width: int = WIDTH) -> str:
 
 
 def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
-    """controlled / naive time to all PGs active, hosts x RAM (annotated; grey: undefined)."""
+    """controlled / naive time to all PGs active, hosts x RAM, log2 colour, annotated; only one
+    of them all active: the scale's end on its side; neither: grey."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -160,10 +159,14 @@ def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
             if ct is not None and nt is not None:
                 grid[i][j] = math.log2(ct / nt)
                 text[i][j] = "%.2f" % (ct / nt)
-            else:
+            else:           # only one got there: the colour of "infinitely" better / worse
+                if (ct is None) != (nt is None):
+                    grid[i][j] = -3.0 if nt is None else 3.0
                 text[i][j] = "ctl %s\nnaive %s" % (_t(ct), _t(nt))
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    im = ax.imshow(grid, cmap="RdYlGn_r", vmin=-3, vmax=3, aspect="auto")
+    cmap = matplotlib.colormaps["RdYlGn_r"].copy()
+    cmap.set_bad("#d9d9d9")                    # NaN: neither got all PGs active
+    im = ax.imshow(grid, cmap=cmap, vmin=-3, vmax=3, aspect="auto")
     ax.set_xticks(range(len(rams)), ["%s GiB" % r for r in rams])
     ax.set_yticks(range(len(hosts)), ["%d hosts" % h for h in hosts])
     for i in range(len(hosts)):

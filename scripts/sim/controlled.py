@@ -214,8 +214,10 @@ class Controlled:
         return self.done or not osd.in_scope
 
     def finished(self, sim) -> bool:
-        """Done, or everything up and clean (plan() not saying Done is reported in JSON)."""
-        return self.done or sim.cl.n_down == 0
+        """Done, or everything up and clean with every flag and setting of the run undone
+        (plan() not saying Done is reported in JSON). While something is still set, plan()
+        gets its ticks to restore it; one that never does ends by stuck() after STUCK_S."""
+        return self.done or (sim.cl.n_down == 0 and not self.flags and not self.config_changed)
 
     def stuck(self, sim) -> bool:
         """Done, or nothing moves and plan() only waited for STUCK_S simulated seconds."""
