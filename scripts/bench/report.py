@@ -164,8 +164,7 @@ def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
                     grid[i][j] = -3.0 if nt is None else 3.0
                 text[i][j] = "ctl %s\nnaive %s" % (_t(ct), _t(nt))
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    cmap = matplotlib.colormaps["RdYlGn_r"].copy()
-    cmap.set_bad("#d9d9d9")                    # NaN: neither got all PGs active
+    cmap = matplotlib.colormaps["RdYlGn_r"].with_extremes(bad="#d9d9d9")  # NaN: neither
     im = ax.imshow(grid, cmap=cmap, vmin=-3, vmax=3, aspect="auto")
     ax.set_xticks(range(len(rams)), ["%s GiB" % r for r in rams])
     ax.set_yticks(range(len(hosts)), ["%d hosts" % h for h in hosts])
