@@ -2,23 +2,28 @@
 plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a table, writes JSON.
 
     ceph-recovery-bench --out bench.json
+    ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies (issue 9), see sweep.py
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
+import textwrap
 import time
 from typing import List, Optional
 
 from rich.console import Console
 from rich.table import Table
 
+from ceph_recovery_tools.bench.report import HEAD_RULE
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
 
 GiB = 1 << 30
+ABBR = {"controlled": "ctl", "unlimited": "unlim"}
 SIZES = ((60, 5, 5), (1200, 100, 10), (6000, 500, 50))
 STRATEGIES = ("naive", "serial", "controlled", "unlimited")
 
@@ -40,19 +45,20 @@ def _t(v) -> str:
 
 
 def sims_table(rows: List[dict]) -> Table:
-    t = Table(title="One rack down 1 h, then power returns (sim seconds; never = not within "
-              "the horizon)")
-    for col in ("OSDs", "strategy", "all up", "min_size", "all active", "all clean",
-                "peak host GiB",
-                "peak/budget", "OOM kills", "restarts", "heap rel.", "failed units",
-                "decisions", "wall s"):
-        t.add_column(col, justify="right" if col != "strategy" else "left")
+    """Fits 80 columns (plan() decisions and peak bytes are in the JSON)."""
+    t = Table(title="One rack down 1 h (sim s; never = not within the horizon)",
+              box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0), title_justify="left",
+              show_edge=False)
+    for col in ("OSDs", "strat", "up", "minsz", "active", "clean", "pk/bud", "OOM", "rst",
+                "heap", "fail", "wall"):
+        t.add_column(col, justify="right" if col != "strategy" else "left", no_wrap=True)
     for r in rows:
-        t.add_row(str(r["osds"]), r["strategy"], _t(r["time_to_all_up_s"]),
-                  _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
-                  "%.1f" % (r["peak_host_mem_bytes"] / GiB), "%.3f" % r["peak_host_mem_over_budget"],
-                  str(r["oom_kills"]), str(r["restarts"]), str(r["heap_releases"]),
-                  str(r["units_failed"]), str(r["decisions"]), "%.2f" % r["wall_s"])
+        t.add_row(str(r["osds"]), ABBR.get(r["strategy"], r["strategy"]),
+                  _t(r["time_to_all_up_s"]), _t(r["time_to_all_pgs_min_size_s"]),
+                  _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
+                  "%.3f" % r["peak_host_mem_over_budget"], str(r["oom_kills"]),
+                  str(r["restarts"]), str(r["heap_releases"]), str(r["units_failed"]),
+                  "%.1f" % r["wall_s"])
     return t
 
 
@@ -87,9 +93,60 @@ def acceptance(rows: List[dict], tick: dict) -> List[dict]:
     return checks
 
 
+def main_sweep(args, console: Console) -> int:
+    """--sweep: DIR/sweep.json, DIR/sweep.txt (80 columns), DIR/sweep_heatmap.png."""
+    from . import report
+    from .sweep import DEFAULT_HORIZON_S, run_sweep
+    os.makedirs(args.out, exist_ok=True)
+    doc = run_sweep(seed=args.seed, horizon=args.horizon or DEFAULT_HORIZON_S,
+                    big=not args.no_big, log=console.log)
+    rows = doc["rows"]
+    doc["acceptance"] = report.acceptance(rows)
+    text = [report.render(report.cells_table(
+        [r for r in _ordered(rows) if r["table"] == "sweep"],
+        "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)"
+        % (doc["seed"], doc["horizon_s"] / 3600), doc["feasibility"]))]
+    big = [r for r in _ordered(rows) if r["table"] == "big"]
+    if big:
+        text.append(report.render(report.cells_table(big, "10,080 OSDs (840 hosts x 12)",
+                                                     doc["feasibility"])))
+    text.append(textwrap.fill(FIT_LEGEND, width=report.WIDTH) + "\n")
+    text.append(report.acceptance_text(doc["acceptance"]))
+    text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
+    out = "\n".join(text)
+    console.print(out, markup=False, highlight=False)
+    with open(os.path.join(args.out, "sweep.txt"), "w") as f:
+        f.write(out + "\n")
+    with open(os.path.join(args.out, "sweep.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+    report.heatmap(rows, os.path.join(args.out, "sweep_heatmap.png"))
+    console.print("wrote %s/sweep.json, sweep.txt, sweep_heatmap.png" % args.out)
+    return 0
+
+
+FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
+              "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
+              "peak host memory / host RAM (any host). end: plan() said Done. "
+              "wall: simulator seconds of that run.")
+ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle")
+
+
+def _ordered(rows: List[dict]) -> List[dict]:
+    return sorted(rows, key=lambda r: (r["table"], r["hosts_n"], r["ram_gib"],
+                                       ORDER.index(r["variant"]) if r["variant"] in ORDER
+                                       else 99))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="ceph-recovery-bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="bench.json")
+    ap.add_argument("--out", default=None, help="JSON file (default bench.json); with --sweep "
+                    "a directory (default sweep)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="hosts {30,100,500} x RAM {40..64 GiB} x strategies, + 10,080 OSDs")
+    ap.add_argument("--seed", type=int, default=1, help="--sweep: the runs' seed")
+    ap.add_argument("--horizon", type=float, default=None,
+                    help="--sweep: simulated seconds per run (default 6 h)")
+    ap.add_argument("--no-big", action="store_true", help="--sweep: skip the 10,080-OSD table")
     ap.add_argument("--sizes", default="60,1200,6000", help="subset of 60,1200,6000")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--ticks", type=int, default=50, help="plan() ticks to time")
@@ -97,6 +154,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="extra ceph-recovery-sim argument (repeat), e.g. --sim-arg=--seed=2")
     args = ap.parse_args(argv)
     console = Console()
+    if args.sweep:
+        args.out = args.out or "sweep"
+        return main_sweep(args, console)
+    args.out = args.out or "bench.json"
     wanted = {int(x) for x in args.sizes.split(",") if x}
     sizes = [s for s in SIZES if s[0] in wanted]
     strategies = [s for s in args.strategies.split(",") if s]

@@ -17,7 +17,22 @@ from ceph_recovery.policies import REGISTRY
 from .params import GiB, Params, with_overrides
 from .topology import TopologyError, load
 
-STRATEGIES = ("naive", "serial", "controlled", "unlimited")
+STRATEGIES = ("naive", "serial", "controlled", "unlimited", "oracle")
+DEFAULT_BUDGET = 0.8
+ORACLE_BUDGET = 0.95      # the oracle's budget: a bound, with 5 % for the tick's growth
+
+
+def concurrency_arg(text: str) -> int:
+    """`auto` -> 0 (memory decides how many start per host), else an integer >= 1."""
+    if text == "auto":
+        return 0
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError("wants 'auto' or an integer >= 1, got %r" % text)
+    return n
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,10 +45,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--downtime", type=float, default=3600.0, help="seconds the domain was down")
     ap.add_argument("--strategy", choices=STRATEGIES, default="controlled")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=0.8, help="fraction of host RAM")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="fraction of host RAM (default %.2f; oracle %.2f)"
+                    % (DEFAULT_BUDGET, ORACLE_BUDGET))
     ap.add_argument("--host-ram", type=float, default=None,
                     help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
-    ap.add_argument("--concurrency", type=int, default=1, help="controlled: starts per host")
+    ap.add_argument("--concurrency", type=concurrency_arg, default=1,
+                    help="controlled: starts per host, or 'auto' (0: memory decides)")
     ap.add_argument("--start-order", default=None, metavar="POLICY",
                     help="controlled: start_order policy (%s; default: the Intent's, %s)"
                     % (", ".join(sorted(REGISTRY["start_order"])), Intent.start_order))
@@ -75,6 +93,8 @@ def run(args) -> dict:
     from .strategies import make
     if args.tick <= 0 or args.horizon <= 0 or args.downtime < 0:
         raise ValueError("tick and horizon must be > 0, downtime >= 0")
+    if args.budget is None:
+        args.budget = ORACLE_BUDGET if args.strategy == "oracle" else DEFAULT_BUDGET
     if not 0 < args.budget <= 1:
         raise ValueError("--budget is a fraction of host RAM in (0, 1]")
     if args.start_order is not None and args.start_order not in REGISTRY["start_order"]:
@@ -91,7 +111,7 @@ def run(args) -> dict:
                     start_order=args.start_order or Intent.start_order,
                     check_invariants=args.check_invariants, seed=args.seed)
     strategy = make(cfg)
-    if args.trace and cfg.strategy == "controlled":
+    if args.trace and cfg.strategy in ("controlled", "oracle"):
         with open(args.trace, "w") as f:
             strategy.trace = f
             return Sim(topo, params, cfg, strategy).run()

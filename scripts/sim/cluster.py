@@ -28,7 +28,7 @@ class Osd:
                  "peer_base_left", "peer_left", "peer_total", "obj_left", "obj_total",
                  "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
                  "restart_at", "inactive", "degraded", "load_bytes", "in_scope", "released",
-                 "write_mult")
+                 "write_mult", "steady", "rec_w", "rec_cap", "run_peak")
 
     def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
         self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
@@ -50,6 +50,10 @@ class Osd:
         self.in_scope = False
         self.released = False            # heap release already returned the free pages
         self.write_mult = 1.0            # this OSD's client load relative to the mean (seeded)
+        self.steady = 0.0                # healthy RSS for its osd_memory_target (levers.py)
+        self.rec_w = 1.0                 # recovery share weight (throttles, levers.py)
+        self.rec_cap = 0.0               # recovery objects/s cap from osd_recovery_sleep; 0: none
+        self.run_peak = 0.0              # largest rss since the process started
 
     @property
     def up(self) -> bool:
@@ -89,8 +93,10 @@ class Cluster:
         self.dirty_hosts: Set[str] = set()
         self.epoch = 1
         self.n_down = 0
+        self.config: Dict[tuple, str] = {}     # (who, name) -> value set by a run
         for o in self.osds:
-            o.nonhist = float(params.steady_rss)
+            o.steady = float(params.steady_rss)
+            o.nonhist = o.steady
             self.set_rss(o, o.nonhist)
 
     # ---------------------------------------------------------------- PG bookkeeping
@@ -138,7 +144,7 @@ class Cluster:
     def _survivor_growth(self, x: Osd) -> None:
         """Survivors serving degraded writes grow (and keep it until restarted)."""
         frac = x.degraded / max(1, len(x.pgs))
-        grown = self.p.steady_rss * (1.0 + self.p.survivor_growth * frac)
+        grown = x.steady * (1.0 + self.p.survivor_growth * frac)
         if grown > x.nonhist:
             x.nonhist = grown
             self.set_rss(x, x.nonhist + x.hist_keep)
@@ -187,6 +193,8 @@ class Cluster:
 
     # ---------------------------------------------------------------- memory
     def set_rss(self, o: Osd, rss: float) -> None:
+        if rss > o.run_peak:
+            o.run_peak = rss
         if rss != o.rss:
             self.host_used[o.host] += rss - o.rss
             o.rss = rss

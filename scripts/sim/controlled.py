@@ -19,6 +19,7 @@ from ceph_recovery.model import (MODE_CONTROLLED, PROC_RUNNING, PROC_STOPPED, Bu
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 
+from . import levers
 from .cluster import Osd
 
 QUERY_TTL_S = 120.0
@@ -43,6 +44,7 @@ class Controlled:
         self.buckets: Dict[str, str] = {}
         self.last_health: List[str] = []
         self.trace = None                      # a text file: JSON lines per tick (--trace)
+        self.config_changed: Set[tuple] = set()   # (who, name) set and not restored yet
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -110,14 +112,11 @@ class Controlled:
         if self.done:
             return
         if self.intent is None:
-            self.intent = Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", sim.cfg.budget),
-                                 scope=sim.failed_buckets, concurrency=sim.cfg.concurrency,
-                                 start_order=sim.cfg.start_order,
-                                 run_id="sim-%d" % sim.cfg.seed)
-            self.policies = resolve(self.intent)
+            self.intent = self.make_intent(sim)
+            self.policies = self.make_policies(sim, self.intent)
         snap = self.snapshot(sim)
         t0 = time.perf_counter()
-        res = plan(snap, self.intent, self.progress, self.policies, sim.now)
+        res = self.plan(sim, snap)
         sim.m.plan_s.append(time.perf_counter() - t0)
         sim.m.decisions += 1
         if sim.cfg.check_invariants:
@@ -132,6 +131,17 @@ class Controlled:
             self.apply(sim, a)
             if not isinstance(a, (A.Wait, A.QueryOkToStop)):
                 self.last_act = sim.now
+
+    def make_intent(self, sim) -> Intent:
+        return Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", sim.cfg.budget),
+                      scope=sim.failed_buckets, concurrency=sim.cfg.concurrency,
+                      start_order=sim.cfg.start_order, run_id="sim-%d" % sim.cfg.seed)
+
+    def make_policies(self, sim, intent: Intent):
+        return resolve(intent)
+
+    def plan(self, sim, snap):
+        return plan(snap, self.intent, self.progress, self.policies, sim.now)
 
     def _trace(self, sim, res) -> None:
         """One JSON line per tick: what plan() decided and the failed hosts' memory."""
@@ -155,14 +165,13 @@ class Controlled:
     def apply(self, sim, a: A.Action) -> None:
         cl, lc = sim.cl, sim.lc
         o = cl.osds[a.osd] if getattr(a, "osd", -1) >= 0 else None
-        if isinstance(a, A.SetFlag):
-            self.flags.add(a.flag)
-            lc.cluster_noup = "noup" in self.flags
-            cl.epoch += 1
-        elif isinstance(a, A.UnsetFlag):
-            self.flags.discard(a.flag)
-            lc.cluster_noup = "noup" in self.flags
-            cl.epoch += 1
+        if isinstance(a, (A.SetFlag, A.UnsetFlag)):
+            (self.flags.add if isinstance(a, A.SetFlag) else self.flags.discard)(a.flag)
+            levers.set_flags(sim, self.flags)
+        elif isinstance(a, (A.SetConfig, A.RestoreConfig)):
+            self._config(sim, a)
+        elif isinstance(a, A.StopOsd):
+            levers.stop_osd(sim, o)
         elif isinstance(a, (A.HoldOsd, A.AllowBoot)):
             o.noup = isinstance(a, A.HoldOsd)
             cl.dirty_osds.add(o.id)
@@ -183,6 +192,21 @@ class Controlled:
             self._restart(sim, o)
         elif isinstance(a, A.Done):
             self.done = True
+
+    def _config(self, sim, a) -> None:
+        """SetConfig / RestoreConfig through the model's levers; a setting the model does not
+        represent is counted (JSON `unmodelled_actions`), not applied."""
+        key = (a.who, a.name)
+        try:
+            levers.set_config(sim, a.who, a.name, a.value)
+        except ValueError as e:
+            sim.m.unmodelled.append("t=%.0f %s (%s)" % (sim.now, a.describe()[:100], e))
+            return
+        if isinstance(a, A.SetConfig):
+            sim.m.config_sets += 1
+            self.config_changed.add(key)
+        else:
+            self.config_changed.discard(key)
 
     def _bucket(self, sim, a) -> None:
         if isinstance(a, A.HoldBucket):
@@ -205,8 +229,10 @@ class Controlled:
         return self.done or not osd.in_scope
 
     def finished(self, sim) -> bool:
-        """Done, or everything up and clean (plan() not saying Done is reported in JSON)."""
-        return self.done or sim.cl.n_down == 0
+        """Done, or everything up and clean with every flag and setting of the run undone
+        (plan() not saying Done is reported in JSON). While something is still set, plan()
+        gets its ticks to restore it; one that never does ends by stuck() after STUCK_S."""
+        return self.done or (sim.cl.n_down == 0 and not self.flags and not self.config_changed)
 
     def stuck(self, sim) -> bool:
         """Done, or nothing moves and plan() only waited for STUCK_S simulated seconds."""

@@ -37,6 +37,8 @@ class Metrics:
     decisions: int = 0
     invariant_violations: int = 0
     units_failed: int = 0
+    stops: int = 0
+    config_sets: int = 0
     peak_host_mem: float = 0.0
     peak_host: str = ""
     peak_time: float = 0.0
@@ -46,6 +48,7 @@ class Metrics:
     t_all_clean: Optional[float] = None
     violations: List[str] = field(default_factory=list)
     plan_s: List[float] = field(default_factory=list)
+    unmodelled: List[str] = field(default_factory=list)
 
 
 def failed_osds(cl: Cluster, spec: str) -> List[Osd]:
@@ -176,7 +179,8 @@ class Sim:
             "seed": cfg.seed, "tick_s": cfg.tick_s, "horizon_s": cfg.horizon_s,
             "budget_frac": cfg.budget, "host_ram_bytes": int(cl.host_ram),
             "budget_bytes": int(self.budget), "concurrency": cfg.concurrency,
-            "start_order": cfg.start_order if cfg.strategy == "controlled" else None,
+            "start_order": cfg.start_order if cfg.strategy in ("controlled", "oracle") else None,
+            "concurrency_note": getattr(self.strategy, "concurrency_note", None),
             "heap_release_supported": self.p.heap_release,
             "time_to_all_up_s": m.t_all_up, "time_to_all_pgs_active_s": m.t_all_active,
             "time_to_all_pgs_clean_s": m.t_all_clean,
@@ -190,7 +194,13 @@ class Sim:
             "invariant_examples": m.violations[:5],
             "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
             "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
+            "stops": m.stops, "config_sets": m.config_sets,
+            "config_left_changed": sorted("%s %s" % k for k in getattr(
+                self.strategy, "config_changed", ())),
+            "flags_left_set": sorted(getattr(self.strategy, "flags", ())),
+            "unmodelled_actions": m.unmodelled[:10],
             "plan_done": getattr(self.strategy, "done", None),
+            "plan_phase": getattr(getattr(self.strategy, "progress", None), "phase", None),
             "plan_last_health": getattr(self.strategy, "last_health", None),
             "sim_time_s": self.now, "wall_s": round(wall, 3), "converged": converged,
         }

@@ -25,6 +25,7 @@ class Lifecycle:
         self.recovering: Dict[str, Set[int]] = {h: set() for h in cl.hosts}
         self.held_buckets: Set[str] = set()
         self.cluster_noup = False
+        self.recovery_paused = False                     # norecover / nobackfill set
 
     # ------------------------------------------------------------------ transitions
     def held(self, o: Osd) -> bool:
@@ -44,6 +45,7 @@ class Lifecycle:
         o.nonhist, o.hist_peak, o.hist_keep = float(o.load_bytes), 0.0, 0.0
         o.starts.append(now)
         o.restart_at = None
+        o.run_peak = 0.0
         cl.set_rss(o, o.nonhist)
         cl.dirty_osds.add(o.id)
         self.dyn.add(o.id)
@@ -124,12 +126,25 @@ class Lifecycle:
         p = self.p
         peer_rate = {h: p.peer_entries_per_s / max(1, len(s)) for h, s in self.peering.items()
                      if s}
-        rec_rate = {h: p.host_objects_per_s / max(1, len(s)) for h, s in self.recovering.items()
-                    if s}
+        rec_rate = {h: self.rec_share(h) for h, s in self.recovering.items() if s}
         for oid in sorted(self.dyn):
             o = self.cl.osds[oid]
             self._advance_one(o, t0, t1, peer_rate, rec_rate)
             self._memory(o, t0, t1)
+
+    def rec_share(self, host: str) -> float:
+        """Objects/s per unit of recovery weight on `host`: the host's link is shared by its
+        recovering OSDs in proportion to their weights (1 unless throttled, levers.py)."""
+        w = sum(self.cl.osds[i].rec_w for i in self.recovering[host])
+        return self.p.host_objects_per_s / w if w > 0 else 0.0
+
+    def rec_rate(self, o: Osd, share: float) -> float:
+        """Objects/s `o` recovers: its weighted share, capped by its osd_recovery_sleep, 0 while
+        norecover/nobackfill is set."""
+        if self.recovery_paused:
+            return 0.0
+        rate = share * o.rec_w
+        return min(rate, o.rec_cap) if o.rec_cap > 0 else rate
 
     def _advance_one(self, o: Osd, t0: float, t1: float, peer_rate, rec_rate) -> None:
         t = t0
@@ -153,7 +168,9 @@ class Lifecycle:
                 o.peer_left = o.peer_base_left = 0.0
                 self._peered(o)
             elif o.phase == RECOVERING:
-                rate = rec_rate.get(o.host, self.p.host_objects_per_s)
+                rate = self.rec_rate(o, rec_rate.get(o.host, self.p.host_objects_per_s))
+                if rate <= 0:
+                    return
                 if o.obj_left > rate * (t1 - t):
                     o.obj_left -= rate * (t1 - t)
                     return
@@ -166,10 +183,10 @@ class Lifecycle:
         p, cl = self.p, self.cl
         if o.phase in (LOADING, PREBOOT, BOOTING, STOPPED, FAILED):
             return
-        steady = float(p.steady_rss)
+        steady = o.steady
         if o.nonhist < steady:
-            o.nonhist = min(steady, o.nonhist + (steady - o.load_bytes) / p.cache_fill_s
-                            * (t1 - t0))
+            o.nonhist = min(steady, o.nonhist + max(0.0, steady - o.load_bytes)
+                            / p.cache_fill_s * (t1 - t0))
         if o.phase == PEERING:
             done = 1.0 - (o.peer_left / o.peer_total if o.peer_total > 0 else
                           o.peer_base_left / max(p.peer_base_s, 1e-9))

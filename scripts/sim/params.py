@@ -22,6 +22,7 @@ class Params:
     pg_log_max: int = 10000                   # osd_max_pg_log_entries (degraded PGs)
     pg_log_dups: int = 3000                   # osd_pg_log_dups_tracked
     osd_memory_target: int = 4 * GiB
+    osd_memory_target_min: int = 896 * MiB    # [C] the option's minimum (16.2.15 refuses less)
     # --- memory per OSD
     steady_frac_of_target: float = 0.875      # [A] healthy long-running RSS = 3.5 GiB
     start_base: int = 1 * GiB                 # [A] RSS of a fresh process before caches fill
@@ -49,6 +50,9 @@ class Params:
     peer_base_s: float = 3.0                  # [A] peering round trips, small history
     peer_entries_per_s: float = 15000.0       # [A] log entries merged+persisted per s per host
     markdown_s: float = 1.3                   # [L] kill -9 seen by the mon after ~1.3 s
+    # --- recovery throttles (per-OSD `ceph config set`), ceph 16.2 wpq defaults [C]
+    recovery_max_active_default: int = 3      # osd_recovery_max_active 0 -> _hdd 3
+    max_backfills_default: int = 1            # osd_max_backfills
     # --- ok-to-stop answers
     ok_to_stop_ceph: bool = False             # [C] True: mgr's _check_offlines_pgs rule
     # --- systemd (ceph-osd@.service) [C]
@@ -59,6 +63,10 @@ class Params:
     @property
     def steady_rss(self) -> int:
         return int(self.osd_memory_target * self.steady_frac_of_target)
+
+    def steady_for_target(self, target: int) -> int:
+        """Healthy RSS of an OSD whose osd_memory_target is `target`."""
+        return int(target * self.steady_frac_of_target)
 
     def log_entries_per_pg(self, pgs_on_osd: int) -> int:
         """osd_target_pg_log_entries_per_osd / PGs on the OSD, clamped to [min, max]."""

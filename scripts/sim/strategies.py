@@ -75,12 +75,13 @@ class Serial(Naive):
 
 def make(cfg):
     from .controlled import Controlled
+    from .oracle import Oracle
     table = {"naive": Naive, "unlimited": Unlimited, "serial": Serial,
-             "controlled": Controlled}
+             "controlled": Controlled, "oracle": Oracle}
     if cfg.strategy not in table:
         raise ValueError("unknown strategy %r (known: %s)" % (cfg.strategy,
                                                               ", ".join(sorted(table))))
     return table[cfg.strategy](cfg)
 
 
-STRATEGIES = ("naive", "serial", "controlled", "unlimited")
+STRATEGIES = ("naive", "serial", "controlled", "unlimited", "oracle")

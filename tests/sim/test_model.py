@@ -6,20 +6,11 @@ import random
 
 import pytest
 
-from ceph_recovery_tools.sim import topology as T
 from ceph_recovery_tools.sim.cluster import (ACTIVE, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED,
                                              LOADING, PREBOOT, STOPPED, Cluster)
 from ceph_recovery_tools.sim.engine import RunConfig, Sim
 from ceph_recovery_tools.sim.params import GiB, Params
 from ceph_recovery_tools.sim.strategies import Naive, Unlimited
-
-
-@pytest.fixture(scope="module")
-def topo(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv(T.CACHE_ENV, str(tmp_path_factory.mktemp("topo")))
-    yield T.load(60, 5, 5)
-    mp.undo()
 
 
 def recount(cl: Cluster):

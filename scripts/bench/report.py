@@ -1,0 +1,181 @@
+"""The sweep's outputs: an 80-column text table, issue 9's acceptance lines per cell, and the
+controlled / naive heatmap (PNG)."""
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from typing import Dict, List, Optional, Tuple
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+WIDTH = 80
+# A rule under the header and nothing else: no column dividers, so 80 columns hold 14 columns.
+HEAD_RULE = box.Box("    \n    \n    \n    \n ── \n    \n    \n    \n")
+ABBR = {"naive": "naive", "controlled": "ctl", "ctl-auto": "ctl-auto", "unlimited": "unlim",
+        "oracle": "oracle"}
+
+
+def _t(v) -> str:
+    return "-" if v is None else "%.0f" % v
+
+
+def _ended(r: dict) -> str:
+    """plan()-driven runs: yes when plan() said Done (its phase is done or aborted)."""
+    if r.get("plan_done") is None:
+        return ""
+    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")) else "no"
+
+
+def render(table: Table, width: int = WIDTH) -> str:
+    """A rich table as plain text at `width` columns (folds, never truncates with '...')."""
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, legacy_windows=False).print(table)
+    return buf.getvalue()
+
+
+def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
+    t = Table(title=title, box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0),
+              title_justify="left", show_edge=False)
+    for col in ("hosts", "GiB", "fit", "strategy", "active", "minsz", "clean", "OOM", "inact",
+                "down", "pk/RAM", "end", "wall"):      # headers no wider than their cells
+        t.add_column(col, justify="left" if col in ("strategy", "fit") else "right",
+                     no_wrap=True)
+    last = None
+    for r in rows:
+        key = (r["hosts_n"], r["ram_gib"])
+        f = feas.get(str(r["ram_gib"]), {})
+        fit = ("D" if f.get("fits_default") else "") + ("m" if f.get("fits_min_target") else "")
+        head = (str(r["hosts_n"]), str(r["ram_gib"]), fit or "-") if key != last else ("", "", "")
+        last = key
+        name = ABBR.get(r["variant"], r["variant"])
+        if "error" in r:
+            t.add_row(*head, name, "n/a", "", "", "", "", "", "", "", "")
+            continue
+        t.add_row(*head, name, _t(r["time_to_all_pgs_active_s"]),
+                  _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_clean_s"]),
+                  str(r["oom_kills"]), str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
+                  "%.2f" % (r["peak_host_mem_bytes"] / r["host_ram_bytes"]), _ended(r),
+                  "%.0f" % r["wall_s"])
+    return t
+
+
+def _by_cell(rows: List[dict]) -> Dict[Tuple[int, float], Dict[str, dict]]:
+    out: Dict[Tuple[int, float], Dict[str, dict]] = {}
+    for r in rows:
+        out.setdefault((r["hosts_n"], r["ram_gib"]), {})[r["variant"]] = r
+    return out
+
+
+def _ok(r: Optional[dict]) -> bool:
+    return r is not None and "error" not in r
+
+
+def _line(name: str, ok: Optional[bool], detail: str) -> dict:
+    return {"check": name, "result": "n/a" if ok is None else ("PASS" if ok else "FAIL"),
+            "detail": detail}
+
+
+def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dict]:
+    """Issue 9's acceptance lines for one (hosts, RAM) cell and one controlled variant."""
+    c, nv, u, o = (v.get(k) for k in (ctl_key, "naive", "unlimited", "oracle"))
+    if not _ok(c):
+        return [_line("%s available" % ctl_key, None, (c or {}).get("error", "not run"))]
+    ct = c["time_to_all_pgs_active_s"]
+    ended = _ended(c) == "yes"
+    out = [_line("0 OOM kills and ended", c["oom_kills"] == 0 and ended,
+                 "oom %d, ended %s, health %s" % (c["oom_kills"], ended,
+                                                  _codes(c.get("plan_last_health"))))]
+    if _ok(nv) and nv["time_to_all_pgs_active_s"] is not None:
+        nt = nv["time_to_all_pgs_active_s"]
+        lim = nt if nv["oom_kills"] > 0 else 1.3 * nt
+        out.append(_line("all active where naive is, <= %s" % (
+            "naive" if nv["oom_kills"] > 0 else "1.3 x naive"),
+            ct is not None and ct <= lim, "%s vs %.0f" % (_t(ct), lim)))
+    else:
+        out.append(_line("all active where naive is", None, "naive never all active"))
+    if _ok(u) and u["peak_host_mem_bytes"] <= 0.9 * u["host_ram_bytes"]:
+        ut = u["time_to_all_pgs_active_s"]
+        out.append(_line("<= 1.3 x unlimited (its peak <= 0.9 RAM)",
+                         ct is not None and ut is not None and ct <= 1.3 * ut,
+                         "%s vs 1.3 x %s" % (_t(ct), _t(ut))))
+    elif _ok(o) and o["time_to_all_pgs_active_s"] is not None:
+        ot = o["time_to_all_pgs_active_s"]
+        out.append(_line("<= 1.2 x oracle", ct is not None and ct <= 1.2 * ot,
+                         "%s vs 1.2 x %.0f" % (_t(ct), ot)))
+    else:
+        out.append(_line("<= 1.2 x oracle", None, "oracle never all active"))
+    if _ok(o) and o["pgs_inactive_at_end"] == 0:
+        out.append(_line("no PG inactive at end (oracle fits)", c["pgs_inactive_at_end"] == 0,
+                         "%d inactive" % c["pgs_inactive_at_end"]))
+    return out
+
+
+def _codes(health) -> str:
+    codes = sorted({h.split(":")[0] for h in (health or ())})
+    return ",".join(codes) or "-"
+
+
+def acceptance(rows: List[dict]) -> List[dict]:
+    out = []
+    for (h, ram), v in sorted(_by_cell([r for r in rows if r["table"] == "sweep"]).items()):
+        for key in ("controlled", "ctl-auto"):
+            for line in acceptance_cell(v, key):
+                line.update(hosts=h, ram_gib=ram, variant=key)
+                out.append(line)
+    return out
+
+
+def acceptance_text(lines: List[dict], width: int = WIDTH) -> str:
+    out = []
+    for ln in lines:
+        out.append(textwrap.fill("%3d x %2s GiB %-8s %-4s %s: %s" % (
+            ln["hosts"], ln["ram_gib"], ABBR.get(ln["variant"], ln["variant"]), ln["result"],
+            ln["check"], ln["detail"]), width=width, subsequent_indent=" " * 27))
+    n = {k: sum(ln["result"] == k for ln in lines) for k in ("PASS", "FAIL", "n/a")}
+    out.append("acceptance: %(PASS)d pass, %(FAIL)d fail, %(n/a)d n/a" % n)
+    return "\n".join(out)
+
+
+def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
+    """controlled / naive time to all PGs active, hosts x RAM, log2 colour, annotated; only one
+    of them all active: the scale's end on its side; neither: grey."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cells = _by_cell([r for r in rows if r["table"] == "sweep"])
+    hosts = sorted({h for h, _ in cells})
+    rams = sorted({ram for _, ram in cells})
+    grid = [[math.nan] * len(rams) for _ in hosts]
+    text = [[""] * len(rams) for _ in hosts]
+    for i, h in enumerate(hosts):
+        for j, ram in enumerate(rams):
+            v = cells.get((h, ram), {})
+            c, nv = v.get(ctl_key), v.get("naive")
+            ct = c.get("time_to_all_pgs_active_s") if _ok(c) else None
+            nt = nv.get("time_to_all_pgs_active_s") if _ok(nv) else None
+            if ct is not None and nt is not None:
+                grid[i][j] = math.log2(ct / nt)
+                text[i][j] = "%.2f" % (ct / nt)
+            else:           # only one got there: the colour of "infinitely" better / worse
+                if (ct is None) != (nt is None):
+                    grid[i][j] = -3.0 if nt is None else 3.0
+                text[i][j] = "ctl %s\nnaive %s" % (_t(ct), _t(nt))
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    cmap = matplotlib.colormaps["RdYlGn_r"].with_extremes(bad="#d9d9d9")  # NaN: neither
+    im = ax.imshow(grid, cmap=cmap, vmin=-3, vmax=3, aspect="auto")
+    ax.set_xticks(range(len(rams)), ["%s GiB" % r for r in rams])
+    ax.set_yticks(range(len(hosts)), ["%d hosts" % h for h in hosts])
+    for i in range(len(hosts)):
+        for j in range(len(rams)):
+            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8)
+    ax.set_title("%s / naive: time to all PGs active (- = never)" % ctl_key, fontsize=9)
+    fig.colorbar(im, ax=ax, label="log2 ratio")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap"]

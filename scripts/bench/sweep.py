@@ -1,0 +1,121 @@
+"""`ceph-recovery-bench --sweep --out DIR`: one rack down 1 h, 12 OSDs per host, hosts x RAM x
+strategies, run in a process pool of at most 2; plus a 10,000-OSD table.
+
+Every cell is one `ceph-recovery-sim` run (same code path as the CLI). A run that raises
+(e.g. a core that rejects `--concurrency auto`) is recorded as {"error": ...} and reported
+as "not available", never fatal to the sweep.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Dict, List, Optional, Tuple
+
+from ceph_recovery_tools.sim.cli import parser as sim_parser
+from ceph_recovery_tools.sim.cli import run as sim_run
+from ceph_recovery_tools.sim.params import GiB, Params
+from ceph_recovery_tools.sim.topology import load as load_topology
+
+OSDS_PER_HOST = 12
+HOSTS = (30, 100, 500)
+RAM_GIB = (40, 44, 48, 56, 64)
+# (label, strategy, extra sim args)
+VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),
+            ("ctl-auto", "controlled", ("--concurrency", "auto")),
+            ("unlimited", "unlimited", ()), ("oracle", "oracle", ()))
+BIG = (840, 84)                  # 10,080 OSDs: 840 hosts x 12, racks of 10 hosts like the sweep
+BIG_RAM_GIB = (48, 64)
+BIG_VARIANTS = ("naive", "controlled", "unlimited")
+DEFAULT_HORIZON_S = 6 * 3600.0   # every run that gets anywhere is clean within ~1 h
+WORKERS = 2
+
+
+def cell_argv(hosts: int, ram_gib: float, strategy: str, extra, seed: int,
+              horizon: float) -> List[str]:
+    return ["--osds", str(hosts * OSDS_PER_HOST), "--hosts", str(hosts),
+            "--racks", str(max(1, hosts // 10)), "--fail", "rack:1", "--downtime", "3600",
+            "--host-ram", str(int(ram_gib * GiB)), "--strategy", strategy,
+            "--seed", str(seed), "--horizon", str(horizon)] + list(extra)
+
+
+def _run_cell(job: Tuple[dict, List[str]]) -> dict:
+    meta, argv = job
+    t0 = time.perf_counter()
+    try:
+        res = sim_run(sim_parser().parse_args(argv))
+    except (ValueError, LookupError, RuntimeError) as e:
+        res = {"error": "%s: %s" % (type(e).__name__, e)}
+    res.update(meta)
+    res["argv"] = argv
+    res["cell_wall_s"] = round(time.perf_counter() - t0, 2)
+    return res
+
+
+def jobs(hosts=HOSTS, rams=RAM_GIB, seed: int = 1, horizon: float = DEFAULT_HORIZON_S,
+         big: bool = True) -> List[Tuple[dict, List[str]]]:
+    out = []
+    for h in hosts:
+        for ram in rams:
+            for label, strat, extra in VARIANTS:
+                out.append(({"table": "sweep", "hosts_n": h, "ram_gib": ram, "variant": label},
+                            cell_argv(h, ram, strat, extra, seed, horizon)))
+    if big:
+        for ram in BIG_RAM_GIB:
+            for strat in BIG_VARIANTS:
+                out.append(({"table": "big", "hosts_n": BIG[0], "ram_gib": ram,
+                             "variant": strat},
+                            cell_argv(BIG[0], ram, strat, (), seed, horizon)))
+    return out
+
+
+def _cost(job) -> float:
+    """Rough order of wall time: big clusters and plan()-driven strategies first."""
+    meta = job[0]
+    w = 1.0 if meta["variant"] in ("naive", "unlimited") else 6.0
+    return -meta["hosts_n"] * w
+
+
+def feasibility(ram_gib: float, p: Optional[Params] = None) -> dict:
+    """Does the host's settled state fit its RAM: 12 OSDs at their steady RSS (never below
+    their load: PG logs are not cache) + system, with osd_memory_target at its default and at
+    the lowest Ceph accepts (Params.osd_memory_target_min)?"""
+    p = p or Params()
+    load = p.load_bytes(96)        # ~96 PG copies per OSD at the default pg_bits
+    ram = ram_gib * GiB
+
+    def need(target: int) -> int:
+        return OSDS_PER_HOST * max(p.steady_for_target(target), load) + p.host_system_bytes
+
+    d, m = need(p.osd_memory_target), need(p.osd_memory_target_min)
+    return {"settled_default_gib": round(d / GiB, 2), "fits_default": d <= ram,
+            "settled_min_target_gib": round(m / GiB, 2), "fits_min_target": m <= ram,
+            "min_target_mib": p.osd_memory_target_min >> 20}
+
+
+def prebuild(hosts=HOSTS, big: bool = True) -> None:
+    """Build the placements once, in this process, before the pool reads them from cache."""
+    shapes = [(h * OSDS_PER_HOST, h, max(1, h // 10)) for h in hosts]
+    if big:
+        shapes.append((BIG[0] * OSDS_PER_HOST, BIG[0], BIG[1]))
+    for n, h, r in shapes:
+        load_topology(n, h, r)
+
+
+def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, rams=RAM_GIB,
+              big: bool = True, workers: int = WORKERS, log=print) -> Dict[str, object]:
+    t0 = time.perf_counter()
+    prebuild(hosts, big)
+    todo = sorted(jobs(hosts, rams, seed, horizon, big), key=_cost)
+    rows = []
+    with ProcessPoolExecutor(max_workers=max(1, min(WORKERS, workers))) as pool:
+        for r in pool.map(_run_cell, todo):
+            log("cell %-5s %2s GiB %-10s %6.1f s%s" % (
+                r["hosts_n"], r["ram_gib"], r["variant"], r["cell_wall_s"],
+                "  " + r["error"] if "error" in r else ""))
+            rows.append(r)
+    feas = {str(ram): feasibility(ram) for ram in sorted(set(rams) | set(BIG_RAM_GIB))}
+    return {"rows": rows, "feasibility": feas, "seed": seed, "horizon_s": horizon,
+            "workers": min(WORKERS, workers), "total_wall_s": round(time.perf_counter() - t0, 1)}
+
+
+__all__ = ["run_sweep", "feasibility", "jobs", "cell_argv"]

@@ -1,0 +1,95 @@
+"""ceph-recovery-bench --sweep: the acceptance evaluator's rules, the feasibility bound, and a
+one-cell sweep whose outputs fit 80 columns."""
+from __future__ import annotations
+
+import json
+import os
+
+from ceph_recovery_tools.bench import report
+from ceph_recovery_tools.bench.cli import main as bench_main
+from ceph_recovery_tools.bench.sweep import feasibility
+from ceph_recovery_tools.sim import topology as T
+from ceph_recovery_tools.sim.params import GiB, Params
+
+RAM = 64 * GiB
+
+
+def row(variant, active, oom=0, peak=0.5, done=True, inactive=0, **kw):
+    r = {"table": "sweep", "hosts_n": 30, "ram_gib": 64, "variant": variant,
+         "time_to_all_pgs_active_s": active, "oom_kills": oom, "host_ram_bytes": RAM,
+         "peak_host_mem_bytes": int(peak * RAM), "plan_done": done, "converged": done,
+         "pgs_inactive_at_end": inactive, "plan_last_health": []}
+    r.update(kw)
+    return r
+
+
+def results(lines):
+    return {ln["check"].split(",")[0].split(" (")[0]: ln["result"] for ln in lines}
+
+
+def test_naive_without_oom_allows_1_3x():
+    v = {"controlled": row("controlled", 260), "naive": row("naive", 200),
+         "unlimited": row("unlimited", 200, peak=0.8), "oracle": row("oracle", 210)}
+    got = results(report.acceptance_cell(v))
+    assert got["0 OOM kills and ended"] == "PASS"
+    assert got["all active where naive is"] == "PASS"           # 260 <= 1.3 x 200
+    assert got["<= 1.3 x unlimited"] == "PASS"
+    v["controlled"] = row("controlled", 261)
+    got = results(report.acceptance_cell(v))
+    assert got["all active where naive is"] == "FAIL"
+    assert got["<= 1.3 x unlimited"] == "FAIL"
+
+
+def test_naive_with_oom_must_not_be_beaten_and_oracle_bounds_when_unlimited_is_big():
+    v = {"controlled": row("controlled", 900), "naive": row("naive", 890, oom=22),
+         "unlimited": row("unlimited", 180, peak=1.1), "oracle": row("oracle", 800)}
+    got = results(report.acceptance_cell(v))
+    assert got["all active where naive is"] == "FAIL"           # 900 > 890, naive had OOMs
+    assert got["<= 1.2 x oracle"] == "PASS"                     # 900 <= 960
+    v["controlled"] = row("controlled", None, done=False, inactive=5)
+    got = results(report.acceptance_cell(v))
+    assert got["0 OOM kills and ended"] == "FAIL"
+    assert got["no PG inactive at end"] == "FAIL"
+
+
+def test_unavailable_variant_is_not_a_failure():
+    v = {"ctl-auto": {"error": "ValueError: concurrency must be an integer >= 1, got 0"}}
+    (line,) = report.acceptance_cell(v, "ctl-auto")
+    assert line["result"] == "n/a" and "concurrency" in line["detail"]
+
+
+def test_feasibility_bound():
+    p = Params()
+    f40, f48 = feasibility(40, p), feasibility(48, p)
+    settled = 12 * p.steady_rss + p.host_system_bytes          # 44 GiB
+    assert f40["settled_default_gib"] == round(settled / GiB, 2)
+    assert (f40["fits_default"], f48["fits_default"]) == (False, True)
+    assert f40["settled_min_target_gib"] == round(
+        (12 * p.load_bytes(96) + p.host_system_bytes) / GiB, 2)  # 896 MiB target < PG-log load
+    assert f40["fits_min_target"]
+
+
+def test_one_cell_sweep_writes_outputs_within_80_columns(tmp_path, monkeypatch):
+    monkeypatch.setenv(T.CACHE_ENV, str(tmp_path / "topo"))
+    out = tmp_path / "out"
+    from ceph_recovery_tools.bench import sweep
+    monkeypatch.setattr(sweep, "run_sweep", _small(sweep.run_sweep))
+    assert bench_main(["--sweep", "--out", str(out), "--no-big", "--horizon", "7200"]) == 0
+    doc = json.loads((out / "sweep.json").read_text())
+    assert sorted(r["variant"] for r in doc["rows"]) == sorted(v[0] for v in sweep.VARIANTS)
+    assert os.path.getsize(out / "sweep_heatmap.png") > 0
+    text = (out / "sweep.txt").read_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    by = {r["variant"]: r for r in doc["rows"]}
+    assert by["oracle"]["budget_frac"] == 0.95 and by["controlled"]["budget_frac"] == 0.8
+    assert by["naive"]["host_ram_bytes"] == RAM and by["naive"]["osds"] == 360
+    assert len(doc["acceptance"]) >= 3
+
+
+def _small(run):
+    def wrapped(**kw):
+        kw.update(hosts=(30,), rams=(64,))
+        return run(**kw)
+    return wrapped
+
