@@ -46,6 +46,7 @@ from typing import Dict, Set
 from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
 from .admission import grant_stage, memory_stage
 from .ending import end_if_stalled, incomplete_report, track_service
+from .settings import lower_targets, restore_settings
 from .inflight import (boots, clear_stale_noup, regrants, report_failures, track_in_flight,
                        track_restarts, track_settling)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
@@ -103,6 +104,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         _hold_osds(t)
     memory_stage(t)
     if t.state in ("new", "running"):
+        lower_targets(t)
         boots(t)
         clear_stale_noup(t)
         regrants(t)
@@ -219,6 +221,7 @@ def _held_report(t: Tick) -> None:
 
 
 def _restore_flags(t: Tick, why: str) -> None:
+    restore_settings(t, why)
     saved = t.saved_flags or frozenset()
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
     for f in RUN_CLUSTER_FLAGS:
@@ -254,6 +257,8 @@ def _tail(t: Tick) -> None:
         _restore_flags(t, "run %s, flags still set" % t.phase)   # a lost UnsetFlag
     if t.state is None:
         incomplete_report(t)
+        if t.saved_config:
+            restore_settings(t, "after the run")
     if t.phase == PHASE_ABORTED and t.i.mode == MODE_ABORT:
         left = sorted(o.id for o in v.candidates if o.id not in t.booting)
         if left:

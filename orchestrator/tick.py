@@ -30,7 +30,8 @@ SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": 
             "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
             "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
             "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning",
-            "RECOVERY_SCOPE_UNKNOWN": "warning", "RECOVERY_INCOMPLETE": "warning"}
+            "RECOVERY_SCOPE_UNKNOWN": "warning", "RECOVERY_INCOMPLETE": "warning",
+            "RECOVERY_SETTING_KEPT": "warning"}
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
@@ -43,7 +44,9 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)",
            "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD",
            "RECOVERY_INCOMPLETE": "controlled recovery ended with %d OSD(s) still down: "
-                                  "not enough memory"}
+                                  "not enough memory",
+           "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
+                                    "hold the restored value"}
 
 
 def peak_from_load(rss: int) -> int:

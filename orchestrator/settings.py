@@ -1,0 +1,101 @@
+"""Settings a run changes for its duration, and their restore: the osd_memory_target lever.
+
+Rule (a constrained host): when the OSDs of a host, each at its osd_memory_target, plus the
+largest predicted peak among the host's candidates, do not fit the host's budget,
+
+    n_osds x target x TARGET_RSS_RATIO + max predicted peak > budget - base
+
+(base: the host's memory not held by OSD processes), the run lowers osd_memory_target on
+every OSD of that host known to be linked with tcmalloc (heap_release True: the
+autotuner trims caches to the target there; Debian's 16.2.15 build has no tcmalloc and its
+autotuner is blind, so it is left alone) to
+
+    (budget - base - max predicted peak) / n_osds / TARGET_RSS_RATIO,  at least MIN_TARGET.
+
+The lowered target only sizes caches (docs/design.md: it cannot bound PG-log or peering
+memory); it makes room for the settled OSDs so the next start fits.
+
+Write-ahead: the value before (the OSD's own setting, None = it had none and inherits) is
+recorded in Progress.saved_config in the same tick that emits SetConfig. At the end of the
+run (done, ended, aborted) every recorded setting is restored with RestoreConfig, except on a
+host whose RAM cannot hold its OSDs at the restored target (n x target x ratio + base > RAM):
+there the lowered value stays and RECOVERY_SETTING_KEPT names it (restoring it would have the
+kernel kill OSDs once their caches refill).
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from .actions import RestoreConfig, SetConfig
+from .model import OsdState
+from .tick import Tick, fmt_bytes
+
+MEMORY_TARGET = "osd_memory_target"
+DEFAULT_TARGET = 4 << 30        # Ceph's osd_memory_target default
+MIN_TARGET = 896 << 20          # the option's minimum (16.2.15 refuses less)
+TARGET_RSS_RATIO = 1.1          # RSS runs above the target (docs/design.md: up to 20 %)
+
+
+def key(osd_id: int) -> str:
+    return "osd.%d %s" % (osd_id, MEMORY_TARGET)
+
+
+def _target(o: OsdState) -> int:
+    return o.memory_target or DEFAULT_TARGET
+
+
+def _base(t: Tick, host: str) -> int:
+    hm = t.view.hostmem[host]
+    return max(0, hm.mem_used - sum(o.rss_bytes for o in t.view.by_host.get(host, ())))
+
+
+def lower_targets(t: Tick) -> None:
+    """First tick of a run (and while it runs): lower the target on constrained hosts."""
+    for host in t.view.scope_hosts():
+        if host not in t.view.hostmem:
+            continue
+        osds = t.view.by_host.get(host, [])
+        cands = [o for o in osds if o.id in {c.id for c in t.view.candidates}]
+        if not cands:
+            continue
+        room = t.budget(host) - _base(t, host) - max(t.predict(o.id) for o in cands)
+        want = max(MIN_TARGET, int(room / len(osds) / TARGET_RSS_RATIO))
+        for o in osds:
+            if o.heap_release is not True or key(o.id) in t.saved_config or want >= _target(o):
+                continue
+            t.saved_config[key(o.id)] = str(o.memory_target) if o.memory_target else None
+            t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
+                                      reason="%s: %d OSDs x %s do not leave room for the next "
+                                      "start in budget %s: caches trimmed for the run" % (
+                                          host, len(osds), fmt_bytes(_target(o)),
+                                          fmt_bytes(t.budget(host)))))
+
+
+def restore_settings(t: Tick, why: str) -> None:
+    """RestoreConfig for every setting this run changed, except those a host cannot hold."""
+    kept: Dict[str, List[str]] = {}
+    for k in sorted(t.saved_config):
+        who, name = k.split(" ", 1)
+        before = t.saved_config[k]
+        o = t.view.by_id.get(int(who[4:])) if who.startswith("osd.") else None
+        if o is not None and name == MEMORY_TARGET and not _fits(t, o.host, before):
+            kept.setdefault(o.host, []).append(who)
+            continue
+        t.emit("tail", RestoreConfig(who=who, name=name, value=before,
+                                     reason="%s: restore the setting saved at start" % why))
+        del t.saved_config[k]
+    for host, whos in sorted(kept.items()):
+        t.health("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the restored "
+                 "target would not fit the host's RAM (restore by hand: ceph config rm "
+                 "<osd> %s)" % (host, MEMORY_TARGET, ", ".join(whos),
+                                len(t.view.by_host.get(host, ())), MEMORY_TARGET),
+                 count=len(whos))
+
+
+def _fits(t: Tick, host: str, before) -> bool:
+    hm = t.view.hostmem.get(host)
+    if hm is None:
+        return True
+    target = int(before) if before else DEFAULT_TARGET
+    n = len(t.view.by_host.get(host, ()))
+    return _base(t, host) + n * target * TARGET_RSS_RATIO <= hm.mem_total

@@ -1,0 +1,49 @@
+"""plan() and the osd_memory_target lever: lowered on a constrained host's tcmalloc OSDs,
+written ahead in Progress.saved_config, restored at the end, or kept and named where the
+host's RAM cannot hold the restored value. Snapshots in, exact actions out (plancases.py)."""
+from __future__ import annotations
+
+from ceph_recovery.plan import plan
+from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, osd, sig, snap  # conftest.py
+
+TC = [osd(i, flags=frozenset({"noup"}), heap_release=True) for i in (3, 4, 5)]
+
+
+def test_a_constrained_tcmalloc_host_gets_a_lower_target_before_its_first_grant():
+    """h1: 3 OSDs x 4 GiB x 1.1 + a 500 MiB peak > budget 6553 MiB - base 1 GiB: the target
+    goes to (6553 - 1024 - 500) MiB / 3 / 1.1 = 1524 MiB on all three, then osd.3 is granted."""
+    res = plan(snap(*TC, cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
+    want = int((int(8 * GiB * 0.8) - 1 * GiB - 500 * MiB) / 3 / 1.1)
+    assert [sig(a) for a in res.actions] == [
+        "set_config name=osd_memory_target value=%d who=osd.%d" % (want, i) for i in (3, 4, 5)
+    ] + ["grant_start host=h1 osd=3 predicted_bytes=%d" % (500 * MiB)]
+    assert res.progress.saved_config == {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
+    again = plan(snap(*TC, cluster_flags=RUNF), RUN, res.progress, POL, NOW + 1)
+    assert not [a for a in again.actions if a.kind == "set_config"]
+
+
+def test_no_lever_without_tcmalloc_or_on_a_host_with_room():
+    assert not [a for a in plan(snap(*HELD, cluster_flags=RUNF), RUN, RUNNING, POL, NOW).actions
+                if a.kind == "set_config"]      # tcmalloc unknown: left alone
+    glibc = [osd(i, flags=frozenset({"noup"}), heap_release=False) for i in (3, 4, 5)]
+    assert not [a for a in plan(snap(*glibc, cluster_flags=RUNF), RUN, RUNNING, POL,
+                                NOW).actions if a.kind == "set_config"]
+
+
+def test_settings_are_restored_at_the_end_or_kept_where_ram_cannot_hold_them():
+    saved = {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
+    up = [osd(i, up=True, heap_release=True, rss_bytes=1 * GiB, pgs_inactive=0) for i in (3, 4, 5)]
+    p = RUNNING.evolve(saved_config=saved, finished=frozenset({3, 4, 5}), held_osds=frozenset())
+    from dataclasses import replace
+    roomy = snap(*up, cluster_flags=RUNF)
+    roomy = replace(roomy, hosts=tuple(replace(h, mem_total=64 * GiB) for h in roomy.hosts))
+    res = plan(roomy, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == [
+        "restore_config name=osd_memory_target who=osd.%d" % i for i in (3, 4, 5)] + [
+        "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
+    assert res.progress.saved_config == {}
+    tight = plan(snap(*up, cluster_flags=RUNF), RUN, p, POL, NOW)     # 8 GiB RAM < 3 x 4.4
+    assert [sig(a) for a in tight.actions] == [
+        "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
+    kept = [h for h in tight.health if h.code == "RECOVERY_SETTING_KEPT"]
+    assert kept and kept[0].count == 3 and tight.progress.saved_config == saved
