@@ -32,6 +32,7 @@ from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .tick import Tick, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
+from .brake import brake, watch
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
@@ -49,8 +50,11 @@ def memory_stage(t: Tick) -> None:
         t.over.add(h)
         t.health("RECOVERY_BUDGET_EXCEEDED", "%s: used %s > budget %s" % (
             h, fmt_bytes(hm.mem_used), fmt_bytes(budget)))
-        if t.state in ("new", "running", "paused"):
-            respond(t, h, "over budget")
+        if t.state in ("new", "running", "paused") and not respond(t, h, "over budget") \
+                and t.state != "paused":
+            brake(t, h)
+    if t.state in ("new", "running"):
+        watch(t)
 
 
 def respond(t: Tick, host: str, why: str) -> bool:

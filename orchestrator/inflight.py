@@ -228,12 +228,21 @@ def _observe(t: Tick, o) -> None:
 
 def _failed_start(t: Tick, o) -> None:
     """The process of a granted OSD died after it ran: learn, count, hold it again."""
+    fail_start(t, o, "process died during its start")
+
+
+def fail_start(t: Tick, o, why: str) -> None:
+    """A start that ended before its OSD settled: learn its peak so far, count it, forget its
+    run markers (it is a candidate again, held, admitted on the new prediction)."""
+    t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
     _observe(t, o)
     t.failures[o.id] = t.failures.get(o.id, 0) + 1
-    t.health("RECOVERY_START_FAILED", "osd.%d on %s: process died during its start (peak seen "
-             "%s), failure %d of %d" % (o.id, o.host, fmt_bytes(t.peaks.get(o.id, 0)),
-                                        t.failures[o.id], MAX_START_FAILURES))
+    t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (
+        o.id, o.host, why, fmt_bytes(t.peaks.get(o.id, 0)), t.failures[o.id],
+        MAX_START_FAILURES))
     forget(t, o.id)
+    t.settling.pop(o.id, None)
+    t.finished.discard(o.id)
 
 
 def report_failures(t: Tick) -> None:

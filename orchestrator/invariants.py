@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd,
+from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd, StopOsd,
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
@@ -94,6 +94,8 @@ def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
     if sum(isinstance(a, RestartOsd) for a in actions) > 1:
         errs.append("I4: more than one restart in one tick (ok-to-stop answers are per OSD)")
     for a in actions:
+        if isinstance(a, StopOsd) and snapshot.ok_to_stop.get(a.osd) is not True:
+            errs.append("I4: stop of osd.%d without ok-to-stop True" % a.osd)
         if isinstance(a, RestartOsd):
             if snapshot.ok_to_stop.get(a.osd) is not True:
                 errs.append("I4: restart of osd.%d without ok-to-stop True" % a.osd)

@@ -71,3 +71,26 @@ def test_heap_release_is_not_repeated_on_an_osd_that_did_not_grow():
     res = plan(grown, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions][:1] == ["heap_release osd=3"]
     assert res.progress.heap_rss == {3: 2 * GiB + 100 * MiB}
+
+
+def test_an_osd_outgrowing_the_budget_is_stopped_before_the_kernel_kills_it():
+    """osd.3, allowed to boot 9 s ago on a 500 MiB prediction, is at 1.6 GiB and h1 is over
+    its budget and 90 % of its RAM (7.5 > 7.2 GiB) with nothing else to release or restart: with ok-to-stop True
+    it is held and stopped, counted as a failed start, its peak learned; without an answer the
+    run has asked for one already (watch) and does not stop it."""
+    from ceph_recovery.model import Observation
+    from plancases import osd
+    grown = osd(3, up=True, process="running", rss_bytes=1600 * MiB, pgs_inactive=4)  # > 500
+    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 9}, load_rss={3: 240 * MiB},
+                       held_osds=frozenset({4, 5}))
+    s = snap(grown, *HELD[1:], used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF,
+             ok_to_stop={3: True})
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["hold_osd osd=3", "stop_osd host=h1 osd=3"]
+    assert check_invariants(s, RUN, p, res, POL, NOW) == []
+    assert res.progress.failures == {3: 1} and 3 not in res.progress.granted
+    assert res.progress.observations[-1] == Observation(
+        osd=3, pgs=16, downtime_s=0.0, pg_log_entries=0, peak_bytes=1600 * MiB)
+    unknown = plan(snap(grown, *HELD[1:], used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF),
+                   RUN, p, POL, NOW)
+    assert [sig(a) for a in unknown.actions] == ["query_ok_to_stop osd=3"]

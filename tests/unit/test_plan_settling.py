@@ -14,17 +14,18 @@ def test_settling_osd_reserves_its_predicted_growth():
     """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
     reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
     At 5900 MiB used it does not fit: no grant, and no make-room either (a settling OSD is
-    not restarted: it would come back with its missed history): the host waits for memory."""
+    not restarted: it would come back with its missed history): the host waits for memory,
+    and above 90 % of its budget keeps an ok-to-stop answer ready for osd.3 (brake.py)."""
     s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
              cluster_flags=RUNF)
     p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
     res = plan(s, RUN, p, POL, NOW)
-    assert [sig(a) for a in res.actions] == ["wait"]
+    assert [sig(a) for a in res.actions] == ["query_ok_to_stop osd=3"]
     assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
     stuck = plan(snap(osd(3, up=True, pgs_degraded=5, heap_release=False), *HELD[1:],
                       used={"h1": 5900 * MiB}, cluster_flags=RUNF, ok_to_stop={3: False}),
                  RUN, p, POL, NOW)
-    assert [sig(a) for a in stuck.actions] == ["wait"]
+    assert [sig(a) for a in stuck.actions] == ["query_ok_to_stop osd=3"]
     assert stuck.summary["hosts"]["h1"]["waiting_on"] == "memory"
     roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
                       cluster_flags=RUNF), RUN, p, POL, NOW)
@@ -39,9 +40,11 @@ def test_settling_osd_past_its_peak_reserves_only_the_way_back():
              cluster_flags=RUNF)
     p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
                        peaks={3: 400 * MiB})
-    assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [G % 4]
+    assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [
+        "query_ok_to_stop osd=3", G % 4]
     at_peak = p.evolve(peaks={3: 310 * MiB})
-    assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == ["wait"]
+    assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == [
+        "query_ok_to_stop osd=3"]
 
 
 def test_restarting_osd_reserves_its_regrowth():
