@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds (once) and prints the root of a Debian chroot holding one Ceph release:
+#   scripts/chroot.sh tentacle   -> Debian testing "forky"  (Ceph 20.2.x, tcmalloc)
+#   scripts/chroot.sh reef       -> Debian 13 "trixie"      (Ceph 18.2.x, tcmalloc)
+# The chroot lives under $CEPH_RECOVERY_CHROOTS (default /var/cache/ceph-recovery/chroots)/<release>
+# and is reused while its ".ready" stamp exists. Safe to run twice and concurrently (flock).
+# Any failure exits non-zero with the reason on stderr; a half-built root is never stamped ready.
+# Rules (each verified):
+#  - bookworm's debootstrap has no forky script: sid's is used for both suites;
+#  - Ceph is installed after debootstrap: --include=ceph-* fails on systemd's pre-dependency;
+#  - proc/sys/dev must be mounted while installing: cryptsetup-bin's postinst needs /proc;
+#  - no init system runs in the chroot: policy-rc.d (exit 101) stops maintainer scripts from
+#    starting services (ceph-mon's postinst "try-restart" fails without it);
+#  - pip inside the chroot needs the host's CA bundle at the same path (the chroot has none).
+set -euo pipefail
+die() { echo "chroot.sh: $*" >&2; exit 1; }
+[ $# -eq 1 ] || die "usage: chroot.sh tentacle|reef"
+case "$1" in
+  tentacle) suite=forky ;;
+  reef) suite=trixie ;;
+  *) die "unknown release '$1' (EINVAL): expected tentacle or reef" ;;
+esac
+release=$1
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap, mounts)"
+base=${CEPH_RECOVERY_CHROOTS:-/var/cache/ceph-recovery/chroots}
+root=$base/$release
+mkdir -p "$base"
+exec 9>"$base/$release.lock"
+flock 9
+
+mirror() {
+  # The first Debian mirror apt already uses (deb822 "URIs:" or one-line "deb" form).
+  local m
+  m=$(grep -rhsE '^URIs:' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null \
+      | awk '{print $2}' | grep -E '/debian/?$' | head -n1 || true)
+  [ -n "$m" ] || m=$(grep -rhsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+      | awk '{print $2}' | grep -E '/debian/?$' | head -n1 || true)
+  [ -n "$m" ] || die "no Debian mirror found in /etc/apt/sources.list*"
+  echo "$m"
+}
+
+mount_api() {
+  local d
+  for d in proc sys dev; do
+    mkdir -p "$root/$d"
+    mountpoint -q "$root/$d" && continue
+    case $d in
+      proc) mount -t proc proc "$root/proc" ;;
+      sys) mount -t sysfs sysfs "$root/sys" ;;
+      dev) mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" ;;
+    esac
+  done
+}
+
+if [ -f "$root/.ready" ]; then
+  mount_api
+  echo "$root"
+  exit 0
+fi
+
+command -v debootstrap >/dev/null || {
+  echo "chroot.sh: installing debootstrap" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2 || die "cannot install debootstrap"
+}
+script=/usr/share/debootstrap/scripts/sid
+[ -f "$script" ] || die "debootstrap script $script missing"
+m=$(mirror)
+start=$(date +%s)
+if [ ! -x "$root/usr/bin/apt-get" ]; then
+  rm -rf "$root.partial"
+  echo "chroot.sh: debootstrap $suite from $m into $root" >&2
+  debootstrap --variant=minbase "$suite" "$root.partial" "$m" "$script" >&2 \
+    || die "debootstrap $suite failed (see output above; partial root left at $root.partial)"
+  mv "$root.partial" "$root"
+fi
+mount_api
+cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
+chmod 755 "$root/usr/sbin/policy-rc.d"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >&2 \
+  || die "dpkg --configure -a failed in the $suite chroot"
+echo "chroot.sh: installing Ceph into $root" >&2
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-venv python3-pip >&2 \
+  || die "apt-get install of Ceph in the $suite chroot failed"
+ca=/etc/ssl/certs/ca-certificates.crt
+if [ -f "$ca" ]; then mkdir -p "$root/$(dirname $ca)"; cp -L "$ca" "$root/$ca"; fi
+version=$(chroot "$root" ceph --version) || die "ceph --version fails inside the chroot"
+echo "$version" > "$root/.ready"
+echo "chroot.sh: ready in $(( $(date +%s) - start )) s: $version" >&2
+echo "$root"
