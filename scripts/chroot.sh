@@ -11,7 +11,8 @@
 #  - proc/sys/dev must be mounted while installing: cryptsetup-bin's postinst needs /proc;
 #  - no init system runs in the chroot: policy-rc.d (exit 101) stops maintainer scripts from
 #    starting services (ceph-mon's postinst "try-restart" fails without it);
-#  - pip inside the chroot needs the host's CA bundle at the same path (the chroot has none).
+#  - pip inside the chroot (structlog, tenacity for the mgr module, in $deps) needs the host's
+#    CA bundle at the same path (the chroot has none).
 set -euo pipefail
 die() { echo "chroot.sh: $*" >&2; exit 1; }
 [ $# -eq 1 ] || die "usage: chroot.sh tentacle|reef"
@@ -52,7 +53,8 @@ mount_api() {
   done
 }
 
-if [ -f "$root/.ready" ]; then
+deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
+if [ -f "$root/.ready" ] && [ -d "$root$deps/structlog" ] && [ -d "$root$deps/tenacity" ]; then
   mount_api
   echo "$root"
   exit 0
@@ -85,6 +87,10 @@ chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-ins
   || die "apt-get install of Ceph in the $suite chroot failed"
 ca=/etc/ssl/certs/ca-certificates.crt
 if [ -f "$ca" ]; then mkdir -p "$root/$(dirname $ca)"; cp -L "$ca" "$root/$ca"; fi
+rm -f "$root/.ready"
+chroot "$root" python3 -m pip install -q --no-cache-dir --break-system-packages --upgrade \
+  --target "$deps" 'structlog>=23.1,<26' 'tenacity>=8.2,<10' >&2 \
+  || die "pip could not install structlog/tenacity into $root$deps"
 version=$(chroot "$root" ceph --version) || die "ceph --version fails inside the chroot"
 echo "$version" > "$root/.ready"
 echo "chroot.sh: ready in $(( $(date +%s) - start )) s: $version" >&2

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Optional
 
 import structlog
 
-from . import bootstrap, cgroups, launch, names, netns, procs, teardown
+from . import bootstrap, cgroups, launch, names, netns, procs, release, teardown
 from .conf import render_conf
 from .state import save_state, update_state
 
@@ -40,6 +40,7 @@ class LabOptions:
     pg_num: int = 32
     health_timeout: float = 300
     mtu: int = 9000
+    ceph: str = "pacific"
 
 
 def holds_cluster(lab_dir: str) -> bool:
@@ -67,7 +68,7 @@ def pick_port(addr: str, lab_dir: str, exclude: Iterable[int] = ()) -> int:
     raise RuntimeError(f"no free TCP port on {addr} for the mon")
 
 
-def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
+def initial_state(d: str, opts: LabOptions, root: Optional[str] = None) -> Dict[str, Any]:
     """Topology, kernel names, paths and the OSD argv: everything before anything is made."""
     topo = names.topology(opts.hosts, opts.racks, opts.osds_per_host)
     kn = names.kernel_names(d, topo)
@@ -75,6 +76,7 @@ def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
     conf = os.path.join(d, "ceph.conf")
     state: Dict[str, Any] = {
         "version": 1, "dir": d, "conf": conf, "phase": "building",
+        "ceph": opts.ceph, "root": root,
         "admin_keyring": os.path.join(d, "admin.keyring"),
         "helper_keyring": os.path.join(d, "helper.keyring"),
         "fsid": str(uuid.uuid4()), "mon_addr": None, "objectstore": opts.objectstore,
@@ -142,6 +144,10 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
         raise LabUsageError(str(exc)) from exc
     if opts.objectstore not in ("bluestore", "memstore"):
         raise LabUsageError(f"unknown objectstore {opts.objectstore!r}")
+    try:
+        root = release.ensure_root(opts.ceph)
+    except ValueError as exc:
+        raise LabUsageError(str(exc)) from exc
     if holds_cluster(d):
         raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
                         " first or pick another directory")
@@ -154,8 +160,11 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
     try:
         for sub in ("run", "log", "crash"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
-        state = initial_state(d, opts)
+        state = initial_state(d, opts, root)
         save_state(d, state)
+        release.mount_lab(state)
+        if root:
+            state["pythonpath"] = release.install_core(state)
         _build(state, opts)
     except BaseException:
         log.error("up failed; tearing down what was made", dir=d)

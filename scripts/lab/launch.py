@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import psutil
 
-from . import cgroups, procs
+from . import cgroups, procs, release
 from .state import update_state
 
 
@@ -39,7 +39,7 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
     A non-zero rc raises CephError (which still carries the JSON, e.g. `osd ok-to-stop` answers
     EBUSY with a JSON body) unless check=False.
     """
-    cmd = ["ceph", "-c", state["conf"], "--connect-timeout", str(int(max(timeout, 1)))]
+    cmd = release.tool(state, "ceph") + ["-c", state["conf"], "--connect-timeout", str(int(max(timeout, 1)))]
     if name:
         cmd += ["--name", name]
     if keyring:
@@ -62,7 +62,7 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
 
 def daemon_argv(state: Dict[str, Any], kind: str, ident: str) -> List[str]:
     """Foreground daemon command line (-f: no fork, so the spawned pid is the daemon's)."""
-    return [f"ceph-{kind}", "-f", "-c", state["conf"], "-i", str(ident)]
+    return release.tool(state, f"ceph-{kind}") + ["-f", "-c", state["conf"], "-i", str(ident)]
 
 
 def _run_path(state: Dict[str, Any], name: str, suffix: str) -> str:
