@@ -17,8 +17,11 @@ set -euo pipefail
 die() { echo "chroot.sh: $*" >&2; exit 1; }
 [ $# -eq 1 ] || die "usage: chroot.sh tentacle|reef"
 case "$1" in
-  tentacle) suite=forky ;;
-  reef) suite=trixie ;;
+  tentacle) suite=forky; extra_py=() ;;
+  # Reef's mgr_util imports bcrypt; trixie's bcrypt 4 is a PyO3 extension, which refuses
+  # ceph-mgr's subinterpreters ("PyO3 modules do not yet support subinterpreters"), so no mgr
+  # module loads. bcrypt 3.2 (cffi) works there and shadows it on ceph-mgr's PYTHONPATH.
+  reef) suite=trixie; extra_py=('bcrypt>=3.2,<4') ;;
   *) die "unknown release '$1' (EINVAL): expected tentacle or reef" ;;
 esac
 release=$1
@@ -54,7 +57,8 @@ mount_api() {
 }
 
 deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
-if [ -f "$root/.ready" ] && [ -d "$root$deps/structlog" ] && [ -d "$root$deps/tenacity" ]; then
+py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10' "${extra_py[@]}")
+if [ -f "$root/.ready" ] && [ "$(cat "$root$deps/.requirements" 2>/dev/null)" = "${py_reqs[*]}" ]; then
   mount_api
   echo "$root"
   exit 0
@@ -89,8 +93,9 @@ ca=/etc/ssl/certs/ca-certificates.crt
 if [ -f "$ca" ]; then mkdir -p "$root/$(dirname $ca)"; cp -L "$ca" "$root/$ca"; fi
 rm -f "$root/.ready"
 chroot "$root" python3 -m pip install -q --no-cache-dir --break-system-packages --upgrade \
-  --target "$deps" 'structlog>=23.1,<26' 'tenacity>=8.2,<10' >&2 \
-  || die "pip could not install structlog/tenacity into $root$deps"
+  --target "$deps" "${py_reqs[@]}" >&2 \
+  || die "pip could not install ${py_reqs[*]} into $root$deps"
+echo "${py_reqs[*]}" > "$root$deps/.requirements"
 version=$(chroot "$root" ceph --version) || die "ceph --version fails inside the chroot"
 echo "$version" > "$root/.ready"
 echo "chroot.sh: ready in $(( $(date +%s) - start )) s: $version" >&2

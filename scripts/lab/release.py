@@ -21,6 +21,10 @@ DEFAULT_CHROOTS = "/var/cache/ceph-recovery/chroots"
 DEPS_DIR = "/opt/ceph-recovery/deps"   # inside the chroot: structlog, tenacity (chroot.sh)
 # the monmap must name at least the release the mons run (Tentacle refuses a Pacific one)
 MIN_MON_RELEASE = {"reef": "reef", "tentacle": "tentacle"}
+# Stock modules on by default that cannot load in the release's chroot, turned off so the lab can
+# reach HEALTH_OK: Reef's `restful` imports trixie's cryptography, a PyO3 extension that loads
+# in one ceph-mgr subinterpreter only (MGR_MODULE_DEPENDENCY). The lab never uses it.
+DISABLED_MGR_MODULES = {"reef": ("restful",)}
 
 
 class ChrootError(RuntimeError):
