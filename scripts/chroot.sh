@@ -44,20 +44,28 @@ mirror() {
 }
 
 mount_api() {
+  # /sys and /dev recursively: the lab's helpers inside the chroot read and join the host's
+  # cgroups (/sys/fs/cgroup/...), which a fresh sysfs would not show
   local d
+  if mountpoint -q "$root/sys" && [ -z "$(ls -A "$root/sys/fs/cgroup" 2>/dev/null)" ]; then
+    umount -l "$root/sys"
+  fi
   for d in proc sys dev; do
     mkdir -p "$root/$d"
     mountpoint -q "$root/$d" && continue
     case $d in
       proc) mount -t proc proc "$root/proc" ;;
-      sys) mount -t sysfs sysfs "$root/sys" ;;
-      dev) mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" ;;
+      sys|dev) mount --rbind "/$d" "$root/$d" && mount --make-rslave "$root/$d" ;;
     esac
   done
 }
 
 deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
-py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10' "${extra_py[@]}")
+# structlog, tenacity: the mgr module; psutil, matplotlib: the lab's helper and drill, which run
+# on the chroot's Python and librados (a Tentacle cluster's aes256k cephx keys are unreadable to
+# the host's Pacific librados)
+py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10' 'psutil>=5.9,<8' 'matplotlib>=3.6,<4'
+         "${extra_py[@]}")
 if [ -f "$root/.ready" ] && [ "$(cat "$root$deps/.requirements" 2>/dev/null)" = "${py_reqs[*]}" ]; then
   mount_api
   echo "$root"

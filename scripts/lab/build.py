@@ -223,7 +223,7 @@ def start_mon(state: Dict[str, Any], opts: LabOptions, attempts: int = 3) -> Non
 
 def start_helpers(state: Dict[str, Any]) -> None:
     """One node helper per lab host; a missing or instantly-exiting helper only warns."""
-    exe = launch.helper_executable()
+    exe = release.tool_argv(state, "ceph-recovery-helper")[-1]
     if not os.path.exists(exe):
         log.warning("no node helper executable; helpers not started", path=exe)
         return

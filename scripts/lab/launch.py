@@ -62,7 +62,7 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
 
 def daemon_argv(state: Dict[str, Any], kind: str, ident: str) -> List[str]:
     """Foreground daemon command line (-f: no fork, so the spawned pid is the daemon's)."""
-    return release.tool(state, f"ceph-{kind}") + ["-f", "-c", state["conf"], "-i", str(ident)]
+    return [f"ceph-{kind}", "-f", "-c", state["conf"], "-i", str(ident)]
 
 
 def _run_path(state: Dict[str, Any], name: str, suffix: str) -> str:
@@ -101,7 +101,7 @@ def start_osd(state: Dict[str, Any], osd_id: int) -> int:
         running = osd_pid(state, osd_id)
         if running:
             raise RuntimeError(f"osd.{osd_id} already runs as pid {running}")
-        return procs.spawn(info["argv"], info["log_file"] + ".stdio",
+        return procs.spawn(release.prefix(state) + info["argv"], info["log_file"] + ".stdio",
                            _run_path(state, f"osd.{osd_id}", "spawn.pid"),
                            cgroup=host["cgroup"]["path"], netns=host.get("netns"))
 
@@ -138,7 +138,7 @@ def mgr_env(state: Dict[str, Any]) -> Dict[str, str]:
 
 
 def start_mon(state: Dict[str, Any], ident: str = "a") -> int:
-    pid = procs.spawn(daemon_argv(state, "mon", ident),
+    pid = procs.spawn(release.prefix(state) + daemon_argv(state, "mon", ident),
                       os.path.join(state["dir"], "log", f"mon.{ident}.stdio"),
                       _run_path(state, f"mon.{ident}", "spawn.pid"))
     _record_pid(state, f"mon.{ident}", pid)
@@ -146,7 +146,7 @@ def start_mon(state: Dict[str, Any], ident: str = "a") -> int:
 
 
 def start_mgr(state: Dict[str, Any], ident: str = "x") -> int:
-    pid = procs.spawn(daemon_argv(state, "mgr", ident),
+    pid = procs.spawn(release.prefix(state) + daemon_argv(state, "mgr", ident),
                       os.path.join(state["dir"], "log", f"mgr.{ident}.stdio"),
                       _run_path(state, f"mgr.{ident}", "spawn.pid"), env=mgr_env(state))
     _record_pid(state, f"mgr.{ident}", pid)
@@ -290,10 +290,10 @@ def helper_executable() -> str:
 
 def start_helper(state: Dict[str, Any], host: str) -> int:
     """Spawn the node helper of a lab host (in its netns if any, NOT in its memory cgroup)."""
-    argv = [helper_executable(), "run", "--lab-dir", state["dir"], "--host", host,
-            "--launcher", "process"]
+    argv = release.tool_argv(state, "ceph-recovery-helper") + [
+        "run", "--lab-dir", state["dir"], "--host", host, "--launcher", "process"]
     pid = procs.spawn(argv, os.path.join(state["dir"], "log", f"helper.{host}.log"),
-                      _run_path(state, f"helper.{host}", "spawn.pid"),
+                      _run_path(state, f"helper.{host}", "spawn.pid"), env=release.tool_env(state),
                       netns=state["hosts"][host].get("netns"))
     _record_pid(state, f"helper.{host}", pid)
     return pid

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from typing import Any, Dict, List, Optional
 
 RELEASES = ("pacific", "reef", "tentacle")
@@ -54,9 +55,25 @@ def ensure_root(release: str) -> Optional[str]:
 
 
 def prefix(state: Dict[str, Any]) -> List[str]:
-    """Command prefix that runs a Ceph tool of the lab's release."""
+    """Command prefix that runs a Ceph tool of the lab's release: `chroot ROOT` from the host,
+    nothing from inside the chroot (a helper or drill running there), where ROOT is not seen."""
     root = state.get("root")
-    return ["chroot", root] if root else []
+    return ["chroot", root] if root and os.path.isdir(root + "/usr/bin") else []
+
+
+def tool_argv(state: Dict[str, Any], name: str) -> List[str]:
+    """argv of one of this project's commands (ceph-recovery-helper, ...) for the lab's release:
+    on a chroot release, the wrapper install_core wrote, run by the chroot's Python."""
+    if not state.get("root"):
+        return [os.path.join(os.path.dirname(sys.executable), name)]
+    return prefix(state) + ["python3", os.path.join(state["dir"], "pylib", "bin", name)]
+
+
+def tool_env(state: Dict[str, Any]) -> Dict[str, str]:
+    env = dict(os.environ)
+    if state.get("root"):
+        env["PYTHONPATH"] = state["pythonpath"]
+    return env
 
 
 def tool(state: Dict[str, Any], name: str) -> List[str]:
@@ -112,11 +129,22 @@ def _remove_empty_dirs(root: str, inside: str) -> None:
         path = os.path.dirname(path)
 
 
+TOOLS = {"ceph-recovery-helper": "ceph_recovery_tools.helper.cli",
+         "ceph-recovery-drill": "ceph_recovery_tools.drill.cli"}
+
+
 def install_core(state: Dict[str, Any]) -> str:
-    """Copy the installed `ceph_recovery` package into D/pylib; the mgr's PYTHONPATH."""
+    """Copy the installed packages into D/pylib (with a wrapper per tool in D/pylib/bin); the
+    PYTHONPATH of the mgr, helpers and drill inside the chroot."""
     import ceph_recovery
+    import ceph_recovery_tools
     pylib = os.path.join(state["dir"], "pylib")
-    src = os.path.dirname(os.path.abspath(ceph_recovery.__file__))
-    shutil.copytree(src, os.path.join(pylib, "ceph_recovery"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for pkg in (ceph_recovery, ceph_recovery_tools):
+        src = os.path.dirname(os.path.abspath(pkg.__file__))
+        shutil.copytree(src, os.path.join(pylib, pkg.__name__),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    os.makedirs(os.path.join(pylib, "bin"), exist_ok=True)
+    for name, module in TOOLS.items():
+        with open(os.path.join(pylib, "bin", name), "w") as f:
+            f.write(f"import sys\nfrom {module} import main\nsys.exit(main())\n")
     return f"{pylib}:{DEPS_DIR}"
