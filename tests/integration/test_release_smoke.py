@@ -73,6 +73,35 @@ def test_module_enabled_and_status_answers(release_lab):
     assert health["status"] == "HEALTH_OK", health
 
 
+def wait_node_flags(lab, bucket, want, timeout=60.0):
+    deadline, got = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        got = launch.ceph(lab, "osd", "dump").get("crush_node_flags", {}).get(bucket, [])
+        if sorted(got) == sorted(want):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{bucket} flags {got}, want {want} after {timeout}s")
+
+
+def test_module_commands_hold_release_dry_run_and_bad_input(release_lab):
+    lab = release_lab
+    try:
+        assert launch.ceph(lab, "recovery", "hold", "h3")["holds"] == ["h3"]
+        wait_node_flags(lab, "h3", ["noup"])       # the module's serve loop sets it
+    finally:
+        assert launch.ceph(lab, "recovery", "release", "h3")["holds"] == []
+    wait_node_flags(lab, "h3", [])
+    # a bool argument is a flag on every release (positional=false from Reef on)
+    plan = launch.ceph(lab, "recovery", "start-controlled", "--dry-run")
+    assert isinstance(plan, dict) and launch.ceph(lab, "recovery", "status")["phase"] == "idle"
+    with pytest.raises(launch.CephError) as bad:
+        launch.ceph(lab, "recovery", "hold", "no-such-bucket")
+    assert bad.value.rc == 2, bad.value        # ENOENT
+    with pytest.raises(launch.CephError) as bad:
+        launch.ceph(lab, "recovery", "start-controlled", "--budget", "lots")
+    assert bad.value.rc == 22, bad.value       # EINVAL
+
+
 def test_failed_host_comes_back_through_start_controlled(release_lab):
     """ceph-recovery-drill of the lab's release (its Python and librados, like the helpers):
     h2's OSDs killed, written to while down, started again by the module through the helpers."""
