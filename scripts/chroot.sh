@@ -58,6 +58,13 @@ mount_api() {
       sys|dev) mount --rbind "/$d" "$root/$d" && mount --make-rslave "$root/$d" ;;
     esac
   done
+  # /run/netns as iproute2 sets it up (a shared bind mount of itself), bound into the chroot as
+  # its peer: network namespaces a --netns lab adds later appear inside, where the helpers
+  # spawn OSDs with `nsenter --net=/run/netns/<ns>`
+  mkdir -p /run/netns "$root/run/netns"
+  if ! mountpoint -q /run/netns; then mount --bind /run/netns /run/netns; fi
+  mount --make-shared /run/netns
+  mountpoint -q "$root/run/netns" || mount --rbind /run/netns "$root/run/netns"
 }
 
 deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
