@@ -11,8 +11,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from mgr_module import (CLIReadCommand, CLIWriteCommand, CommandResult, HandleCommandResult,
-                        MgrModule, Option)
+from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
+
+from .compat import CLI_REGISTRY, read_command, write_command
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
@@ -67,6 +68,8 @@ class Module(MgrModule):
                desc="hold (noup) a CRUSH bucket automatically when all of its OSDs go down"),
     ]
     NOTIFY_TYPES: List[str] = []   # polled in serve(): notify() types differ between releases
+    if CLI_REGISTRY is not None:   # Tentacle 20+: per-module command registry (compat.py)
+        CLICommand = CLI_REGISTRY
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -187,7 +190,7 @@ class Module(MgrModule):
                                            "recovery: no cluster view yet: %s" % e)
         return None
 
-    @CLIReadCommand("recovery status")
+    @read_command("recovery status")
     def cmd_status(self, format: str = "plain") -> HandleCommandResult:
         """Show the controlled recovery run: phase, per-host budget/used/in-flight, journal"""
         bad = self._guard()
@@ -196,7 +199,7 @@ class Module(MgrModule):
         with self._lock:
             return _show(self.engine.status(time.time()), format, status_text)
 
-    @CLIWriteCommand("recovery start-controlled")
+    @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
                   concurrency: int = 1, dry_run: bool = False) -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
@@ -230,17 +233,17 @@ class Module(MgrModule):
         self._wake.set()
         return _ok({"accepted": verb, "run_id": self.engine.run.progress.run_id})
 
-    @CLIWriteCommand("recovery pause")
+    @write_command("recovery pause")
     def cmd_pause(self) -> HandleCommandResult:
         """Pause the controlled recovery run (nothing new is started)"""
         return self._verb("pause")
 
-    @CLIWriteCommand("recovery resume")
+    @write_command("recovery resume")
     def cmd_resume(self) -> HandleCommandResult:
         """Resume a paused controlled recovery run"""
         return self._verb("resume")
 
-    @CLIWriteCommand("recovery abort")
+    @write_command("recovery abort")
     def cmd_abort(self) -> HandleCommandResult:
         """Abort the run: no OSD left half-started, flags restored"""
         return self._verb("abort")
@@ -258,17 +261,17 @@ class Module(MgrModule):
         self._wake.set()
         return _ok({"holds": sorted(self.engine.run.intent.holds)})
 
-    @CLIWriteCommand("recovery hold")
+    @write_command("recovery hold")
     def cmd_hold(self, bucket: str) -> HandleCommandResult:
         """Hold a CRUSH bucket: its OSDs may not boot (noup) or autostart"""
         return self._hold(bucket, True)
 
-    @CLIWriteCommand("recovery release")
+    @write_command("recovery release")
     def cmd_release(self, bucket: str) -> HandleCommandResult:
         """Release a held CRUSH bucket"""
         return self._hold(bucket, False)
 
-    @CLIWriteCommand("recovery helper-report")
+    @write_command("recovery helper-report")
     def cmd_helper_report(self, report: str) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
         bad = self._guard()
@@ -282,7 +285,7 @@ class Module(MgrModule):
             reply = self.engine.helper_report(parsed, time.time())
         return _ok(instructions_to_dict(reply))
 
-    @CLIWriteCommand("recovery network probe")
+    @write_command("recovery network probe")
     def cmd_network_probe(self, hosts: Optional[List[str]] = None) -> HandleCommandResult:
         """Request a bounded throughput probe (<= 2 s or 64 MiB per pair) from these hosts'
         helpers (default: every reporting host) to every other host, on their next cycle"""
@@ -296,7 +299,7 @@ class Module(MgrModule):
                 return HandleCommandResult(-errno.ENOENT, "", "recovery: %s" % e.args[0])
         return _ok({"throughput_requested": requested})
 
-    @CLIReadCommand("recovery network")
+    @read_command("recovery network")
     def cmd_network(self, format: str = "plain") -> HandleCommandResult:
         """Network view between hosts (helper probes) and current findings"""
         bad = self._guard()

@@ -68,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     _gate_args(run)
     run.add_argument("--host", default=socket.gethostname().split(".")[0],
                      help="CRUSH host name of this node (default: short hostname)")
-    run.add_argument("--launcher", choices=("systemd", "process"), default=None,
-                     help="default systemd, or process with --lab-dir")
+    run.add_argument("--launcher", choices=("systemd", "cephadm", "process"), default=None,
+                     help="default systemd, or process with --lab-dir; cephadm needs --fsid")
+    run.add_argument("--fsid", default=None, help="cluster fsid (cephadm unit names)")
     run.add_argument("--interval", type=float, default=2.0)
     run.add_argument("--cgroup", default=None, help="memory cgroup dir to report instead "
                      "of the host (v1 or v2); the lab host's cgroup with --lab-dir")
@@ -169,7 +170,11 @@ def cmd_run(args) -> int:
             return EXIT_ERROR
         launcher = launchers.ProcessLauncher(args.lab_dir, gate_fn(args, conf))
     else:
-        launcher = launchers.SystemdLauncher()
+        try:
+            launcher = launchers.unit_launcher(kind, args.fsid)
+        except ValueError as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_ERROR
     opts = daemon.Options(host=args.host, conf=conf["conf"], name=args.name,
                           keyring=conf["keyring"], state_dir=conf["state_dir"],
                           interval=args.interval, cgroup=conf["cgroup"], timeout=args.timeout,

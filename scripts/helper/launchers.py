@@ -2,6 +2,9 @@
 
 - `systemd`: ceph-osd@N units through systemctl. The unit's ExecCondition= drop-in runs the
   boot gate, so systemd itself refuses a held OSD; the helper only asks.
+- `cephadm`: the same through cephadm's units `ceph-<fsid>@osd.<N>.service`; the gate drop-in
+  sits at the template level (`ceph-<fsid>@.service.d/`): cephadm rewrites only the per-daemon
+  `ceph-<fsid>@osd.N.service.d/99-cephadm.conf`.
 - `process` (the lab): plain processes through ceph_recovery_tools.lab.launch, spawned inside
   the lab host's cgroup/netns. It consults the same boot gate before spawning, exactly as
   systemd's ExecCondition would: a held OSD without a grant is refused and logged.
@@ -10,6 +13,7 @@
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import Callable, List, Optional, Tuple
 
@@ -24,16 +28,29 @@ def osd_unit(osd_id: int) -> str:
     return "ceph-osd@%d.service" % int(osd_id)
 
 
-def systemctl_start(osd_id: int) -> List[str]:
-    return [SYSTEMCTL, "start", osd_unit(osd_id)]
+_FSID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-def systemctl_stop(osd_id: int) -> List[str]:
-    return [SYSTEMCTL, "stop", osd_unit(osd_id)]
+def cephadm_unit_fn(fsid: str) -> Callable[[int], str]:
+    """osd id -> cephadm's unit name `ceph-<fsid>@osd.<id>.service`; ValueError on a bad fsid."""
+    if not _FSID.match(fsid or ""):
+        raise ValueError("not a cluster fsid (lowercase UUID): %r" % fsid)
+    return lambda osd_id: "ceph-%s@osd.%d.service" % (fsid, int(osd_id))
 
 
-def systemctl_main_pid(osd_id: int) -> List[str]:
-    return [SYSTEMCTL, "show", "--property=MainPID", "--value", osd_unit(osd_id)]
+UnitFn = Callable[[int], str]
+
+
+def systemctl_start(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
+    return [SYSTEMCTL, "start", unit(osd_id)]
+
+
+def systemctl_stop(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
+    return [SYSTEMCTL, "stop", unit(osd_id)]
+
+
+def systemctl_main_pid(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
+    return [SYSTEMCTL, "show", "--property=MainPID", "--value", unit(osd_id)]
 
 
 def parse_main_pid(out: str) -> Optional[int]:
@@ -48,33 +65,55 @@ def parse_main_pid(out: str) -> Optional[int]:
 class SystemdLauncher:
     name = "systemd"
 
-    def __init__(self, timeout: float = 120.0) -> None:
+    def __init__(self, timeout: float = 120.0, unit: UnitFn = osd_unit) -> None:
         self.timeout = timeout
+        self.unit = unit
 
     def _run(self, argv: List[str]) -> subprocess.CompletedProcess:
         return subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
                               stdin=subprocess.DEVNULL, check=False)
 
     def pid(self, osd_id: int) -> Optional[int]:
-        res = self._run(systemctl_main_pid(osd_id))
+        res = self._run(systemctl_main_pid(osd_id, self.unit))
         return parse_main_pid(res.stdout) if res.returncode == 0 else None
 
     def start(self, osd_id: int) -> str:
         if self.pid(osd_id):
             return "already-running"
-        res = self._run(systemctl_start(osd_id))
+        res = self._run(systemctl_start(osd_id, self.unit))
         if res.returncode != 0:
-            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_start(osd_id)),
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_start(osd_id, self.unit)),
                                                     res.returncode, res.stderr.strip()))
         # ExecCondition= failing (the gate said held) skips the start without an error
         return "started" if self.pid(osd_id) else "held"
 
     def stop(self, osd_id: int, timeout: float = 60.0) -> bool:
-        res = self._run(systemctl_stop(osd_id))
+        res = self._run(systemctl_stop(osd_id, self.unit))
         if res.returncode != 0:
-            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_stop(osd_id)),
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_stop(osd_id, self.unit)),
                                                     res.returncode, res.stderr.strip()))
         return self.pid(osd_id) is None
+
+
+class CephadmLauncher(SystemdLauncher):
+    """cephadm's per-daemon units; the template-level drop-in gates their starts."""
+
+    name = "cephadm"
+
+    def __init__(self, fsid: str, timeout: float = 120.0) -> None:
+        super().__init__(timeout, cephadm_unit_fn(fsid))
+        self.fsid = fsid
+
+
+def unit_launcher(kind: str, fsid: Optional[str] = None) -> SystemdLauncher:
+    """`--launcher systemd` or `--launcher cephadm --fsid F`; ValueError with the reason."""
+    if kind == "systemd":
+        return SystemdLauncher()
+    if kind == "cephadm":
+        if not fsid:
+            raise ValueError("--launcher cephadm needs --fsid (the cluster fsid, `ceph fsid`)")
+        return CephadmLauncher(fsid)
+    raise ValueError("unknown launcher %r: systemd, cephadm or process" % kind)
 
 
 GateFn = Callable[[int], Tuple[bool, str, str]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -17,7 +18,7 @@ import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from ..install_module import installed_module_dir
-from . import launch, procs
+from . import launch, procs, release
 from .launch import CephError, ceph
 
 log = structlog.get_logger("lab.bootstrap")
@@ -51,15 +52,18 @@ def bootstrap_mon(state: Dict[str, Any], ident: str = "a") -> None:
     """Admin + mon keys, monmap, mkfs, start, wait for quorum."""
     d, conf = state["dir"], state["conf"]
     admin, monkey, monmap = state["admin_keyring"], f"{d}/mon-bootstrap.keyring", f"{d}/monmap"
-    run("ceph-authtool", "--create-keyring", admin, "--gen-key", "-n", "client.admin",
+    authtool = release.tool(state, "ceph-authtool")
+    run(*authtool, "--create-keyring", admin, "--gen-key", "-n", "client.admin",
         "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
         "--cap", "mds", "allow *")
-    run("ceph-authtool", "--create-keyring", monkey, "--gen-key", "-n", "mon.",
+    run(*authtool, "--create-keyring", monkey, "--gen-key", "-n", "mon.",
         "--cap", "mon", "allow *")
-    run("ceph-authtool", monkey, "--import-keyring", admin)
-    run("monmaptool", "--create", "--fsid", state["fsid"], "--addv", ident,
-        f"[v2:{state['mon_addr']}]", monmap)
-    run("ceph-mon", "-c", conf, "--mkfs", "-i", ident, "--monmap", monmap, "--keyring", monkey)
+    run(*authtool, monkey, "--import-keyring", admin)
+    min_release = release.MIN_MON_RELEASE.get(state.get("ceph", "pacific"))
+    run(*release.tool(state, "monmaptool"), "--create", "--fsid", state["fsid"], "--addv", ident,
+        f"[v2:{state['mon_addr']}]", monmap,
+        *(["--set-min-mon-release", min_release] if min_release else []))
+    run(*release.tool(state, "ceph-mon"), "-c", conf, "--mkfs", "-i", ident, "--monmap", monmap, "--keyring", monkey)
     os.unlink(monkey)
     os.unlink(monmap)
     pid = launch.start_mon(state, ident)
@@ -86,13 +90,18 @@ def prepare_module_path(state: Dict[str, Any]) -> bool:
     """D/mgr-modules: symlinks to every stock module and mgr_*.py, plus ours if it exists."""
     path = os.path.join(state["dir"], "mgr-modules")
     os.makedirs(path, exist_ok=True)
-    for entry in sorted(os.listdir(STOCK_MGR_DIR)):
+    # the links resolve where ceph-mgr runs: the chroot's own /usr/share/ceph/mgr there
+    for entry in sorted(os.listdir(release.host_path(state, STOCK_MGR_DIR))):
         if entry == MODULE_NAME or entry == "__pycache__":
             continue
         os.symlink(os.path.join(STOCK_MGR_DIR, entry), os.path.join(path, entry))
     module_dir = state.get("module_dir")
     if module_dir and os.path.exists(os.path.join(module_dir, "module.py")):
-        os.symlink(module_dir, os.path.join(path, MODULE_NAME))
+        if state.get("root"):   # the checkout is not visible inside the chroot: a copy
+            shutil.copytree(module_dir, os.path.join(path, MODULE_NAME),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            os.symlink(module_dir, os.path.join(path, MODULE_NAME))
         return True
     log.warning("recovery module not installed: no module.py yet", module_dir=module_dir)
     return False
@@ -113,7 +122,7 @@ def _mkfs_osd(state: Dict[str, Any], osd_id: int, osd_uuid: str, secret: str) ->
     os.makedirs(info["data"], exist_ok=True)
     with open(os.path.join(info["data"], "keyring"), "w") as f:
         f.write(f"[osd.{osd_id}]\n\tkey = {secret}\n")
-    run("ceph-osd", "-c", state["conf"], "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid,
+    run(*release.tool(state, "ceph-osd"), "-c", state["conf"], "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid,
         timeout=300)
 
 
@@ -122,7 +131,7 @@ def create_osds(state: Dict[str, Any]) -> None:
     jobs = []
     for osd_id in sorted(int(o) for o in state["osds"]):
         osd_uuid = str(uuid.uuid4())
-        secret = run("ceph-authtool", "--gen-print-key").strip()
+        secret = run(*release.tool(state, "ceph-authtool"), "--gen-print-key").strip()
         secret_file = os.path.join(state["dir"], "run", f"osd.{osd_id}.secret.json")
         with open(secret_file, "w") as f:
             json.dump({"cephx_secret": secret}, f)

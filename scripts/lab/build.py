@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Optional
 
 import structlog
 
-from . import bootstrap, cgroups, launch, names, netns, procs, teardown
+from . import bootstrap, cgroups, launch, names, netns, procs, release, teardown
 from .conf import render_conf
 from .state import save_state, update_state
 
@@ -40,6 +40,7 @@ class LabOptions:
     pg_num: int = 32
     health_timeout: float = 300
     mtu: int = 9000
+    ceph: str = "pacific"
 
 
 def holds_cluster(lab_dir: str) -> bool:
@@ -67,7 +68,7 @@ def pick_port(addr: str, lab_dir: str, exclude: Iterable[int] = ()) -> int:
     raise RuntimeError(f"no free TCP port on {addr} for the mon")
 
 
-def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
+def initial_state(d: str, opts: LabOptions, root: Optional[str] = None) -> Dict[str, Any]:
     """Topology, kernel names, paths and the OSD argv: everything before anything is made."""
     topo = names.topology(opts.hosts, opts.racks, opts.osds_per_host)
     kn = names.kernel_names(d, topo)
@@ -75,6 +76,7 @@ def initial_state(d: str, opts: LabOptions) -> Dict[str, Any]:
     conf = os.path.join(d, "ceph.conf")
     state: Dict[str, Any] = {
         "version": 1, "dir": d, "conf": conf, "phase": "building",
+        "ceph": opts.ceph, "root": root,
         "admin_keyring": os.path.join(d, "admin.keyring"),
         "helper_keyring": os.path.join(d, "helper.keyring"),
         "fsid": str(uuid.uuid4()), "mon_addr": None, "objectstore": opts.objectstore,
@@ -142,6 +144,10 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
         raise LabUsageError(str(exc)) from exc
     if opts.objectstore not in ("bluestore", "memstore"):
         raise LabUsageError(f"unknown objectstore {opts.objectstore!r}")
+    try:
+        root = release.ensure_root(opts.ceph)
+    except ValueError as exc:
+        raise LabUsageError(str(exc)) from exc
     if holds_cluster(d):
         raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
                         " first or pick another directory")
@@ -154,8 +160,11 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
     try:
         for sub in ("run", "log", "crash"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
-        state = initial_state(d, opts)
+        state = initial_state(d, opts, root)
         save_state(d, state)
+        release.mount_lab(state)
+        if root:
+            state["pythonpath"] = release.install_core(state)
         _build(state, opts)
     except BaseException:
         log.error("up failed; tearing down what was made", dir=d)
@@ -180,6 +189,8 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
     bootstrap.create_helper_key(state)
     if with_module:
         bootstrap.enable_module(state)
+    for module in release.DISABLED_MGR_MODULES.get(state["ceph"], ()):
+        launch.ceph(state, "mgr", "module", "disable", module, json_out=False)
     state["module_enabled"] = with_module
     launch.wait_pgs_clean(state, timeout=opts.health_timeout)
     launch.wait_health_ok(state, timeout=opts.health_timeout, fail_on=("MGR_MODULE_ERROR",))
@@ -212,7 +223,7 @@ def start_mon(state: Dict[str, Any], opts: LabOptions, attempts: int = 3) -> Non
 
 def start_helpers(state: Dict[str, Any]) -> None:
     """One node helper per lab host; a missing or instantly-exiting helper only warns."""
-    exe = launch.helper_executable()
+    exe = release.tool_argv(state, "ceph-recovery-helper")[-1]
     if not os.path.exists(exe):
         log.warning("no node helper executable; helpers not started", path=exe)
         return

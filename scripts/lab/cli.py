@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 import structlog
 
-from . import bootstrap, build, launch, procs, teardown
+from . import bootstrap, build, launch, procs, release, teardown
 from .names import parse_bytes
 from .state import load_state
 
@@ -56,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--module-dir", default=None,
                     help="mgr_module/recovery (default: $CEPH_RECOVERY_MODULE_DIR or found "
                          "above the current directory)")
+    up.add_argument("--ceph", choices=release.RELEASES, default="pacific",
+                    help="Ceph release: pacific (host packages) or reef/tentacle (a Debian chroot "
+                         "built once by chroot.sh and cached)")
     up.add_argument("--pg-num", type=_positive, default=32)
     up.add_argument("--mtu", type=_positive, default=9000)
     up.add_argument("--timeout", type=_positive, default=300,
@@ -79,7 +82,7 @@ def options_from(args: argparse.Namespace) -> build.LabOptions:
         hosts=args.hosts, racks=args.racks, osds_per_host=args.osds_per_host,
         objectstore=args.objectstore, host_mem_limit=args.host_mem_limit, netns=args.netns,
         helpers=args.helpers, module_dir=module_dir, pg_num=args.pg_num,
-        health_timeout=args.timeout, mtu=args.mtu)
+        health_timeout=args.timeout, mtu=args.mtu, ceph=args.ceph)
 
 
 def cmd_up(args: argparse.Namespace) -> int:

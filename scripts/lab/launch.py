@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import psutil
 
-from . import cgroups, procs
+from . import cgroups, procs, release
 from .state import update_state
 
 
@@ -39,7 +39,7 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
     A non-zero rc raises CephError (which still carries the JSON, e.g. `osd ok-to-stop` answers
     EBUSY with a JSON body) unless check=False.
     """
-    cmd = ["ceph", "-c", state["conf"], "--connect-timeout", str(int(max(timeout, 1)))]
+    cmd = release.tool(state, "ceph") + ["-c", state["conf"], "--connect-timeout", str(int(max(timeout, 1)))]
     if name:
         cmd += ["--name", name]
     if keyring:
@@ -101,7 +101,7 @@ def start_osd(state: Dict[str, Any], osd_id: int) -> int:
         running = osd_pid(state, osd_id)
         if running:
             raise RuntimeError(f"osd.{osd_id} already runs as pid {running}")
-        return procs.spawn(info["argv"], info["log_file"] + ".stdio",
+        return procs.spawn(release.prefix(state) + info["argv"], info["log_file"] + ".stdio",
                            _run_path(state, f"osd.{osd_id}", "spawn.pid"),
                            cgroup=host["cgroup"]["path"], netns=host.get("netns"))
 
@@ -138,7 +138,7 @@ def mgr_env(state: Dict[str, Any]) -> Dict[str, str]:
 
 
 def start_mon(state: Dict[str, Any], ident: str = "a") -> int:
-    pid = procs.spawn(daemon_argv(state, "mon", ident),
+    pid = procs.spawn(release.prefix(state) + daemon_argv(state, "mon", ident),
                       os.path.join(state["dir"], "log", f"mon.{ident}.stdio"),
                       _run_path(state, f"mon.{ident}", "spawn.pid"))
     _record_pid(state, f"mon.{ident}", pid)
@@ -146,7 +146,7 @@ def start_mon(state: Dict[str, Any], ident: str = "a") -> int:
 
 
 def start_mgr(state: Dict[str, Any], ident: str = "x") -> int:
-    pid = procs.spawn(daemon_argv(state, "mgr", ident),
+    pid = procs.spawn(release.prefix(state) + daemon_argv(state, "mgr", ident),
                       os.path.join(state["dir"], "log", f"mgr.{ident}.stdio"),
                       _run_path(state, f"mgr.{ident}", "spawn.pid"), env=mgr_env(state))
     _record_pid(state, f"mgr.{ident}", pid)
@@ -290,10 +290,10 @@ def helper_executable() -> str:
 
 def start_helper(state: Dict[str, Any], host: str) -> int:
     """Spawn the node helper of a lab host (in its netns if any, NOT in its memory cgroup)."""
-    argv = [helper_executable(), "run", "--lab-dir", state["dir"], "--host", host,
-            "--launcher", "process"]
+    argv = release.tool_argv(state, "ceph-recovery-helper") + [
+        "run", "--lab-dir", state["dir"], "--host", host, "--launcher", "process"]
     pid = procs.spawn(argv, os.path.join(state["dir"], "log", f"helper.{host}.log"),
-                      _run_path(state, f"helper.{host}", "spawn.pid"),
+                      _run_path(state, f"helper.{host}", "spawn.pid"), env=release.tool_env(state),
                       netns=state["hosts"][host].get("netns"))
     _record_pid(state, f"helper.{host}", pid)
     return pid

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Set
 import psutil
 import structlog
 
-from . import cgroups, names, netns, procs
+from . import cgroups, names, netns, procs, release
 from .state import load_state
 
 log = structlog.get_logger("lab.down")
@@ -136,7 +136,7 @@ def down(lab_dir: str) -> Dict[str, List[Any]]:
     for version in (1, 2):
         left_cg += cgroups.remove(version, str(kn["cgroup"]))
     left_net = netns.remove(kn, list(kn["netns"]))
-    left_mounts = _unmount_under(d)
+    left_mounts = _unmount_under(d) + release.unmount_lab(d)
     remove_files(d)
     report = {"processes": left_procs, "cgroups": left_cg, "netns": left_net,
               "mounts": left_mounts}
