@@ -12,7 +12,11 @@ Per-OSD PG counts (documented approach):
     stats); `pgs_inactive` counts non-active PGs whose `blocked_by` names the OSD (peering waits
     for it: its start unblocks them); `pgs_degraded` is the number of degraded/undersized PGs
     of the cluster that list fewer OSDs than their pool size and none of them on the OSD's
-    host (bounded by `pgs`), i.e. the PGs this host's return would make whole again.
+    host (bounded by `pgs`), i.e. the PGs this host's return would make whole again;
+    `missed_entries` (the PG log entries written while it was down: the history its peering
+    and recovery hold) is `pgs` x the mean `log_size` of those PGs: a degraded PG's log is not
+    trimmed past its missing member, so its length is at most the log that existed before plus
+    what that member missed. It is also the OSD's pg_log_entries (the log it loads and merges).
 """
 from __future__ import annotations
 
@@ -128,7 +132,7 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
             for o in set(pg.get("blocked_by", []) or []) - members:
                 bump(o, "pgs_inactive")
         if degraded:
-            short.append(members)
+            short.append((members, int(pg.get("log_size", 0) or 0)))
     num_pgs = {s.get("osd"): int(s.get("num_pgs", 0) or 0)
                for s in pg_dump.get("osd_stats", []) or []}
     for o in down:
@@ -136,8 +140,10 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
                                "pg_log_entries": 0})
         c["pgs"] = max(c["pgs"], num_pgs.get(o, 0) or (fallback_pgs or {}).get(o, 0))
         peers = set(host_osds.get(o, ()))
-        missing_here = sum(1 for m in short if not (m & peers))
-        c["pgs_degraded"] = min(c["pgs"], missing_here) if c["pgs"] else missing_here
+        logs = [n for m, n in short if not (m & peers)]
+        c["pgs_degraded"] = min(c["pgs"], len(logs)) if c["pgs"] else len(logs)
+        if logs and c["pgs"]:
+            c["missed_entries"] = c["pg_log_entries"] = c["pgs"] * sum(logs) // len(logs)
     return per, totals
 
 
@@ -218,6 +224,7 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             process=proc, rss_bytes=int(rss), process_started_at=started,
             pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
             pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),
+            missed_entries=c.get("missed_entries"),
             down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o)))
