@@ -21,6 +21,7 @@ from . import core
 from .cluster import CrushIndex, build_snapshot
 from .executor import Executor, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
+from .reportcheck import check_new_host, check_report
 from .state import RunState
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -186,7 +187,20 @@ class Engine(object):
         return tuple(h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
 
     # ------------------------------------------------------------------ helper protocol
-    def helper_report(self, report: Report, now: float) -> Instructions:
+    def crush_hosts(self) -> Optional[frozenset]:
+        if self.crush is None:
+            return None
+        return frozenset(n for n, t in self.crush.types.items() if t == "host")
+
+    def handle_report(self, text: Any, host_arg: Optional[str], now: float) -> Instructions:
+        """The `helper-report` command: validate strictly (InputError, nothing changed),
+        then take the report."""
+        report, failed = check_report(text, host_arg)
+        check_new_host(report.host, self.reports, self.crush_hosts())
+        return self.helper_report(report, now, failed)
+
+    def helper_report(self, report: Report, now: float,
+                      failed: Optional[List[Dict[str, str]]] = None) -> Instructions:
         self.reports[report.host] = (report, now)
         done = self.run.mark_done(report.host, report.done, now)
         for ins in done:

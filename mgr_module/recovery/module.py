@@ -18,7 +18,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from ceph_recovery.model import health_dict
     from .inputs import InputError
     from .state import STORE_KEY, RunState
-    from ceph_recovery.protocol import ProtocolError, instructions_to_dict, parse_report
+    from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .logs import make_logger
     from .text import JSON_FORMATS, status_text
@@ -269,17 +269,16 @@ class Module(MgrModule):
         return self._hold(bucket, False)
 
     @CLIWriteCommand("recovery helper-report")
-    def cmd_helper_report(self, report: str) -> HandleCommandResult:
+    def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
         bad = self._guard()
         if bad:
             return bad
-        try:
-            parsed = parse_report(json.loads(report))
-        except ValueError as e:   # json errors and ProtocolError (a ValueError)
-            return HandleCommandResult(-errno.EINVAL, "", "malformed helper report: %s" % e)
         with self._lock:
-            reply = self.engine.helper_report(parsed, time.time())
+            try:
+                reply = self.engine.handle_report(report, host, time.time())
+            except InputError as e:
+                return _err(e)
         return _ok(instructions_to_dict(reply))
 
     @CLIWriteCommand("recovery network probe")

@@ -188,8 +188,10 @@ class Helper:
     def run_cycle(self, now: float) -> Optional[protocol.Instructions]:
         view = self.refresh_view(now)
         rep = self.build(now, list(view.get("osds", [])))
+        # `host` is what a per-host key's cap pins (`with host=<h>`); the module checks it
+        # names the report's host
         rc, reply, outs = client.mgr_json(self._connected(), REPORT_PREFIX, self.opts.timeout,
-                                          report=json.dumps(rep))
+                                          report=json.dumps(rep), host=self.opts.host)
         if rc != 0:
             self._problem("report_rejected", rc=rc, error=outs or "(no message)")
             return None
