@@ -50,6 +50,8 @@ class Engine(object):
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
         self.error: Optional[str] = None
+        # checks raised by the shell itself (state store, ...): code -> (summary, detail)
+        self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
                                         "budget_default": "80%", "network_holds_starts": True}
@@ -186,6 +188,21 @@ class Engine(object):
             return self.plan_out.health
         return tuple(h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
 
+    def state_unreadable(self, why: str, now: float) -> None:
+        """The stored run state could not be read: say so until the next run starts, since
+        flags and per-OSD noup a lost run set may still be on the cluster."""
+        self.shell_checks["RECOVERY_STATE_UNREADABLE"] = (
+            "recovery run state unreadable: flags or noup a lost run set may be left over",
+            [why, "check `ceph osd dump` (flags, per-OSD noup) and `ceph osd tree` (group "
+                  "noup); clear what no operator set, then start a new run"])
+        self.run.record(now, 0, {"kind": "state_unreadable", "reason": why}, "noted")
+
+    def shell_health(self) -> Dict[str, Dict[str, Any]]:
+        """The shell's own checks, shaped for MgrModule.set_health_checks."""
+        return {code: {"severity": "warning", "summary": summary, "count": len(detail),
+                       "detail": list(detail)}
+                for code, (summary, detail) in sorted(self.shell_checks.items())}
+
     # ------------------------------------------------------------------ helper protocol
     def crush_hosts(self) -> Optional[frozenset]:
         if self.crush is None:
@@ -269,6 +286,7 @@ class Engine(object):
                        concurrency=concurrency, run_id=run_id)
 
     def begin(self, intent: Intent, now: float) -> None:
+        self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
         old = self.run.progress
         self.run.intent = intent
         self.run.progress = Progress(run_id=intent.run_id, epoch=old.epoch,

@@ -18,6 +18,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from ceph_recovery.model import health_dict
     from .inputs import InputError
     from .state import STORE_KEY, RunState
+    from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .logs import make_logger
@@ -74,6 +75,7 @@ class Module(MgrModule):
         self._wake = threading.Event()
         self._stopping = False
         self._saved = ""
+        self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
         self._progress_ev = ""
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
         self.engine = Engine(self, self._slog, self._persist) if IMPORT_ERROR is None else None
@@ -102,22 +104,37 @@ class Module(MgrModule):
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 
     def _load(self) -> None:
-        text = self.get_store(STORE_KEY)
-        if not text:
-            return
         try:
+            text = self._store.read(self.get_store)
+            if not text:
+                return
             self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
+            self.engine.run.reseed(time.time())
             self._saved = text
             self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
                        phase=self.engine.run.progress.phase)
-        except (ValueError, TypeError, KeyError) as e:
+        except (StateCorrupt, ValueError, TypeError, KeyError) as e:
             self.log.error("recovery: ignoring unreadable run state: %s", e)
+            self.engine.state_unreadable(str(e), time.time())
 
     def _persist(self) -> None:
+        """Write the run state in chunks below the mon's entry limit; a state too large to
+        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently."""
         text = self.engine.run.dumps()
-        if text != self._saved:
-            self.set_store(STORE_KEY, text)
-            self._saved = text
+        if text == self._saved:
+            return
+        try:
+            writes = self._store.writes(text)
+        except StateTooLarge as e:
+            self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
+                "recovery run state not saved: a mgr failover would lose it", [str(e)])
+            self.log.error("recovery: %s", e)
+            return
+        for key, value in writes:
+            self.set_store(key, value)
+        self._store.done(writes)
+        self._saved = text
+        self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
 
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
@@ -143,7 +160,9 @@ class Module(MgrModule):
             self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
             self.engine.error = None
             self._persist()
-            self.set_health_checks(health_dict(self.engine.health_checks()))
+            checks = health_dict(self.engine.health_checks())
+            checks.update(self.engine.shell_health())
+            self.set_health_checks(checks)
             self._report_progress()
 
     def _report_progress(self) -> None:

@@ -15,6 +15,8 @@ from ceph_recovery.model import Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
+MAX_TEXT = 400          # one journal string (reasons, results); longer ones are cut
+KEEP_DONE = 100         # done instructions kept (the helper acknowledges them by id)
 
 try:  # the core's own (de)serialisers, if the core ships them
     from ceph_recovery import persist as _core_persist  # type: ignore
@@ -81,6 +83,16 @@ def progress_from_dict(d: Mapping[str, Any]) -> Progress:
     return Progress(**kw)
 
 
+def _bounded(v: Any) -> Any:
+    if isinstance(v, str) and len(v) > MAX_TEXT:
+        return v[:MAX_TEXT - 3] + "..."
+    if isinstance(v, dict):
+        return {k: _bounded(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_bounded(x) for x in v]
+    return v
+
+
 class RunState(object):
     """Everything the module persists. Mutated under the module's lock only."""
 
@@ -103,7 +115,8 @@ class RunState(object):
 
     def record(self, now: float, epoch: int, action: Mapping[str, Any],
                result: str) -> Dict[str, Any]:
-        entry = {"time": round(now, 3), "epoch": epoch, "action": dict(action), "result": result}
+        entry = {"time": round(now, 3), "epoch": epoch, "action": _bounded(dict(action)),
+                 "result": _bounded(result)}
         self.journal.append(entry)
         return entry
 
@@ -117,7 +130,7 @@ class RunState(object):
                         epoch: int) -> Dict[str, Any]:
         self.seq += 1
         iid = "%s:%d" % (self.progress.run_id or "run", self.seq)
-        ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": reason,
+        ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": _bounded(reason),
                "issued_at": now, "epoch": epoch, "done_at": None}
         self.instructions[iid] = ins
         return ins
@@ -132,7 +145,13 @@ class RunState(object):
                 newly.append(ins)
         return newly
 
-    def prune_instructions(self, keep: int = 500) -> None:
+    def reseed(self, now: float) -> None:
+        """Instruction ids never repeat, even when this state is older than the last one
+        written (a lost write before a failover): the counter restarts at least at the
+        current time in milliseconds, beyond any id issued before."""
+        self.seq = max(self.seq, int(now * 1000))
+
+    def prune_instructions(self, keep: int = KEEP_DONE) -> None:
         done = sorted((i for i in self.instructions.values() if i.get("done_at") is not None),
                       key=lambda i: i["done_at"])
         for ins in done[:max(0, len(done) - keep)]:
