@@ -15,13 +15,13 @@ from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED,
                                  PHASE_ABORTED, PHASE_DONE, PHASE_IDLE, PROC_RUNNING, Intent,
                                  Progress, Snapshot)
-from ceph_recovery.protocol import Instruction, Instructions, Report
+from ceph_recovery.protocol import Report
 
 from . import core
 from .cluster import CrushIndex, build_snapshot
 from .executor import Executor, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
-from .reportcheck import check_new_host, check_report
+from .helperproto import HelperProtocol
 from .state import RunState
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -32,7 +32,7 @@ RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL", "REC
 REPEAT_WINDOW_S = 120.0
 
 
-class Engine(object):
+class Engine(HelperProtocol):
     def __init__(self, ceph: Any, log: Callable[..., None],
                  persist: Callable[[], None] = lambda: None) -> None:
         self.ceph = ceph
@@ -54,7 +54,8 @@ class Engine(object):
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
-                                        "budget_default": "80%", "network_holds_starts": True}
+                                        "budget_default": "80%", "network_holds_starts": True,
+                                        "instruction_ttl": 300.0}
 
     # ------------------------------------------------------------------ run state
     @property
@@ -115,6 +116,7 @@ class Engine(object):
                 entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
                 self.persist()
             self.carry_out(action, snap, now, entry)
+        self._expire(now, snap.epoch)
         self.run.prune_instructions()
         self.persist()
 
@@ -203,70 +205,6 @@ class Engine(object):
                        "detail": list(detail)}
                 for code, (summary, detail) in sorted(self.shell_checks.items())}
 
-    # ------------------------------------------------------------------ helper protocol
-    def crush_hosts(self) -> Optional[frozenset]:
-        if self.crush is None:
-            return None
-        return frozenset(n for n, t in self.crush.types.items() if t == "host")
-
-    def handle_report(self, text: Any, host_arg: Optional[str], now: float) -> Instructions:
-        """The `helper-report` command: validate strictly (InputError, nothing changed),
-        then take the report."""
-        report, failed = check_report(text, host_arg)
-        check_new_host(report.host, self.reports, self.crush_hosts())
-        return self.helper_report(report, now, failed)
-
-    def helper_report(self, report: Report, now: float,
-                      failed: Optional[List[Dict[str, str]]] = None) -> Instructions:
-        self.reports[report.host] = (report, now)
-        done = self.run.mark_done(report.host, report.done, now)
-        for ins in done:
-            self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
-                            {"kind": "helper_done", "osd": ins["osd"], "op": ins["op"],
-                             "id": ins["id"], "reason": "helper on %s carried out %s"
-                             % (report.host, ins["id"])}, "done")
-        if done:
-            self.persist()
-        return self.instructions_for(report.host)
-
-    def instructions_for(self, host: str) -> Instructions:
-        snap = self.snapshot
-        items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"])
-                      for i in sorted(self.run.open_instructions(host=host),
-                                      key=lambda i: i["issued_at"]))
-        host_osds = [o for o in snap.osds if o.host == host] if snap else []
-        p = self.run.progress
-        grants = sorted({o.id for o in host_osds if o.id in p.granted}
-                        | {i.osd for i in items})
-        held = sorted(o.id for o in host_osds if o.id not in grants and self._held(o, snap))
-        probe = {"throughput_to": self.tput_requests.pop(host)} if host in self.tput_requests \
-            else {}
-        return Instructions(host=host, epoch=snap.epoch if snap else 0, instructions=items,
-                            grants=tuple(grants), held=tuple(held), probe=probe)
-
-    def request_throughput(self, hosts: List[str]) -> Dict[str, List[str]]:
-        """Ask helpers for a bounded throughput probe to every other reporting host, carried
-        by each one's next reply. KeyError names hosts without a helper report."""
-        known = sorted(self.reports)
-        unknown = sorted(set(hosts) - set(known))
-        if unknown:
-            raise KeyError("no helper report from host(s) %s (known: %s)"
-                           % (", ".join(unknown), ", ".join(known) or "none"))
-        for h in hosts or known:
-            self.tput_requests[h] = [p for p in known if p != h]
-        return {h: self.tput_requests[h] for h in hosts or known}
-
-    def _held(self, o, snap: Snapshot) -> bool:
-        """Autostart held: noup on the OSD, a parent bucket or the cluster (last snapshot),
-        or held by this run / an operator hold since (not yet in that snapshot)."""
-        if "noup" in o.flags or "noup" in snap.cluster_flags:
-            return True
-        if o.id in self.run.progress.held_osds:
-            return True
-        holds = set(self.run.intent.holds) | set(self.run.progress.held_buckets)
-        return any("noup" in snap.bucket_flags.get(b, ()) or b in holds
-                   for b in tuple(o.crush_path) + (o.host,))
-
     # ------------------------------------------------------------------ commands
     def start(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
         if self.active:
@@ -335,8 +273,10 @@ class Engine(object):
                 raise InputError(errno.EINVAL, "no recovery run to abort")
             new = MODE_ABORT
         self.run.intent = replace(self.run.intent, mode=new)
-        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
-                        {"kind": "command", "reason": verb}, "accepted")
+        epoch = self.snapshot.epoch if self.snapshot else 0
+        self.run.record(now, epoch, {"kind": "command", "reason": verb}, "accepted")
+        if new == MODE_ABORT:      # not yet carried out: no helper may start them any more
+            self._withdraw_starts(now, epoch, "the run is aborted")
 
     def hold(self, bucket: str, on: bool, now: float) -> None:
         if self.crush is None:

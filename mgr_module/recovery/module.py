@@ -59,6 +59,8 @@ class Module(MgrModule):
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
                desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
+        Option("instruction_ttl", type="secs", default=300,
+               desc="a helper instruction with neither done nor failed by then is expired"),
         Option("journal_length", type="int", default=200, min=10, max=10000,
                desc="number of actions kept in the run's journal"),
         Option("network_holds_starts", type="bool", default=True,
@@ -98,7 +100,7 @@ class Module(MgrModule):
     # ------------------------------------------------------------ options, store
     def _read_options(self) -> None:
         eng = self.engine
-        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout",
+        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout", "instruction_ttl",
                      "auto_hold", "budget_default", "network_holds_starts"):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
