@@ -73,7 +73,9 @@ class Engine(HelperProtocol):
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                 pg_dump: Mapping[str, Any], now: float) -> Snapshot:
         self.crush = CrushIndex(tree)
-        net = {h: r.network for h, (r, t) in self.reports.items() if r.network}
+        # each host's results stamped with when they arrived: the core expires old ones
+        net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
+               if r.network}
         self.network = net
         findings, err = core.network_findings(net, self.findings, now) if net else ((), None)
         self.findings = findings

@@ -20,7 +20,7 @@ from ceph_recovery.protocol import ProtocolError, Report, parse_report
 from .inputs import InputError
 
 MAX_REPORT_BYTES = 256 * 1024      # whole report JSON
-MAX_NETWORK_BYTES = 64 * 1024      # its `network` part
+MAX_NETWORK_BYTES = 192 * 1024     # its `network` part (peers of every host)
 MAX_OSDS = 1024                    # OSD processes in one report
 MAX_IDS = 1024                     # entries of `done` / `failed`
 MAX_ID_LEN = 128                   # one instruction id
