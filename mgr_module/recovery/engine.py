@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -34,10 +35,15 @@ REPEAT_WINDOW_S = 120.0
 
 class Engine(HelperProtocol):
     def __init__(self, ceph: Any, log: Callable[..., None],
-                 persist: Callable[[], None] = lambda: None) -> None:
+                 persist: Callable[[], None] = lambda: None,
+                 wake: Callable[[], None] = lambda: None) -> None:
         self.ceph = ceph
         self.log = log
-        self.persist = persist
+        self.persist = persist      # writes the run state (tick thread only: mon I/O)
+        self.wake = wake            # asks the tick thread to run now (and persist)
+        # guards every field below; held by commands and by the tick's decisions, never
+        # while a mon or OSD command is in flight
+        self.lock = threading.RLock()
         self.run = RunState()
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
@@ -95,31 +101,39 @@ class Engine(HelperProtocol):
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
-        snap = self.observe(osd_map, tree, pg_dump, now)
-        out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
-        self.plan_out = out
-        if snap.epoch < self.run.progress.epoch:
-            self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than the "
-                            "last decided %d: not acting" % (snap.epoch, self.run.progress.epoch))
-            return
-        # progress first: a crash mid-list re-plans from the map (level triggered); every
-        # acting step is journaled and persisted BEFORE it is carried out (write-ahead), so
-        # an mgr killed right after a command still shows it (result "in progress")
-        self.run.progress = out.progress
-        if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
-            self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+        """Decide under the lock, talk to the mons without it: status, abort and
+        helper-report never wait for a mon command (each is bounded by its own timeout)."""
+        with self.lock:
+            snap = self.observe(osd_map, tree, pg_dump, now)
+            out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
+            self.plan_out = out
+            if snap.epoch < self.run.progress.epoch:
+                self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than "
+                                "the last decided %d: not acting"
+                                % (snap.epoch, self.run.progress.epoch))
+                return
+            # progress first: a crash mid-list re-plans from the map (level triggered); every
+            # acting step is journaled and persisted BEFORE it is carried out (write-ahead),
+            # so an mgr killed right after a command still shows it (result "in progress")
+            self.run.progress = out.progress
+            if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and \
+                    self.run.intent.mode != MODE_IDLE:
+                self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
         for action in out.actions:
             cur = epoch_now()
             if cur < snap.epoch:
-                self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
+                with self.lock:
+                    self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
                 break
             entry = None
             if action.kind not in REPEATABLE + ("wait", "done"):
-                entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
+                with self.lock:
+                    entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
                 self.persist()
             self.carry_out(action, snap, now, entry)
-        self._expire(now, snap.epoch)
-        self.run.prune_instructions()
+        with self.lock:
+            self._expire(now, snap.epoch)
+            self.run.prune_instructions()
         self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
@@ -127,34 +141,43 @@ class Engine(HelperProtocol):
             self.last_wait = (kind, reason)
             self.run.record(now, epoch, {"kind": kind, "reason": reason}, "noted")
 
+    def _talk(self, action: A.Action) -> Tuple[Any, str]:
+        """The mon/OSD side of an action (no lock held): (answer, journal result)."""
+        if isinstance(action, A.QueryOkToStop):
+            return self.executor.ok_to_stop(action.osd)
+        if isinstance(action, A.HeapRelease):
+            return self.executor.heap_release(action.osd)
+        if mon_cmd_for(action) is not None:
+            return self.executor.run_mon_action(action)
+        return None, ""
+
     def carry_out(self, action: A.Action, snap: Snapshot, now: float,
                   entry: Optional[Dict[str, Any]] = None) -> None:
         if isinstance(action, A.Wait):
-            self._note_wait(now, snap.epoch, "wait", action.describe())
+            with self.lock:
+                self._note_wait(now, snap.epoch, "wait", action.describe())
             return
-        self.last_wait = None
-        if isinstance(action, A.Done):
-            result = "noted"
-        elif isinstance(action, A.QueryOkToStop):
-            ok, result = self.executor.ok_to_stop(action.osd)
-            ep = int(snap.epoch)
-            if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
-                self.ok_to_stop = (ep, {})
-            self.ok_to_stop[1][action.osd] = ok
-        elif isinstance(action, A.HeapRelease):
-            supported, result = self.executor.heap_release(action.osd)
-            if supported is not None:
-                self.run.heap_support[action.osd] = supported
-        elif isinstance(action, (A.GrantStart, A.RestartOsd)):
-            result = self._instruct(action, snap, now)
-        elif mon_cmd_for(action) is not None:
-            ok, result = self.executor.run_mon_action(action)
-        else:
-            result = "ignored: unknown action"
-        if entry is not None:
-            entry["result"] = result
-        else:
-            self._journal(now, snap.epoch, action, result)
+        answer, result = self._talk(action)
+        with self.lock:
+            self.last_wait = None
+            if isinstance(action, A.Done):
+                result = "noted"
+            elif isinstance(action, A.QueryOkToStop):
+                ep = int(snap.epoch)
+                if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
+                    self.ok_to_stop = (ep, {})
+                self.ok_to_stop[1][action.osd] = answer
+            elif isinstance(action, A.HeapRelease):
+                if answer is not None:
+                    self.run.heap_support[action.osd] = answer
+            elif isinstance(action, (A.GrantStart, A.RestartOsd)):
+                result = self._instruct(action, snap, now)
+            elif mon_cmd_for(action) is None:
+                result = "ignored: unknown action"
+            if entry is not None:
+                entry["result"] = result
+            else:
+                self._journal(now, snap.epoch, action, result)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
 
     def _journal(self, now: float, epoch: int, action: A.Action, result: str) -> None:
@@ -175,6 +198,8 @@ class Engine(HelperProtocol):
 
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else "restart"
+        if self.run.intent.mode == MODE_ABORT:        # abort came while this tick was acting
+            return "not instructed: the run is aborted"
         if self.run.open_instructions(osd=action.osd):
             return "already instructed (open instruction), not repeated"
         o = snap.osd(action.osd)

@@ -21,6 +21,7 @@ class HelperProtocol(object):
     reports: Dict[str, Any]
     tput_requests: Dict[str, List[str]]
     persist: Any
+    wake: Any
 
     def _expire(self, now: float, epoch: int) -> None:
         """Open instructions past their TTL are closed (a helper killed mid-instruction
@@ -69,7 +70,7 @@ class HelperProtocol(object):
                                          "reason": "helper on %s could not carry out %s"
                                          % (report.host, ins["id"])}, "failed")
         if done or failed_now:
-            self.persist()
+            self.wake()              # the tick persists it (no mon I/O in a command)
         return self.instructions_for(report.host)
 
     def instructions_for(self, host: str) -> Instructions:

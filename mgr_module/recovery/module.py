@@ -59,6 +59,8 @@ class Module(MgrModule):
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
                desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
+        Option("mon_command_timeout", type="secs", default=30,
+               desc="a mon command without an answer by then fails with ETIMEDOUT"),
         Option("instruction_ttl", type="secs", default=300,
                desc="a helper instruction with neither done nor failed by then is expired"),
         Option("journal_length", type="int", default=200, min=10, max=10000,
@@ -73,14 +75,18 @@ class Module(MgrModule):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = False
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
         self._progress_ev = ""
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
-        self.engine = Engine(self, self._slog, self._persist) if IMPORT_ERROR is None else None
+        self.engine = Engine(self, self._slog, self._persist, self._wake.set) \
+            if IMPORT_ERROR is None else None
+        # one lock for the engine's state: commands and the tick's decisions; no mon or OSD
+        # command and no store write is made while it is held
+        self._lock = self.engine.lock if self.engine is not None else threading.RLock()
+        self._persist_lock = threading.Lock()
 
     # ------------------------------------------------------------ ceph access for the engine
     def _slog(self, event: str, **kw: Any) -> None:
@@ -92,6 +98,19 @@ class Module(MgrModule):
         self.send_command(result, "osd", str(osd), json.dumps(cmd), "")
         if not result.ev.wait(timeout):
             return -errno.ETIMEDOUT, "", "osd.%d did not answer within %.0fs" % (osd, timeout)
+        return result.r, result.outb, result.outs
+
+    def mon_command(self, cmd_dict: dict, inbuf: Optional[str] = None,
+                    timeout: Optional[float] = None) -> Tuple[int, str, str]:
+        """MgrModule.mon_command with a timeout (mon_command_timeout): an unreachable mon
+        answers -ETIMEDOUT instead of blocking the caller for good."""
+        if timeout is None:
+            timeout = float(self.get_module_option("mon_command_timeout"))
+        result = CommandResult("")
+        self.send_command(result, "mon", "", json.dumps(cmd_dict), "")
+        if not result.ev.wait(timeout):
+            return -errno.ETIMEDOUT, "", "mon command %s: no answer within %.0fs" % (
+                cmd_dict.get("prefix"), timeout)
         return result.r, result.outb, result.outs
 
     def _epoch_now(self) -> int:
@@ -121,22 +140,27 @@ class Module(MgrModule):
 
     def _persist(self) -> None:
         """Write the run state in chunks below the mon's entry limit; a state too large to
-        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently."""
-        text = self.engine.run.dumps()
-        if text == self._saved:
-            return
-        try:
-            writes = self._store.writes(text)
-        except StateTooLarge as e:
-            self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
-                "recovery run state not saved: a mgr failover would lose it", [str(e)])
-            self.log.error("recovery: %s", e)
-            return
-        for key, value in writes:
-            self.set_store(key, value)
-        self._store.done(writes)
-        self._saved = text
-        self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
+        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently. Called by the
+        tick thread only: set_store waits for the mon, so never under the engine's lock."""
+        with self._persist_lock:
+            with self._lock:
+                text = self.engine.run.dumps()
+            if text == self._saved:
+                return
+            try:
+                writes = self._store.writes(text)
+            except StateTooLarge as e:
+                with self._lock:
+                    self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
+                        "recovery run state not saved: a mgr failover would lose it", [str(e)])
+                self.log.error("recovery: %s", e)
+                return
+            for key, value in writes:
+                self.set_store(key, value)
+            self._store.done(writes)
+            self._saved = text
+            with self._lock:
+                self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
 
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
@@ -159,13 +183,14 @@ class Module(MgrModule):
         osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
         with self._lock:
             self._read_options()
-            self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+        with self._lock:
             self.engine.error = None
-            self._persist()
             checks = health_dict(self.engine.health_checks())
             checks.update(self.engine.shell_health())
-            self.set_health_checks(checks)
-            self._report_progress()
+        self._persist()
+        self.set_health_checks(checks)
+        self._report_progress()
 
     def _report_progress(self) -> None:
         eng = self.engine
@@ -195,6 +220,8 @@ class Module(MgrModule):
         self._wake.set()
 
     # ------------------------------------------------------------ commands
+    # A command changes the engine's state under the lock and wakes the tick thread, which
+    # persists it: no command waits for a mon (set_store does), so all stay responsive.
     def _guard(self) -> Optional[HandleCommandResult]:
         if IMPORT_ERROR is not None:
             return HandleCommandResult(-errno.ENOSYS, "", "recovery: the core is not "
@@ -232,7 +259,6 @@ class Module(MgrModule):
                     return _ok(self.engine.dry_run(intent, now))
                 intent = self.engine.start(budget, scope, concurrency, now)
                 self.engine.begin(intent, now)
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
@@ -245,7 +271,6 @@ class Module(MgrModule):
         with self._lock:
             try:
                 self.engine.set_mode(verb, time.time())
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
@@ -273,7 +298,6 @@ class Module(MgrModule):
         with self._lock:
             try:
                 self.engine.hold(bucket, on, time.time())
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
