@@ -20,7 +20,7 @@ from ceph_recovery.protocol import Report
 
 from . import core
 from .cluster import CrushIndex, build_snapshot
-from .executor import Executor, mon_cmd_for
+from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
 from .state import RunState
@@ -174,13 +174,16 @@ class Engine(HelperProtocol):
                 result = self._instruct(action, snap, now)
             elif mon_cmd_for(action) is None:
                 result = "ignored: unknown action"
+            facts = journal_facts(action, answer, snap, self.run.progress)
             if entry is not None:
                 entry["result"] = result
+                entry.update(facts)
             else:
-                self._journal(now, snap.epoch, action, result)
+                self._journal(now, snap.epoch, action, result, facts)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
 
-    def _journal(self, now: float, epoch: int, action: A.Action, result: str) -> None:
+    def _journal(self, now: float, epoch: int, action: A.Action, result: str,
+                 facts: Optional[Dict[str, Any]] = None) -> None:
         """Record an action; a query or heap release repeated with the same answer within
         REPEAT_WINDOW_S only bumps the earlier entry's `repeats` (the journal stays readable)."""
         d = action.to_dict()
@@ -194,7 +197,7 @@ class Engine(HelperProtocol):
                     entry["repeats"] = entry.get("repeats", 0) + 1
                     entry["last_time"], entry["last_epoch"] = round(now, 3), epoch
                     return
-        self.run.record(now, epoch, d, result)
+        self.run.record(now, epoch, d, result).update(facts or {})
 
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else "restart"

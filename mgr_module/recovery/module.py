@@ -130,8 +130,11 @@ class Module(MgrModule):
             if not text:
                 return
             self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
-            self.engine.run.reseed(time.time())
-            self._saved = text
+            now = time.time()
+            self.engine.run.reseed(now)
+            # a structured mark: what the run did after a failover is told apart by time
+            self.engine.run.record(now, 0, {"kind": "state_resumed", "reason": "run state "
+                                            "loaded by a (re)started mgr"}, "noted")
             self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
                        phase=self.engine.run.progress.phase)
         except (StateCorrupt, ValueError, TypeError, KeyError) as e:

@@ -94,3 +94,17 @@ def test_closed_instructions_survive_persistence(world):
     eng.run.expire(2000.0, 10.0)
     back = state_mod.RunState.loads(eng.run.dumps())
     assert back.open_instructions() == [] and back.instructions[iid]["closed"] == "expired"
+
+
+def test_journal_entries_carry_structured_facts(world):
+    """Claims about the run are checked on fields, not on reason text (defect 11)."""
+    from ceph_recovery import actions as A
+    eng, _iid = started(world)
+    holds = entries(eng, "hold_osd")
+    assert holds and all(e["observed"]["up"] is False for e in holds)
+    eng.carry_out(A.QueryOkToStop(reason="room", osd=0), eng.snapshot, 1003.0)
+    eng.carry_out(A.HeapRelease(reason="room", osd=0), eng.snapshot, 1003.0)
+    (q,) = entries(eng, "query_ok_to_stop")
+    (h,) = entries(eng, "heap_release")
+    assert q["answer"] == {"ok_to_stop": True} and q["observed"]["process"] == "running"
+    assert h["answer"] == {"heap_supported": True}
