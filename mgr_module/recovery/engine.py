@@ -115,15 +115,17 @@ class Engine(HelperProtocol):
             # progress first: a crash mid-list re-plans from the map (level triggered); every
             # acting step is journaled and persisted BEFORE it is carried out (write-ahead),
             # so an mgr killed right after a command still shows it (result "in progress")
-            self.run.progress = out.progress
-            if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and \
-                    self.run.intent.mode != MODE_IDLE:
-                self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+            # a run ends (done/aborted) only once this tick's actions (flag restores) were
+            # carried out: status answers during them and must not show an end not yet reached
+            ending = out.progress.phase in (PHASE_DONE, PHASE_ABORTED)
+            self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
+                if ending else out.progress
         for action in out.actions:
             cur = epoch_now()
             if cur < snap.epoch:
                 with self.lock:
                     self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
+                ending = False              # not all carried out: the next tick re-plans
                 break
             entry = None
             if action.kind not in REPEATABLE + ("wait", "done"):
@@ -132,6 +134,10 @@ class Engine(HelperProtocol):
                 self.persist()
             self.carry_out(action, snap, now, entry)
         with self.lock:
+            if ending:
+                self.run.progress = replace(self.run.progress, phase=out.progress.phase)
+                if self.run.intent.mode != MODE_IDLE:
+                    self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
             self._expire(now, snap.epoch)
             self.run.prune_instructions()
         self.persist()

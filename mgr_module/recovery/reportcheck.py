@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ceph_recovery.protocol import ProtocolError, Report, parse_report
+from ceph_recovery.protocol import PROTOCOL_VERSION, ProtocolError, Report, parse_report
 
 from .inputs import InputError
 
@@ -146,6 +146,9 @@ def check_report(text: Any, host_arg: Optional[str] = None
         raise _bad(str(e))
     if not isinstance(d, Mapping):
         raise _bad("report must be a JSON object")
+    if d.get("version") != PROTOCOL_VERSION or isinstance(d.get("version"), bool):
+        raise _bad("unsupported protocol version %r (this side speaks %d)"
+                   % (d.get("version"), PROTOCOL_VERSION))
     host = check_host(d.get("host"))
     if host_arg is not None and host_arg != host:
         raise InputError(errno.EACCES, "helper-report: argument host=%r does not match the "
