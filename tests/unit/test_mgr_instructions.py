@@ -108,3 +108,22 @@ def test_journal_entries_carry_structured_facts(world):
     (h,) = entries(eng, "heap_release")
     assert q["answer"] == {"ok_to_stop": True} and q["observed"]["process"] == "running"
     assert h["answer"] == {"heap_supported": True}
+
+
+def test_run_shows_its_end_only_after_the_flags_are_restored(world):
+    """Status answers while the tick acts (no lock during mon I/O): while the ending tick
+    restores noout/norebalance, the run must not yet show as aborted."""
+    eng, _iid = started(world)
+    seen = []
+    real = eng.ceph.mon_command
+
+    def watching(cmd):
+        if cmd["prefix"] == "osd unset":
+            seen.append((cmd["key"], eng.run.progress.phase, eng.active))
+        return real(cmd)
+    eng.ceph.mon_command = watching
+    eng.set_mode("abort", 1003.0)
+    for t in range(4):
+        tick(eng, world, 1004.0 + t)
+    assert eng.run.progress.phase == "aborted", eng.run.progress.phase
+    assert seen and all(active and phase != "aborted" for _k, phase, active in seen), seen
