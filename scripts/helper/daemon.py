@@ -165,7 +165,7 @@ class Helper:
         rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
                                   procs, self.state.pending_done(), network)
         if self.failed:
-            rep["failed"] = list(self.failed)     # extra field: parse_report ignores it
+            rep["failed"] = list(self.failed)     # the mgr closes these instructions
         return rep
 
     def probe_context(self, now: float) -> Dict[str, Any]:
