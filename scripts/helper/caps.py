@@ -13,7 +13,8 @@ docs/install.md and docs/helper.md show exactly these.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+import re
+from typing import Dict, List, Optional
 
 HELPER_NAME = "client.recovery-helper"          # the key shared by all hosts (lab default)
 MGR_CAPS = {"mon": "allow profile mgr", "osd": "allow *", "mds": "allow *"}
@@ -36,6 +37,20 @@ def helper_caps_any_host() -> Dict[str, str]:
     """Caps of a key shared by every host (the lab's default key): no host pinning."""
     return {"mon": "allow r",
             "mgr": 'allow command "recovery helper-report", allow command "osd ok-to-stop"'}
+
+
+def key_name(name: str, keyring_text: Optional[str]) -> str:
+    """The cephx name to use: `name` as given, except the shared default
+    `client.recovery-helper` when the keyring holds no such entity but exactly one per-host
+    key `client.recovery-helper.<host>` (units that name the shared key keep working with a
+    per-host keyring)."""
+    if name != HELPER_NAME or not keyring_text:
+        return name
+    sections = re.findall(r"^\s*\[([^\]]+)\]", keyring_text, re.MULTILINE)
+    if name in sections:
+        return name
+    per_host = [s for s in sections if s.startswith(HELPER_NAME + ".")]
+    return per_host[0] if len(per_host) == 1 else name
 
 
 def caps_args(caps: Dict[str, str]) -> List[str]:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 # a dependency is broken (python3-rados built for another Python, a missing package); every
 # project and third-party import happens inside the functions below.
 
+from . import caps
 from .caps import HELPER_NAME
 from .defaults import DEFAULT_GRANT_TTL, DEFAULT_STATE_DIR
 DEFAULT_CONF = "/etc/ceph/ceph.conf"
@@ -106,7 +107,16 @@ def _resolve(args, host: Optional[str]) -> Dict[str, Any]:
         out["state_dir"] = out["state_dir"] or os.path.join(lab["dir"], "helper", host)
         out["cgroup"] = out["cgroup"] or lab["hosts"][host]["cgroup"]["path"]
     out["state_dir"] = out["state_dir"] or DEFAULT_STATE_DIR
+    out["name"] = caps.key_name(args.name, _read_text(out["keyring"]))
     return out
+
+
+def _read_text(path: Optional[str]) -> Optional[str]:
+    try:
+        with open(path or "") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _osd_host(args, osd: int) -> Optional[str]:
@@ -125,7 +135,7 @@ def gate_fn(args, conf: Dict[str, Any]):
     state = StateDir(conf["state_dir"])
 
     def check(osd: int):
-        res = gatecheck.check(osd, conf["conf"], args.name, conf["keyring"], state,
+        res = gatecheck.check(osd, conf["conf"], conf["name"], conf["keyring"], state,
                               args.timeout, args.no_cache, args.grant_ttl)
         return res.allowed, res.reason, res.source
     return check
@@ -177,7 +187,7 @@ def cmd_run(args) -> int:
         launcher = launchers.ProcessLauncher(args.lab_dir, gate_fn(args, conf))
     else:
         launcher = launchers.SystemdLauncher()
-    opts = daemon.Options(host=args.host, conf=conf["conf"], name=args.name,
+    opts = daemon.Options(host=args.host, conf=conf["conf"], name=conf["name"],
                           keyring=conf["keyring"], state_dir=conf["state_dir"],
                           interval=args.interval, cgroup=conf["cgroup"], timeout=args.timeout,
                           stop_timeout=args.stop_timeout, probe_budget=args.probe_budget,

@@ -44,3 +44,14 @@ def test_per_host_caps_pin_the_host_and_the_lab_uses_them():
     assert bootstrap.HELPER_CAPS == caps.helper_caps_any_host()
     assert {k: v.replace(' with host=h7', '') for k, v in caps.helper_caps("h7").items()} \
         == caps.helper_caps_any_host()
+
+
+def test_shared_default_name_finds_the_per_host_key_in_the_keyring():
+    per_host = "[client.recovery-helper.h2]\n\tkey = AQB==\n"
+    assert caps.key_name(caps.HELPER_NAME, per_host) == "client.recovery-helper.h2"
+    shared = "[client.recovery-helper]\n\tkey = AQB==\n"
+    assert caps.key_name(caps.HELPER_NAME, shared) == caps.HELPER_NAME
+    two = per_host + "[client.recovery-helper.h3]\n\tkey = AQC==\n"
+    assert caps.key_name(caps.HELPER_NAME, two) == caps.HELPER_NAME
+    assert caps.key_name("client.other", per_host) == "client.other"
+    assert caps.key_name(caps.HELPER_NAME, None) == caps.HELPER_NAME
