@@ -37,6 +37,10 @@ Findings (kinds) and their documented default thresholds (`Thresholds`):
 - `mon_latency` (host): the timed mon round trip took >= 1 s, or failed / timed out. The field
   says ~3 s means elections and an unstable cluster, ~6 s means commands fail.
 
+Expiry: the shell stamps each host's results with `received_at` (its own clock, when the
+report arrived); results older than `result_max_age_s` (60 s) are not judged, so a helper that
+stopped reporting stops holding starts once its last findings pass `hold_s`.
+
 Attribution: a pair kind flagged on EVERY measured pair of one host (at least two pairs) becomes
 a single finding for that host (a capped host, a host whose veth has a smaller MTU).
 Findings persist while their condition holds; a finding keeps the earliest `since`, and once
@@ -89,6 +93,7 @@ class Thresholds:
     listen_overflows: int = 1         # ListenOverflows/ListenDrops delta per cycle
     tcp_bad_connections: int = 1      # connections lacking SACK or wscale
     hold_s: float = 15.0              # a raised finding stays at least this long
+    result_max_age_s: float = 60.0    # a host's results received longer ago are not judged
 
 
 def pair_key(a: str, b: str) -> Tuple[str, str]:
@@ -303,6 +308,19 @@ def _raw_findings(network_by_host: Mapping[str, Mapping], now: float,
     return raw
 
 
+def fresh_results(network_by_host: Mapping[str, Mapping], now: float,
+                  th: Thresholds = Thresholds()) -> Dict[str, Mapping]:
+    """The hosts whose results were received within `result_max_age_s` of `now` (results
+    without `received_at` are taken as fresh; one from the future beyond the age is not)."""
+    out = {}
+    for host, net in network_by_host.items():
+        got = net.get("received_at") if isinstance(net, Mapping) else None
+        if isinstance(got, (int, float)) and abs(now - float(got)) > th.result_max_age_s:
+            continue
+        out[host] = net
+    return out
+
+
 def evaluate(network_by_host: Mapping[str, Mapping], previous: Tuple[Finding, ...], now: float,
              thresholds: Thresholds = Thresholds()) -> Tuple[Finding, ...]:
     """Probe results of every host -> the active findings, sorted by (kind, hosts).
@@ -312,7 +330,7 @@ def evaluate(network_by_host: Mapping[str, Mapping], previous: Tuple[Finding, ..
     (unchanged) until `since + hold_s`, then dropped, unless a current finding of the same kind
     names one of its hosts (it was re-attributed: pair -> host or host -> pair).
     """
-    raw = _raw_findings(network_by_host, now, thresholds)
+    raw = _raw_findings(fresh_results(network_by_host, now, thresholds), now, thresholds)
     prev = {}
     for f in previous:
         key = (tuple(f.hosts), f.kind)

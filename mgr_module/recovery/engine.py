@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -15,12 +16,13 @@ from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED,
                                  PHASE_ABORTED, PHASE_DONE, PHASE_IDLE, PROC_RUNNING, Intent,
                                  Progress, Snapshot)
-from ceph_recovery.protocol import Instruction, Instructions, Report
+from ceph_recovery.protocol import Report
 
 from . import core
 from .cluster import CrushIndex, build_snapshot
-from .executor import Executor, mon_cmd_for
+from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
+from .helperproto import HelperProtocol
 from .state import RunState
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -31,12 +33,17 @@ RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL", "REC
 REPEAT_WINDOW_S = 120.0
 
 
-class Engine(object):
+class Engine(HelperProtocol):
     def __init__(self, ceph: Any, log: Callable[..., None],
-                 persist: Callable[[], None] = lambda: None) -> None:
+                 persist: Callable[[], None] = lambda: None,
+                 wake: Callable[[], None] = lambda: None) -> None:
         self.ceph = ceph
         self.log = log
-        self.persist = persist
+        self.persist = persist      # writes the run state (tick thread only: mon I/O)
+        self.wake = wake            # asks the tick thread to run now (and persist)
+        # guards every field below; held by commands and by the tick's decisions, never
+        # while a mon or OSD command is in flight
+        self.lock = threading.RLock()
         self.run = RunState()
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
@@ -49,9 +56,12 @@ class Engine(object):
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
         self.error: Optional[str] = None
+        # checks raised by the shell itself (state store, ...): code -> (summary, detail)
+        self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
-                                        "budget_default": "80%", "network_holds_starts": True}
+                                        "budget_default": "80%", "network_holds_starts": True,
+                                        "instruction_ttl": 300.0}
 
     # ------------------------------------------------------------------ run state
     @property
@@ -69,7 +79,9 @@ class Engine(object):
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                 pg_dump: Mapping[str, Any], now: float) -> Snapshot:
         self.crush = CrushIndex(tree)
-        net = {h: r.network for h, (r, t) in self.reports.items() if r.network}
+        # each host's results stamped with when they arrived: the core expires old ones
+        net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
+               if r.network}
         self.network = net
         findings, err = core.network_findings(net, self.findings, now) if net else ((), None)
         self.findings = findings
@@ -89,30 +101,45 @@ class Engine(object):
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
-        snap = self.observe(osd_map, tree, pg_dump, now)
-        out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
-        self.plan_out = out
-        if snap.epoch < self.run.progress.epoch:
-            self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than the "
-                            "last decided %d: not acting" % (snap.epoch, self.run.progress.epoch))
-            return
-        # progress first: a crash mid-list re-plans from the map (level triggered); every
-        # acting step is journaled and persisted BEFORE it is carried out (write-ahead), so
-        # an mgr killed right after a command still shows it (result "in progress")
-        self.run.progress = out.progress
-        if out.progress.phase in (PHASE_DONE, PHASE_ABORTED) and self.run.intent.mode != MODE_IDLE:
-            self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+        """Decide under the lock, talk to the mons without it: status, abort and
+        helper-report never wait for a mon command (each is bounded by its own timeout)."""
+        with self.lock:
+            snap = self.observe(osd_map, tree, pg_dump, now)
+            out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
+            self.plan_out = out
+            if snap.epoch < self.run.progress.epoch:
+                self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than "
+                                "the last decided %d: not acting"
+                                % (snap.epoch, self.run.progress.epoch))
+                return
+            # progress first: a crash mid-list re-plans from the map (level triggered); every
+            # acting step is journaled and persisted BEFORE it is carried out (write-ahead),
+            # so an mgr killed right after a command still shows it (result "in progress")
+            # a run ends (done/aborted) only once this tick's actions (flag restores) were
+            # carried out: status answers during them and must not show an end not yet reached
+            ending = out.progress.phase in (PHASE_DONE, PHASE_ABORTED)
+            self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
+                if ending else out.progress
         for action in out.actions:
             cur = epoch_now()
             if cur < snap.epoch:
-                self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
+                with self.lock:
+                    self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
+                ending = False              # not all carried out: the next tick re-plans
                 break
             entry = None
             if action.kind not in REPEATABLE + ("wait", "done"):
-                entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
+                with self.lock:
+                    entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
                 self.persist()
             self.carry_out(action, snap, now, entry)
-        self.run.prune_instructions()
+        with self.lock:
+            if ending:
+                self.run.progress = replace(self.run.progress, phase=out.progress.phase)
+                if self.run.intent.mode != MODE_IDLE:
+                    self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+            self._expire(now, snap.epoch)
+            self.run.prune_instructions()
         self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
@@ -120,37 +147,49 @@ class Engine(object):
             self.last_wait = (kind, reason)
             self.run.record(now, epoch, {"kind": kind, "reason": reason}, "noted")
 
+    def _talk(self, action: A.Action) -> Tuple[Any, str]:
+        """The mon/OSD side of an action (no lock held): (answer, journal result)."""
+        if isinstance(action, A.QueryOkToStop):
+            return self.executor.ok_to_stop(action.osd)
+        if isinstance(action, A.HeapRelease):
+            return self.executor.heap_release(action.osd)
+        if mon_cmd_for(action) is not None:
+            return self.executor.run_mon_action(action)
+        return None, ""
+
     def carry_out(self, action: A.Action, snap: Snapshot, now: float,
                   entry: Optional[Dict[str, Any]] = None) -> None:
         if isinstance(action, A.Wait):
-            self._note_wait(now, snap.epoch, "wait", action.describe())
+            with self.lock:
+                self._note_wait(now, snap.epoch, "wait", action.describe())
             return
-        self.last_wait = None
-        if isinstance(action, A.Done):
-            result = "noted"
-        elif isinstance(action, A.QueryOkToStop):
-            ok, result = self.executor.ok_to_stop(action.osd)
-            ep = int(snap.epoch)
-            if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
-                self.ok_to_stop = (ep, {})
-            self.ok_to_stop[1][action.osd] = ok
-        elif isinstance(action, A.HeapRelease):
-            supported, result = self.executor.heap_release(action.osd)
-            if supported is not None:
-                self.run.heap_support[action.osd] = supported
-        elif isinstance(action, (A.GrantStart, A.RestartOsd)):
-            result = self._instruct(action, snap, now)
-        elif mon_cmd_for(action) is not None:
-            ok, result = self.executor.run_mon_action(action)
-        else:
-            result = "ignored: unknown action"
-        if entry is not None:
-            entry["result"] = result
-        else:
-            self._journal(now, snap.epoch, action, result)
+        answer, result = self._talk(action)
+        with self.lock:
+            self.last_wait = None
+            if isinstance(action, A.Done):
+                result = "noted"
+            elif isinstance(action, A.QueryOkToStop):
+                ep = int(snap.epoch)
+                if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
+                    self.ok_to_stop = (ep, {})
+                self.ok_to_stop[1][action.osd] = answer
+            elif isinstance(action, A.HeapRelease):
+                if answer is not None:
+                    self.run.heap_support[action.osd] = answer
+            elif isinstance(action, (A.GrantStart, A.RestartOsd)):
+                result = self._instruct(action, snap, now)
+            elif mon_cmd_for(action) is None:
+                result = "ignored: unknown action"
+            facts = journal_facts(action, answer, snap, self.run.progress)
+            if entry is not None:
+                entry["result"] = result
+                entry.update(facts)
+            else:
+                self._journal(now, snap.epoch, action, result, facts)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
 
-    def _journal(self, now: float, epoch: int, action: A.Action, result: str) -> None:
+    def _journal(self, now: float, epoch: int, action: A.Action, result: str,
+                 facts: Optional[Dict[str, Any]] = None) -> None:
         """Record an action; a query or heap release repeated with the same answer within
         REPEAT_WINDOW_S only bumps the earlier entry's `repeats` (the journal stays readable)."""
         d = action.to_dict()
@@ -164,10 +203,12 @@ class Engine(object):
                     entry["repeats"] = entry.get("repeats", 0) + 1
                     entry["last_time"], entry["last_epoch"] = round(now, 3), epoch
                     return
-        self.run.record(now, epoch, d, result)
+        self.run.record(now, epoch, d, result).update(facts or {})
 
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else "restart"
+        if self.run.intent.mode == MODE_ABORT:        # abort came while this tick was acting
+            return "not instructed: the run is aborted"
         if self.run.open_instructions(osd=action.osd):
             return "already instructed (open instruction), not repeated"
         o = snap.osd(action.osd)
@@ -185,56 +226,20 @@ class Engine(object):
             return self.plan_out.health
         return tuple(h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
 
-    # ------------------------------------------------------------------ helper protocol
-    def helper_report(self, report: Report, now: float) -> Instructions:
-        self.reports[report.host] = (report, now)
-        done = self.run.mark_done(report.host, report.done, now)
-        for ins in done:
-            self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
-                            {"kind": "helper_done", "osd": ins["osd"], "op": ins["op"],
-                             "id": ins["id"], "reason": "helper on %s carried out %s"
-                             % (report.host, ins["id"])}, "done")
-        if done:
-            self.persist()
-        return self.instructions_for(report.host)
+    def state_unreadable(self, why: str, now: float) -> None:
+        """The stored run state could not be read: say so until the next run starts, since
+        flags and per-OSD noup a lost run set may still be on the cluster."""
+        self.shell_checks["RECOVERY_STATE_UNREADABLE"] = (
+            "recovery run state unreadable: flags or noup a lost run set may be left over",
+            [why, "check `ceph osd dump` (flags, per-OSD noup) and `ceph osd tree` (group "
+                  "noup); clear what no operator set, then start a new run"])
+        self.run.record(now, 0, {"kind": "state_unreadable", "reason": why}, "noted")
 
-    def instructions_for(self, host: str) -> Instructions:
-        snap = self.snapshot
-        items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"])
-                      for i in sorted(self.run.open_instructions(host=host),
-                                      key=lambda i: i["issued_at"]))
-        host_osds = [o for o in snap.osds if o.host == host] if snap else []
-        p = self.run.progress
-        grants = sorted({o.id for o in host_osds if o.id in p.granted}
-                        | {i.osd for i in items})
-        held = sorted(o.id for o in host_osds if o.id not in grants and self._held(o, snap))
-        probe = {"throughput_to": self.tput_requests.pop(host)} if host in self.tput_requests \
-            else {}
-        return Instructions(host=host, epoch=snap.epoch if snap else 0, instructions=items,
-                            grants=tuple(grants), held=tuple(held), probe=probe)
-
-    def request_throughput(self, hosts: List[str]) -> Dict[str, List[str]]:
-        """Ask helpers for a bounded throughput probe to every other reporting host, carried
-        by each one's next reply. KeyError names hosts without a helper report."""
-        known = sorted(self.reports)
-        unknown = sorted(set(hosts) - set(known))
-        if unknown:
-            raise KeyError("no helper report from host(s) %s (known: %s)"
-                           % (", ".join(unknown), ", ".join(known) or "none"))
-        for h in hosts or known:
-            self.tput_requests[h] = [p for p in known if p != h]
-        return {h: self.tput_requests[h] for h in hosts or known}
-
-    def _held(self, o, snap: Snapshot) -> bool:
-        """Autostart held: noup on the OSD, a parent bucket or the cluster (last snapshot),
-        or held by this run / an operator hold since (not yet in that snapshot)."""
-        if "noup" in o.flags or "noup" in snap.cluster_flags:
-            return True
-        if o.id in self.run.progress.held_osds:
-            return True
-        holds = set(self.run.intent.holds) | set(self.run.progress.held_buckets)
-        return any("noup" in snap.bucket_flags.get(b, ()) or b in holds
-                   for b in tuple(o.crush_path) + (o.host,))
+    def shell_health(self) -> Dict[str, Dict[str, Any]]:
+        """The shell's own checks, shaped for MgrModule.set_health_checks."""
+        return {code: {"severity": "warning", "summary": summary, "count": len(detail),
+                       "detail": list(detail)}
+                for code, (summary, detail) in sorted(self.shell_checks.items())}
 
     # ------------------------------------------------------------------ commands
     def start(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
@@ -255,6 +260,7 @@ class Engine(object):
                        concurrency=concurrency, run_id=run_id)
 
     def begin(self, intent: Intent, now: float) -> None:
+        self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
         old = self.run.progress
         self.run.intent = intent
         self.run.progress = Progress(run_id=intent.run_id, epoch=old.epoch,
@@ -303,8 +309,10 @@ class Engine(object):
                 raise InputError(errno.EINVAL, "no recovery run to abort")
             new = MODE_ABORT
         self.run.intent = replace(self.run.intent, mode=new)
-        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
-                        {"kind": "command", "reason": verb}, "accepted")
+        epoch = self.snapshot.epoch if self.snapshot else 0
+        self.run.record(now, epoch, {"kind": "command", "reason": verb}, "accepted")
+        if new == MODE_ABORT:      # not yet carried out: no helper may start them any more
+            self._withdraw_starts(now, epoch, "the run is aborted")
 
     def hold(self, bucket: str, on: bool, now: float) -> None:
         if self.crush is None:

@@ -89,3 +89,22 @@ class Executor(object):
         if rc == 0:
             return True, "ok"
         return False, "%s failed rc=%d %s" % (cmd["prefix"], rc, (err or out).strip()[:200])
+
+
+def journal_facts(action: A.Action, answer: Any, snap: Any, progress: Any) -> Dict[str, Any]:
+    """Structured journal fields (tests and operators read these, not the reason text):
+    `answer` of a query / heap release, what the snapshot showed of the OSD acted on, and the
+    load footprint plan() let an OSD boot on."""
+    facts: Dict[str, Any] = {}
+    if isinstance(action, A.QueryOkToStop):
+        facts["answer"] = {"ok_to_stop": bool(answer)}
+    elif isinstance(action, A.HeapRelease):
+        facts["answer"] = {"heap_supported": answer}
+    osd = getattr(action, "osd", None)
+    o = snap.osd(osd) if osd is not None else None
+    if o is not None:
+        facts["observed"] = {"up": bool(o.up), "process": o.process,
+                             "rss_bytes": int(o.rss_bytes or 0)}
+    if isinstance(action, A.AllowBoot):
+        facts["load_rss_bytes"] = progress.load_rss.get(action.osd)
+    return facts

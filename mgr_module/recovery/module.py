@@ -19,7 +19,8 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from ceph_recovery.model import health_dict
     from .inputs import InputError
     from .state import STORE_KEY, RunState
-    from ceph_recovery.protocol import ProtocolError, instructions_to_dict, parse_report
+    from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
+    from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .logs import make_logger
     from .text import JSON_FORMATS, status_text
@@ -59,6 +60,10 @@ class Module(MgrModule):
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
                desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
+        Option("mon_command_timeout", type="secs", default=30,
+               desc="a mon command without an answer by then fails with ETIMEDOUT"),
+        Option("instruction_ttl", type="secs", default=300,
+               desc="a helper instruction with neither done nor failed by then is expired"),
         Option("journal_length", type="int", default=200, min=10, max=10000,
                desc="number of actions kept in the run's journal"),
         Option("network_holds_starts", type="bool", default=True,
@@ -73,13 +78,18 @@ class Module(MgrModule):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = False
         self._saved = ""
+        self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
         self._progress_ev = ""
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
-        self.engine = Engine(self, self._slog, self._persist) if IMPORT_ERROR is None else None
+        self.engine = Engine(self, self._slog, self._persist, self._wake.set) \
+            if IMPORT_ERROR is None else None
+        # one lock for the engine's state: commands and the tick's decisions; no mon or OSD
+        # command and no store write is made while it is held
+        self._lock = self.engine.lock if self.engine is not None else threading.RLock()
+        self._persist_lock = threading.Lock()
 
     # ------------------------------------------------------------ ceph access for the engine
     def _slog(self, event: str, **kw: Any) -> None:
@@ -93,34 +103,70 @@ class Module(MgrModule):
             return -errno.ETIMEDOUT, "", "osd.%d did not answer within %.0fs" % (osd, timeout)
         return result.r, result.outb, result.outs
 
+    def mon_command(self, cmd_dict: dict, inbuf: Optional[str] = None,
+                    timeout: Optional[float] = None) -> Tuple[int, str, str]:
+        """MgrModule.mon_command with a timeout (mon_command_timeout): an unreachable mon
+        answers -ETIMEDOUT instead of blocking the caller for good."""
+        if timeout is None:
+            timeout = float(self.get_module_option("mon_command_timeout"))
+        result = CommandResult("")
+        self.send_command(result, "mon", "", json.dumps(cmd_dict), "")
+        if not result.ev.wait(timeout):
+            return -errno.ETIMEDOUT, "", "mon command %s: no answer within %.0fs" % (
+                cmd_dict.get("prefix"), timeout)
+        return result.r, result.outb, result.outs
+
     def _epoch_now(self) -> int:
         return int(self.get_osdmap().get_epoch())
 
     # ------------------------------------------------------------ options, store
     def _read_options(self) -> None:
         eng = self.engine
-        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout",
+        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout", "instruction_ttl",
                      "auto_hold", "budget_default", "network_holds_starts"):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 
     def _load(self) -> None:
-        text = self.get_store(STORE_KEY)
-        if not text:
-            return
         try:
+            text = self._store.read(self.get_store)
+            if not text:
+                return
             self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
-            self._saved = text
+            now = time.time()
+            self.engine.run.reseed(now)
+            # a structured mark: what the run did after a failover is told apart by time
+            self.engine.run.record(now, 0, {"kind": "state_resumed", "reason": "run state "
+                                            "loaded by a (re)started mgr"}, "noted")
             self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
                        phase=self.engine.run.progress.phase)
-        except (ValueError, TypeError, KeyError) as e:
+        except (StateCorrupt, ValueError, TypeError, KeyError) as e:
             self.log.error("recovery: ignoring unreadable run state: %s", e)
+            self.engine.state_unreadable(str(e), time.time())
 
     def _persist(self) -> None:
-        text = self.engine.run.dumps()
-        if text != self._saved:
-            self.set_store(STORE_KEY, text)
+        """Write the run state in chunks below the mon's entry limit; a state too large to
+        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently. Called by the
+        tick thread only: set_store waits for the mon, so never under the engine's lock."""
+        with self._persist_lock:
+            with self._lock:
+                text = self.engine.run.dumps()
+            if text == self._saved:
+                return
+            try:
+                writes = self._store.writes(text)
+            except StateTooLarge as e:
+                with self._lock:
+                    self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
+                        "recovery run state not saved: a mgr failover would lose it", [str(e)])
+                self.log.error("recovery: %s", e)
+                return
+            for key, value in writes:
+                self.set_store(key, value)
+            self._store.done(writes)
             self._saved = text
+            with self._lock:
+                self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
 
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
@@ -143,11 +189,14 @@ class Module(MgrModule):
         osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
         with self._lock:
             self._read_options()
-            self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+        with self._lock:
             self.engine.error = None
-            self._persist()
-            self.set_health_checks(health_dict(self.engine.health_checks()))
-            self._report_progress()
+            checks = health_dict(self.engine.health_checks())
+            checks.update(self.engine.shell_health())
+        self._persist()
+        self.set_health_checks(checks)
+        self._report_progress()
 
     def _report_progress(self) -> None:
         eng = self.engine
@@ -177,6 +226,8 @@ class Module(MgrModule):
         self._wake.set()
 
     # ------------------------------------------------------------ commands
+    # A command changes the engine's state under the lock and wakes the tick thread, which
+    # persists it: no command waits for a mon (set_store does), so all stay responsive.
     def _guard(self) -> Optional[HandleCommandResult]:
         if IMPORT_ERROR is not None:
             return HandleCommandResult(-errno.ENOSYS, "", "recovery: the core is not "
@@ -214,7 +265,6 @@ class Module(MgrModule):
                     return _ok(self.engine.dry_run(intent, now))
                 intent = self.engine.start(budget, scope, concurrency, now)
                 self.engine.begin(intent, now)
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
@@ -227,7 +277,6 @@ class Module(MgrModule):
         with self._lock:
             try:
                 self.engine.set_mode(verb, time.time())
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
@@ -255,7 +304,6 @@ class Module(MgrModule):
         with self._lock:
             try:
                 self.engine.hold(bucket, on, time.time())
-                self._persist()
             except InputError as e:
                 return _err(e)
         self._wake.set()
@@ -272,17 +320,16 @@ class Module(MgrModule):
         return self._hold(bucket, False)
 
     @write_command("recovery helper-report")
-    def cmd_helper_report(self, report: str) -> HandleCommandResult:
+    def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
         bad = self._guard()
         if bad:
             return bad
-        try:
-            parsed = parse_report(json.loads(report))
-        except ValueError as e:   # json errors and ProtocolError (a ValueError)
-            return HandleCommandResult(-errno.EINVAL, "", "malformed helper report: %s" % e)
         with self._lock:
-            reply = self.engine.helper_report(parsed, time.time())
+            try:
+                reply = self.engine.handle_report(report, host, time.time())
+            except InputError as e:
+                return _err(e)
         return _ok(instructions_to_dict(reply))
 
     @write_command("recovery network probe")

@@ -15,6 +15,8 @@ from ceph_recovery.model import Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
+MAX_TEXT = 400          # one journal string (reasons, results); longer ones are cut
+KEEP_DONE = 100         # done instructions kept (the helper acknowledges them by id)
 
 try:  # the core's own (de)serialisers, if the core ships them
     from ceph_recovery import persist as _core_persist  # type: ignore
@@ -81,6 +83,16 @@ def progress_from_dict(d: Mapping[str, Any]) -> Progress:
     return Progress(**kw)
 
 
+def _bounded(v: Any) -> Any:
+    if isinstance(v, str) and len(v) > MAX_TEXT:
+        return v[:MAX_TEXT - 3] + "..."
+    if isinstance(v, dict):
+        return {k: _bounded(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_bounded(x) for x in v]
+    return v
+
+
 class RunState(object):
     """Everything the module persists. Mutated under the module's lock only."""
 
@@ -103,21 +115,23 @@ class RunState(object):
 
     def record(self, now: float, epoch: int, action: Mapping[str, Any],
                result: str) -> Dict[str, Any]:
-        entry = {"time": round(now, 3), "epoch": epoch, "action": dict(action), "result": result}
+        entry = {"time": round(now, 3), "epoch": epoch, "action": _bounded(dict(action)),
+                 "result": _bounded(result)}
         self.journal.append(entry)
         return entry
 
     # --- helper instructions ---------------------------------------------------------------
     def open_instructions(self, host: Optional[str] = None,
                           osd: Optional[int] = None) -> List[Dict[str, Any]]:
-        return [i for i in self.instructions.values() if i.get("done_at") is None
+        return [i for i in self.instructions.values()
+                if i.get("done_at") is None and i.get("closed") is None
                 and (host is None or i["host"] == host) and (osd is None or i["osd"] == osd)]
 
     def add_instruction(self, host: str, op: str, osd: int, reason: str, now: float,
                         epoch: int) -> Dict[str, Any]:
         self.seq += 1
         iid = "%s:%d" % (self.progress.run_id or "run", self.seq)
-        ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": reason,
+        ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": _bounded(reason),
                "issued_at": now, "epoch": epoch, "done_at": None}
         self.instructions[iid] = ins
         return ins
@@ -126,15 +140,52 @@ class RunState(object):
         newly = []
         for iid in ids:
             ins = self.instructions.get(iid)
+            # a late `done` for an expired or withdrawn instruction still counts: it happened
             if ins is not None and ins["host"] == host and ins.get("done_at") is None:
                 ins["done_at"] = now
                 self.starts[ins["osd"]] = self.starts.get(ins["osd"], 0) + 1
                 newly.append(ins)
         return newly
 
-    def prune_instructions(self, keep: int = 500) -> None:
-        done = sorted((i for i in self.instructions.values() if i.get("done_at") is not None),
-                      key=lambda i: i["done_at"])
+    def close(self, ins: Dict[str, Any], how: str, now: float, why: str) -> None:
+        """End an open instruction without a `done`: how = failed | expired | withdrawn."""
+        ins["closed"], ins["closed_at"], ins["error"] = how, now, _bounded(why)
+
+    def mark_failed(self, host: str, failed: List[Dict[str, str]],
+                    now: float) -> List[Dict[str, Any]]:
+        """The helper's `failed` list: each open instruction of this host it names is closed."""
+        newly = []
+        for f in failed:
+            ins = self.instructions.get(f["id"])
+            if ins is not None and ins["host"] == host and ins in self.open_instructions():
+                self.close(ins, "failed", now, f.get("error", ""))
+                newly.append(ins)
+        return newly
+
+    def expire(self, now: float, ttl: float) -> List[Dict[str, Any]]:
+        """Open instructions issued more than `ttl` seconds ago are closed as expired."""
+        old = [i for i in self.open_instructions() if now - float(i["issued_at"]) > ttl]
+        for ins in old:
+            self.close(ins, "expired", now, "no done or failed from the helper within %.0fs"
+                       % ttl)
+        return old
+
+    def withdraw(self, op: str, now: float, why: str) -> List[Dict[str, Any]]:
+        gone = [i for i in self.open_instructions() if i["op"] == op]
+        for ins in gone:
+            self.close(ins, "withdrawn", now, why)
+        return gone
+
+    def reseed(self, now: float) -> None:
+        """Instruction ids never repeat, even when this state is older than the last one
+        written (a lost write before a failover): the counter restarts at least at the
+        current time in milliseconds, beyond any id issued before."""
+        self.seq = max(self.seq, int(now * 1000))
+
+    def prune_instructions(self, keep: int = KEEP_DONE) -> None:
+        done = sorted((i for i in self.instructions.values()
+                       if i.get("done_at") is not None or i.get("closed") is not None),
+                      key=lambda i: i.get("done_at") or i.get("closed_at") or 0)
         for ins in done[:max(0, len(done) - keep)]:
             del self.instructions[ins["id"]]
 

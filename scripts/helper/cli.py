@@ -16,18 +16,19 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-import structlog
-from ceph_recovery import protocol
+# Only the standard library at import time: the boot gate must still answer (and say why) when
+# a dependency is broken (python3-rados built for another Python, a missing package); every
+# project and third-party import happens inside the functions below.
 
-from . import daemon, gatecheck, launchers
-from .state import DEFAULT_STATE_DIR, StateDir
-
-HELPER_NAME = "client.recovery-helper"
+from . import caps
+from .caps import HELPER_NAME
+from .defaults import DEFAULT_GRANT_TTL, DEFAULT_STATE_DIR
 DEFAULT_CONF = "/etc/ceph/ceph.conf"
 EXIT_ALLOW, EXIT_HELD, EXIT_ERROR = 0, 1, 2
 
 
 def configure_logging(level: str = "info") -> None:
+    import structlog
     structlog.configure(
         processors=[structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -55,7 +56,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", choices=("allow", "hold"), default="allow",
                    help="decision when the mon is unreachable and nothing is cached")
-    p.add_argument("--grant-ttl", type=float, default=gatecheck.DEFAULT_GRANT_TTL,
+    p.add_argument("--grant-ttl", type=float, default=DEFAULT_GRANT_TTL,
                    help="seconds a cached mgr grant stays valid (default %(default)s)")
 
 
@@ -107,7 +108,16 @@ def _resolve(args, host: Optional[str]) -> Dict[str, Any]:
         out["state_dir"] = out["state_dir"] or os.path.join(lab["dir"], "helper", host)
         out["cgroup"] = out["cgroup"] or lab["hosts"][host]["cgroup"]["path"]
     out["state_dir"] = out["state_dir"] or DEFAULT_STATE_DIR
+    out["name"] = caps.key_name(args.name, _read_text(out["keyring"]))
     return out
+
+
+def _read_text(path: Optional[str]) -> Optional[str]:
+    try:
+        with open(path or "") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _osd_host(args, osd: int) -> Optional[str]:
@@ -121,29 +131,34 @@ def _osd_host(args, osd: int) -> Optional[str]:
 
 
 def gate_fn(args, conf: Dict[str, Any]):
+    from . import gatecheck
+    from .state import StateDir
     state = StateDir(conf["state_dir"])
 
     def check(osd: int):
-        res = gatecheck.check(osd, conf["conf"], args.name, conf["keyring"], state,
+        res = gatecheck.check(osd, conf["conf"], conf["name"], conf["keyring"], state,
                               args.timeout, args.no_cache, args.grant_ttl)
         return res.allowed, res.reason, res.source
     return check
 
 
 def cmd_gate(args) -> int:
-    log = structlog.get_logger("ceph-recovery-gate")
     conf = _resolve(args, _osd_host(args, args.osd))
     try:
         allowed, reason, source = gate_fn(args, conf)(args.osd)
     except Exception as exc:   # noqa: BLE001 - the gate must answer, never crash undecided
-        allowed = args.no_cache != "hold"
-        reason, source = "gate error %s: %s" % (type(exc).__name__, exc), "error"
-    log.info("gate", osd=args.osd, allowed=allowed, reason=reason, source=source)
+        return gate_failsafe(str(args.osd), args.no_cache == "hold",
+                             "%s: %s" % (type(exc).__name__, exc))
+    import structlog
+    structlog.get_logger("ceph-recovery-gate").info("gate", osd=args.osd, allowed=allowed,
+                                                    reason=reason, source=source)
     print("osd.%d %s: %s" % (args.osd, "may start" if allowed else "held", reason))
     return EXIT_ALLOW if allowed else EXIT_HELD
 
 
 def cmd_start_osd(args) -> int:
+    import structlog
+    from . import launchers
     log = structlog.get_logger("ceph-recovery-helper")
     if not args.lab_dir:
         print("start-osd needs --lab-dir (in production: systemctl start ceph-osd@%d)"
@@ -162,6 +177,8 @@ def cmd_start_osd(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from ceph_recovery import protocol
+    from . import daemon, launchers
     conf = _resolve(args, args.host)
     kind = args.launcher or ("process" if args.lab_dir else "systemd")
     if kind == "process":
@@ -175,7 +192,7 @@ def cmd_run(args) -> int:
         except ValueError as exc:
             print(str(exc), file=sys.stderr)
             return EXIT_ERROR
-    opts = daemon.Options(host=args.host, conf=conf["conf"], name=args.name,
+    opts = daemon.Options(host=args.host, conf=conf["conf"], name=conf["name"],
                           keyring=conf["keyring"], state_dir=conf["state_dir"],
                           interval=args.interval, cgroup=conf["cgroup"], timeout=args.timeout,
                           stop_timeout=args.stop_timeout, probe_budget=args.probe_budget,
@@ -191,11 +208,39 @@ def cmd_run(args) -> int:
     return helper.run()
 
 
+def _argv_holds(argv: List[str]) -> bool:
+    return any(a == "--no-cache=hold" for a in argv) or any(
+        a == "--no-cache" and b == "hold" for a, b in zip(argv, argv[1:]))
+
+
+def gate_failsafe(osd: str, hold: bool, error: str) -> int:
+    """The gate failed before deciding (import error, usage error, any exception): answer by
+    the --no-cache policy (allow unless `--no-cache hold`) and say why on stderr (the
+    journal). Never exit 1 silently: systemd would skip the OSD start and never retry it."""
+    print("ceph-recovery-helper gate %s: gate error before any decision: %s; %s by the "
+          "fail-safe policy --no-cache %s" % (osd, error, "held" if hold else "may start",
+                                              "hold" if hold else "allow"), file=sys.stderr)
+    return EXIT_HELD if hold else EXIT_ALLOW
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
-    handler = {"run": cmd_run, "gate": cmd_gate, "start-osd": cmd_start_osd}[args.cmd]
-    return handler(args)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    is_gate = bool(argv) and argv[0] == "gate"
+    try:
+        args = build_parser().parse_args(argv)
+        configure_logging(args.log_level)
+        handler = {"run": cmd_run, "gate": cmd_gate, "start-osd": cmd_start_osd}[args.cmd]
+        return handler(args)
+    except SystemExit as exc:
+        if not is_gate or exc.code in (0, None):
+            raise
+        return gate_failsafe(" ".join(argv[1:2]), _argv_holds(argv),
+                             "usage or setup error (exit %s)" % exc.code)
+    except Exception as exc:   # noqa: BLE001 - the gate answers whatever went wrong
+        if not is_gate:
+            raise
+        return gate_failsafe(" ".join(argv[1:2]), _argv_holds(argv),
+                             "%s: %s" % (type(exc).__name__, exc))
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ class Helper:
         rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
                                   procs, self.state.pending_done(), network)
         if self.failed:
-            rep["failed"] = list(self.failed)     # extra field: parse_report ignores it
+            rep["failed"] = list(self.failed)     # the mgr closes these instructions
         return rep
 
     def probe_context(self, now: float) -> Dict[str, Any]:
@@ -188,8 +188,10 @@ class Helper:
     def run_cycle(self, now: float) -> Optional[protocol.Instructions]:
         view = self.refresh_view(now)
         rep = self.build(now, list(view.get("osds", [])))
+        # `host` is what a per-host key's cap pins (`with host=<h>`); the module checks it
+        # names the report's host
         rc, reply, outs = client.mgr_json(self._connected(), REPORT_PREFIX, self.opts.timeout,
-                                          report=json.dumps(rep))
+                                          report=json.dumps(rep), host=self.opts.host)
         if rc != 0:
             self._problem("report_rejected", rc=rc, error=outs or "(no message)")
             return None

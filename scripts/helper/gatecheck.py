@@ -3,6 +3,9 @@
 Order of evidence:
 1. mon reachable within the timeout: decide from `osd dump` + `osd tree` (and refresh the cache);
 2. mon unreachable: decide from the last view the helper cached in its state dir;
+   A cached view saved before this host last booted (an unplanned power loss) is not
+   evidence of "not held": it shows the view before the failure, so the OSD is held
+   (source "stale-cache") and the reason says so; the helper starts it once the mgr grants it.
 3. no cache at all: `no_cache` decides ("allow" by default). Rationale: with no cache this host
    never ran a helper (or lost its state dir), so no hold can be known here; holding would keep
    the OSD down with nobody aware of it, and systemd would never retry: "never block forever".
@@ -18,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Set, Tuple
 
 from . import client, gate
+from .defaults import DEFAULT_GRANT_TTL
 from .state import StateDir
 
-DEFAULT_GRANT_TTL = 300.0
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,17 @@ def _refresh_cache(state: StateDir, osd_id: int, dump: Dict[str, Any],
     state.save_view(small_dump, small_tree, view.get("host", ""), osds, now)
 
 
+def _boot_time() -> float:
+    import psutil
+    return float(psutil.boot_time())
+
+
 def check(osd_id: int, conf: str, name: str, keyring: Optional[str], state: StateDir,
           timeout: float = 5.0, no_cache: str = "allow",
-          grant_ttl: float = DEFAULT_GRANT_TTL, now: Optional[float] = None) -> GateResult:
+          grant_ttl: float = DEFAULT_GRANT_TTL, now: Optional[float] = None,
+          boot_time: Optional[float] = None) -> GateResult:
     now = time.time() if now is None else now
+    booted = _boot_time() if boot_time is None else boot_time
     grants, held = cached_grants(state, now, grant_ttl)
     try:
         cluster = client.connect(conf, name, keyring, timeout)
@@ -71,9 +81,9 @@ def check(osd_id: int, conf: str, name: str, keyring: Optional[str], state: Stat
         finally:
             cluster.shutdown()
     except (client.ClusterUnreachable, client.CommandFailed, OSError, ValueError) as exc:
-        return _from_cache(osd_id, state, grants, held, no_cache, str(exc))
+        return _from_cache(osd_id, state, grants, held, no_cache, str(exc), booted)
     except Exception as exc:   # noqa: BLE001 - rados errors of any kind: fall back, never hang
-        return _from_cache(osd_id, state, grants, held, no_cache, repr(exc))
+        return _from_cache(osd_id, state, grants, held, no_cache, repr(exc), booted)
     # the fresh map is the truth: the mgr's cached `held` list (derived from an older map) is
     # only evidence when the mon is unreachable
     allowed, reason = gate.gate_decision(osd_id, dump, tree, grants)
@@ -86,9 +96,16 @@ def check(osd_id: int, conf: str, name: str, keyring: Optional[str], state: Stat
 
 
 def _from_cache(osd_id: int, state: StateDir, grants: Set[int], held: Set[int],
-                no_cache: str, error: str) -> GateResult:
+                no_cache: str, error: str, booted: float = 0.0) -> GateResult:
     view = state.load_view()
     if view and view.get("osd_dump") is not None and osd_id in view.get("osds", []):
+        saved = float(view.get("saved_at") or 0)
+        if saved < booted:
+            return GateResult(False, "osd.%d held: mon unreachable (%s) and the cached view "
+                              "(saved at %.0f) is from before this boot (%.0f), so it cannot "
+                              "show whether osd.%d is held; the helper starts it once the mgr "
+                              "grants it" % (osd_id, error, saved, booted, osd_id),
+                              "stale-cache")
         if _reply_epoch(state) < int(view["osd_dump"].get("epoch", 0) or 0):
             held = set()   # the mgr's list was derived from an older map than the cached one
         allowed, reason = gate.gate_decision(osd_id, view["osd_dump"], view["osd_tree"],

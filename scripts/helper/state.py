@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from ceph_recovery_tools.jsonfile import atomic_write_json
 
-DEFAULT_STATE_DIR = "/var/lib/ceph-recovery"
+from .defaults import DEFAULT_STATE_DIR  # noqa: F401 - re-exported
 MAX_EXECUTED = 1000
 
 

@@ -17,19 +17,17 @@ from typing import Any, Dict, List, Optional
 import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from ..helper import caps
 from ..install_module import installed_module_dir
 from . import launch, procs, release
 from .launch import CephError, ceph
 
 log = structlog.get_logger("lab.bootstrap")
 
-# cephx capabilities of the node helpers' key (client.recovery-helper in D/helper.keyring).
-HELPER_CAPS = {
-    "mon": "allow r",
-    "mgr": 'allow command "recovery helper-report", allow command "osd ok-to-stop"',
-}
-HELPER_NAME = "client.recovery-helper"
-MGR_CAPS = {"mon": "allow profile mgr", "osd": "allow *", "mds": "allow *"}
+# cephx caps of every key: written once in ceph_recovery_tools.helper.caps
+HELPER_CAPS = caps.helper_caps_any_host()   # the shared client.recovery-helper (D/helper.keyring)
+HELPER_NAME = caps.HELPER_NAME
+MGR_CAPS = caps.MGR_CAPS
 STOCK_MGR_DIR = "/usr/share/ceph/mgr"
 MODULE_NAME = "recovery"
 

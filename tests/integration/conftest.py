@@ -8,6 +8,9 @@
   options (netns=True, host_mem_limit=..., objectstore="memstore", ...). At most one extra lab
   lives at a time: `make` tears down the previous one; `make.down()` tears it down early.
 
+A skipped integration test fails the session (exit 1): the tier proves nothing when it does
+not run (non-root, Ceph missing). CEPH_RECOVERY_ALLOW_SKIP=1 allows skips explicitly.
+
 A lab's log/ directory is kept (path printed) when tests of the session failed, or always with
 CEPH_RECOVERY_KEEP_LAB_LOGS=1; everything else is torn down.
 """
@@ -32,6 +35,34 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.integration)
+
+
+_SKIPPED: List[str] = []
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _skips_allowed() -> bool:
+    return os.environ.get("CEPH_RECOVERY_ALLOW_SKIP") == "1"
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    path = report.nodeid.split("::")[0]
+    in_tier = os.path.basename(os.path.dirname(os.path.abspath(path))) == "integration"
+    if report.skipped and not hasattr(report, "wasxfail") and in_tier:
+        _SKIPPED.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _SKIPPED and not _skips_allowed() and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SKIPPED and not _skips_allowed():
+        terminalreporter.write_line(
+            "FAILED: %d integration test(s) skipped (the tier must run; set "
+            "CEPH_RECOVERY_ALLOW_SKIP=1 to allow): %s" % (len(_SKIPPED), ", ".join(_SKIPPED[:5])),
+            red=True)
 
 
 def _require_root() -> None:

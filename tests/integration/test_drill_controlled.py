@@ -35,7 +35,7 @@ def one_at_a_time(journal, host):
             started.add(a["osd"])
         elif kind == "allow_boot":
             assert a["osd"] in started, "osd.%d allowed to boot before its process ran" % a["osd"]
-            assert "rss" in a["reason"], a      # its load-time footprint was known
+            assert (j.get("load_rss_bytes") or 0) > 0, j    # its load footprint was known
             booted.add(a["osd"])
         elif kind == "grant_start" and a.get("host") == host:
             for prev in granted:
@@ -75,4 +75,10 @@ def test_mgr_restart_mid_run_resumes_without_second_start(healthy_lab, tmp_path)
     grants = [j["action"]["osd"] for j in r["journal"] if j["action"]["kind"] == "grant_start"]
     assert sorted(grants) == failed                     # the resumed run granted none twice
     assert sorted(one_at_a_time(r["journal"], "h3")) == failed
+    # the restarted mgr resumed the run and carried it on: a grant or a boot after it
+    resumed = [j["time"] for j in r["journal"] if j["action"]["kind"] == "state_resumed"]
+    assert resumed, "no state_resumed entry: the mgr did not load the run state"
+    after = [j["action"]["kind"] for j in r["journal"] if j["time"] > resumed[-1]
+             and j["action"]["kind"] in ("grant_start", "allow_boot")]
+    assert after, "nothing granted or allowed to boot after the mgr restart"
     check_recovered(r)

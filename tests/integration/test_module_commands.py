@@ -152,3 +152,33 @@ def test_plain_output_is_text_and_f_json_is_json(healthy_lab):
     net = launch.ceph(healthy_lab, "recovery", "network", json_out=False)
     assert net.startswith("PAIR") and "findings:" in net, net[:300]
     assert "findings" in launch.ceph(healthy_lab, "recovery", "network")
+
+
+def test_per_host_helper_key_cannot_report_for_another_host(lab, tmp_path):
+    """A key made with caps.helper_caps("h1") reports for h1 only: Ceph refuses the command
+    with host=h2 (the cap's `with host=h1`), the module refuses host=h1 with an h2 report."""
+    from ceph_recovery_tools.helper import caps
+    keyring = str(tmp_path / "h1.keyring")
+    name = caps.helper_name("h1")
+    launch.ceph(lab, "auth", "get-or-create", name, *caps.caps_args(caps.helper_caps("h1")),
+                "-o", keyring, json_out=False)
+    try:
+        def rep(host):
+            return json.dumps({"version": 1, "host": host, "time": time.time(), "seq": 1,
+                               "memory": {"total": 8 << 30, "used": 1 << 20,
+                                          "available": 6 << 30, "limit": None,
+                                          "source": "host"}, "osds": [], "done": []})
+        reply = launch.ceph(lab, "recovery", "helper-report", rep("h1"), "h1", name=name,
+                            keyring=keyring, timeout=30)
+        assert reply["host"] == "h1"
+        rc, err = refused(lab, "recovery", "helper-report", rep("h2"), "h2", name=name,
+                          keyring=keyring)
+        assert rc == errno.EACCES and "access denied" in err
+        rc, err = refused(lab, "recovery", "helper-report", rep("h2"), "h1", name=name,
+                          keyring=keyring)
+        assert rc == errno.EACCES and "does not match the report's host 'h2'" in err
+        rc, err = refused(lab, "recovery", "helper-report", rep("h1"), name=name,
+                          keyring=keyring)
+        assert rc == errno.EACCES, "a pinned key must name its host"
+    finally:
+        launch.ceph(lab, "auth", "del", name, json_out=False)

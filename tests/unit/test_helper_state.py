@@ -138,6 +138,12 @@ def test_held_start_is_a_failure_not_done(tmp_path):
 
 
 # -- boot gate fallbacks: real rados connect to a dead loopback port ---------------------------
+@pytest.fixture(autouse=True)
+def booted_long_ago(monkeypatch):
+    """These caches use small clock values: the host booted before all of them."""
+    monkeypatch.setattr(gatecheck, "_boot_time", lambda: 0.0)
+
+
 @pytest.fixture()
 def dead_conf(tmp_path):
     s = socket.socket()
@@ -210,3 +216,17 @@ def test_state_files_are_json(tmp_path):
     with open(st._f("executed.json")) as f:
         assert json.load(f) == {"ids": ["a:1"], "pending_done": ["a:1"]}
     assert DUMP["epoch"] == 57
+
+
+def test_cache_from_before_this_boot_holds_and_says_why(tmp_path, dead_conf):
+    """Defect 5: after a power loss the cached 'not held' view is from before the failure;
+    it must not let every OSD start at once."""
+    st = StateDir(str(tmp_path / "s")).ensure()
+    _cache(st, dump_with(), now=1000.0)                 # saved: osd.3 not held
+    res = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1, now=5000.0,
+                          boot_time=2000.0)
+    assert (res.allowed, res.source) == (False, "stale-cache")
+    assert "before this boot" in res.reason and "mon unreachable" in res.reason
+    same_boot = gatecheck.check(3, dead_conf, "client.admin", None, st, timeout=1,
+                                now=5000.0, boot_time=500.0)
+    assert (same_boot.allowed, same_boot.source) == (True, "cache")

@@ -174,3 +174,29 @@ def test_pair_finding_reattributed_to_its_host_does_not_linger():
     assert kinds(first) == [(("h2", "h3"), "mtu_blackhole")]
     later = N.evaluate(nets, first, T + 2)
     assert kinds(later) == [(("h2",), "mtu_blackhole")] and later[0].since == T
+
+
+def test_findings_of_a_helper_that_stopped_reporting_expire():
+    """Defect 6: results received long ago are not judged; the finding they raised ends once
+    its hold time is over, instead of holding starts on the peer for good."""
+    nets = cycle("clean")
+    nets["h2"] = cycle("syn_h2")
+    for h in nets:
+        nets[h]["received_at"] = T
+    fs = N.evaluate(nets, (), T)
+    assert kinds(fs) == [(("h2",), "listen_overflow"), (("h2",), "syn_cookies")]
+    th = N.Thresholds()
+    later = T + th.result_max_age_s + 1           # h2's helper went silent after T
+    for h in ("h1", "h3"):
+        nets[h]["received_at"] = later
+    held = N.evaluate(nets, fs, T + th.result_max_age_s - 1)
+    assert kinds(held) == kinds(fs)                # still fresh: still judged
+    gone = N.evaluate(nets, fs, later + th.hold_s)
+    assert gone == ()
+    assert N.evaluate(nets, fs, T + 25 * 3600) == ()
+
+
+def test_results_stamped_in_the_future_are_not_judged():
+    nets = cycle("clean")
+    nets["h2"] = dict(cycle("syn_h2"), received_at=T + 3600)
+    assert N.evaluate(nets, (), T) == ()

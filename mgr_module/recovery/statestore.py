@@ -1,0 +1,111 @@
+"""The run state in the mon's config-key store, within its entry size limit.
+
+One config-key entry holds at most `mon_config_key_max_entry_size` bytes (65,536 by default);
+a larger `set_store` fails on the mon while ceph-mgr only logs it, so the module must never
+write a larger value. The state text is cut into chunks of at most CHUNK_BYTES and written to
+two alternating slots: the chunks of the slot the current header does not name first, then the
+header (slot, count, sha256). A mgr killed mid-write leaves the previous header pointing at the
+previous, complete slot. A state that would need more than MAX_CHUNKS chunks is not written
+at all (StateTooLarge: the module raises a health check).
+Pure: `get(key) -> str | None` and the returned writes are the module's I/O.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Callable, Dict, List, Optional, Tuple
+
+CHUNK_BYTES = 60000        # below 65,536 with room for the key and the mon's framing
+MAX_CHUNKS = 32            # ~1.9 MB: more means the state is unbounded somewhere
+HEADER_FORMAT = "chunked-v1"
+
+
+class StateTooLarge(Exception):
+    pass
+
+
+class StateCorrupt(Exception):
+    pass
+
+
+def chunk_key(key: str, slot: str, i: int) -> str:
+    return "%s.%s.%d" % (key, slot, i)
+
+
+def split(text: str, size: int = CHUNK_BYTES) -> List[str]:
+    """Cut into pieces of at most `size` UTF-8 bytes (the state is JSON: ASCII by default)."""
+    data = text.encode("utf-8")
+    return [data[i:i + size].decode("utf-8") for i in range(0, len(data), size)] or [""]
+
+
+class ChunkedStore(object):
+    """Remembers what was written so unchanged chunks are not rewritten."""
+
+    def __init__(self, key: str, chunk_bytes: int = CHUNK_BYTES,
+                 max_chunks: int = MAX_CHUNKS) -> None:
+        self.key = key
+        self.chunk_bytes = chunk_bytes
+        self.max_chunks = max_chunks
+        self.slot = "b"                 # the slot of the last header written
+        self.written: Dict[str, Optional[str]] = {}
+
+    def writes(self, text: str) -> List[Tuple[str, Optional[str]]]:
+        """(key, value) pairs to write in order; value None deletes. StateTooLarge if the
+        state does not fit MAX_CHUNKS chunks (nothing is written then)."""
+        parts = split(text, self.chunk_bytes)
+        if len(parts) > self.max_chunks:
+            raise StateTooLarge("run state is %d bytes: more than %d entries of %d bytes"
+                                % (len(text.encode("utf-8")), self.max_chunks,
+                                   self.chunk_bytes))
+        slot = "a" if self.slot == "b" else "b"
+        out: List[Tuple[str, Optional[str]]] = []
+        for i, part in enumerate(parts):
+            k = chunk_key(self.key, slot, i)
+            if self.written.get(k) != part:
+                out.append((k, part))
+        header = json.dumps({"format": HEADER_FORMAT, "slot": slot, "chunks": len(parts),
+                             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()},
+                            sort_keys=True)
+        out.append((self.key, header))
+        i = len(parts)
+        while self.written.get(chunk_key(self.key, slot, i)) is not None:
+            out.append((chunk_key(self.key, slot, i), None))
+            i += 1
+        return out
+
+    def done(self, writes: List[Tuple[str, Optional[str]]]) -> None:
+        """The writes were carried out."""
+        for k, v in writes:
+            self.written[k] = v
+            if k == self.key:
+                self.slot = json.loads(v)["slot"]
+
+    def read(self, get: Callable[[str], Optional[str]]) -> Optional[str]:
+        """The stored state text (None when there is none); StateCorrupt when the header
+        names chunks that are missing or do not match its digest. A plain (unchunked) state
+        from an older version is returned as it is."""
+        head = get(self.key)
+        if not head:
+            return None
+        try:
+            h = json.loads(head)
+        except ValueError as e:
+            raise StateCorrupt("run state header is not JSON: %s" % e)
+        if not isinstance(h, dict) or h.get("format") != HEADER_FORMAT:
+            return head                      # an older single-entry state
+        slot, n = h.get("slot"), h.get("chunks")
+        if slot not in ("a", "b") or not isinstance(n, int) or not 0 < n <= self.max_chunks:
+            raise StateCorrupt("run state header is malformed: %r" % head[:200])
+        parts = []
+        for i in range(n):
+            part = get(chunk_key(self.key, slot, i))
+            if part is None:
+                raise StateCorrupt("run state chunk %s is missing" % chunk_key(self.key, slot, i))
+            parts.append(part)
+            self.written[chunk_key(self.key, slot, i)] = part
+        text = "".join(parts)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != h.get("sha256"):
+            raise StateCorrupt("run state chunks do not match the header's digest")
+        self.slot = slot
+        self.written[self.key] = head
+        return text
