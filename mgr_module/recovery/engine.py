@@ -28,7 +28,7 @@ from .state import RunState
 REPEATABLE = ("query_ok_to_stop", "heap_release")
 # checks about a run's budget and progress: raised only while a run is active (the last run's
 # budget stays in the intent, but an idle cluster is not "over its recovery budget")
-RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_STALLED",
+RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL",
                    "RECOVERY_BOOT_TIMEOUT", "RECOVERY_RESTART_REFUSED")
 REPEAT_WINDOW_S = 120.0
 

@@ -59,7 +59,7 @@ class Module(MgrModule):
         Option("restart_cooldown", type="secs", default=600,
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
-               desc="an OSD allowed to boot that is not up by then raises RECOVERY_STALLED"),
+               desc="an OSD allowed to boot that is not up by then raises RECOVERY_BOOT_TIMEOUT"),
         Option("mon_command_timeout", type="secs", default=30,
                desc="a mon command without an answer by then fails with ETIMEDOUT"),
         Option("instruction_ttl", type="secs", default=300,

@@ -26,7 +26,7 @@ LAB_TUNING = (("osd_recovery_sleep_hdd", "0"), ("osd_max_backfills", "4"),
               ("osd_recovery_max_active_hdd", "8"), ("bluefs_buffered_io", "false"))
 
 # a controlled run whose module keeps saying it cannot go on is reported as stalled
-STALL_CHECKS = ("RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_STALLED", "RECOVERY_BOOT_TIMEOUT")
+STALL_CHECKS = ("RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_INCOMPLETE", "RECOVERY_BOOT_TIMEOUT")
 STALL_ABORT_S = 90.0
 
 # --fit-first: the failed hosts' cgroup limit is the budget / this share (the rest is room for

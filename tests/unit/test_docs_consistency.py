@@ -73,8 +73,10 @@ def module_commands():
 
 
 def health_codes_in_code():
+    """plan() raises every run check; the mgr shell raises the checks about its own stored
+    state (RECOVERY_STATE_*)."""
     codes = set()
-    for _path, tree in _trees(CORE_DIRS):
+    for _path, tree in _trees(CORE_DIRS + [REPO / "mgr_module" / "recovery"]):
         for node in ast.walk(tree):
             if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                     and HEALTH_CODE.fullmatch(node.value)):
