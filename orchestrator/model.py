@@ -61,7 +61,8 @@ class OsdState:
     heap_release: Optional[bool] = None    # tcmalloc heap release supported? None = unknown
     missed_entries: Optional[int] = None   # PG log entries written while it was down, summed
                                            # over its PGs (capped by the log), None = unknown
-    memory_target: int = 0                 # its osd_memory_target, 0 = unknown (Ceph default)
+    memory_target: Optional[int] = None    # its own osd_memory_target setting (config osd.N):
+                                           # 0 = none (it inherits), None = not known
 
 
 @dataclass(frozen=True)

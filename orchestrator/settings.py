@@ -6,7 +6,8 @@ largest predicted peak among the host's candidates, do not fit the host's budget
     n_osds x target x TARGET_RSS_RATIO + max predicted peak > budget - base
 
 (base: the host's memory not held by OSD processes), the run lowers osd_memory_target on
-every OSD of that host known to be linked with tcmalloc (heap_release True: the
+every OSD of that host whose own setting is known (memory_target not None: it is what the
+restore puts back) and known to be linked with tcmalloc (heap_release True: the
 autotuner trims caches to the target there; Debian's 16.2.15 build has no tcmalloc and its
 autotuner is blind, so it is left alone) to
 
@@ -61,7 +62,8 @@ def lower_targets(t: Tick) -> None:
         room = t.budget(host) - _base(t, host) - max(t.predict(o.id) for o in cands)
         want = max(MIN_TARGET, int(room / len(osds) / TARGET_RSS_RATIO))
         for o in osds:
-            if o.heap_release is not True or key(o.id) in t.saved_config or want >= _target(o):
+            if o.heap_release is not True or o.memory_target is None or \
+                    key(o.id) in t.saved_config or want >= _target(o):
                 continue
             t.saved_config[key(o.id)] = str(o.memory_target) if o.memory_target else None
             t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),

@@ -198,7 +198,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    heap_support: Optional[Mapping[int, bool]] = None,
                    findings: Tuple[Finding, ...] = (),
                    pgs_seen: Optional[Mapping[int, int]] = None,
-                   down_seen: Optional[Mapping[int, float]] = None) -> Snapshot:
+                   down_seen: Optional[Mapping[int, float]] = None,
+                   memory_targets: Optional[Mapping[int, int]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
@@ -227,7 +228,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             missed_entries=c.get("missed_entries"),
             down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
                                         or (down_seen or {}).get(o)),
-            heap_release=heap_support.get(o)))
+            heap_release=heap_support.get(o),
+            memory_target=None if memory_targets is None else memory_targets.get(o, 0)))
     oks: Mapping[int, bool] = {}
     if ok_to_stop is not None and ok_to_stop[0] == epoch:
         oks = dict(ok_to_stop[1])

@@ -77,7 +77,8 @@ class Engine(HelperProtocol):
 
     # ------------------------------------------------------------------ the tick
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
-                pg_dump: Mapping[str, Any], now: float) -> Snapshot:
+                pg_dump: Mapping[str, Any], now: float,
+                memory_targets: Optional[Mapping[int, int]] = None) -> Snapshot:
         self.crush = CrushIndex(tree)
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
@@ -90,7 +91,7 @@ class Engine(HelperProtocol):
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
             self.run.heap_support,
             findings if self.options.get("network_holds_starts", True) else (),
-            self.run.pgs_seen, self.run.down_seen)
+            self.run.pgs_seen, self.run.down_seen, memory_targets)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs
@@ -100,11 +101,12 @@ class Engine(HelperProtocol):
                 self.run.down_seen[o.id] = now
         return self.snapshot
 
-    def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int]) -> None:
+    def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
+             memory_targets: Optional[Mapping[int, int]] = None) -> None:
         """Decide under the lock, talk to the mons without it: status, abort and
         helper-report never wait for a mon command (each is bounded by its own timeout)."""
         with self.lock:
-            snap = self.observe(osd_map, tree, pg_dump, now)
+            snap = self.observe(osd_map, tree, pg_dump, now, memory_targets)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
             self.plan_out = out
             if snap.epoch < self.run.progress.epoch:
@@ -176,7 +178,7 @@ class Engine(HelperProtocol):
             elif isinstance(action, A.HeapRelease):
                 if answer is not None:
                     self.run.heap_support[action.osd] = answer
-            elif isinstance(action, (A.GrantStart, A.RestartOsd)):
+            elif isinstance(action, (A.GrantStart, A.RestartOsd, A.StopOsd)):
                 result = self._instruct(action, snap, now)
             elif mon_cmd_for(action) is None:
                 result = "ignored: unknown action"
@@ -206,7 +208,8 @@ class Engine(HelperProtocol):
         self.run.record(now, epoch, d, result).update(facts or {})
 
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
-        op = "start" if isinstance(action, A.GrantStart) else "restart"
+        op = "start" if isinstance(action, A.GrantStart) else (
+            "stop" if isinstance(action, A.StopOsd) else "restart")
         if self.run.intent.mode == MODE_ABORT:        # abort came while this tick was acting
             return "not instructed: the run is aborted"
         if self.run.open_instructions(osd=action.osd):
@@ -249,9 +252,9 @@ class Engine(HelperProtocol):
                              % (self.run.progress.run_id, self.run.progress.phase))
         return self.prepare(budget, scope, concurrency, now)
 
-    def prepare(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
+    def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float) -> Intent:
         b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
-        check_concurrency(concurrency)
+        concurrency = check_concurrency(1 if concurrency is None else concurrency)
         if self.crush is None:
             raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
         buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())

@@ -37,7 +37,28 @@ def mon_cmd_for(action: A.Action) -> Optional[Dict[str, Any]]:
         return {"prefix": "osd unset", "key": action.flag}
     if isinstance(action, A.QueryOkToStop):
         return {"prefix": "osd ok-to-stop", "ids": [str(action.osd)], "format": "json"}
+    if isinstance(action, A.SetConfig) or (isinstance(action, A.RestoreConfig)
+                                           and action.value is not None):
+        return {"prefix": "config set", "who": action.who, "name": action.name,
+                "value": action.value}
+    if isinstance(action, A.RestoreConfig):
+        return {"prefix": "config rm", "who": action.who, "name": action.name}
     return None
+
+
+def memory_targets(config_dump: Any) -> Dict[int, int]:
+    """osd id -> its own osd_memory_target setting, from `config dump -f json` (sections
+    `osd.N` only: a class-wide or global value is what the OSD inherits, not its own)."""
+    out: Dict[int, int] = {}
+    for e in config_dump if isinstance(config_dump, list) else ():
+        sec = str(e.get("section", "")) if isinstance(e, dict) else ""
+        if e.get("name") == "osd_memory_target" and sec.startswith("osd.") and \
+                sec[4:].isdigit():
+            try:
+                out[int(sec[4:])] = int(float(e.get("value")))
+            except (TypeError, ValueError):
+                continue
+    return out
 
 
 class Executor(object):

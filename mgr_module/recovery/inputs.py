@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import math
 import re
-from typing import Iterable, Mapping, Sequence, Tuple
+from typing import Any, Iterable, Mapping, Sequence, Tuple
 
 from ceph_recovery.model import Budget
 
@@ -57,10 +57,16 @@ def budget_text(b: Budget) -> str:
     return "%d bytes" % int(b.value)
 
 
-def check_concurrency(n: int) -> int:
+def check_concurrency(n: Any) -> int:
+    """`--concurrency`: an integer 1..64 (starts in flight per host), or "auto" (0: as many as
+    the memory budget admits, each still gated by the observed load of the ones before)."""
+    if isinstance(n, str) and n.strip().lower() == "auto":
+        return 0
+    if isinstance(n, str) and n.strip().isdigit():
+        n = int(n.strip())
     if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > 64:
-        raise InputError(errno.EINVAL, "concurrency must be an integer between 1 and 64, got %r"
-                         % (n,))
+        raise InputError(errno.EINVAL, "concurrency must be an integer between 1 and 64 or "
+                         "'auto', got %r" % (n,))
     return n
 
 

@@ -22,6 +22,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
+    from .executor import memory_targets
     from .logs import make_logger
     from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
@@ -185,11 +186,24 @@ class Module(MgrModule):
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
+    def _memory_targets(self) -> Optional[Dict[int, int]]:
+        """Each OSD's own osd_memory_target setting (the core records it before it lowers
+        one, and restores exactly that); None when `config dump` does not answer (then no
+        OSD's setting is known, and the core lowers none: ceph_recovery.settings)."""
+        rc, out, _err = self.mon_command({"prefix": "config dump", "format": "json"})
+        if rc != 0:
+            return None
+        try:
+            return memory_targets(json.loads(out or "[]"))
+        except ValueError:
+            return None
+
     def _tick(self) -> None:
         osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
         with self._lock:
             self._read_options()
-        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now,
+                         self._memory_targets())
         with self._lock:
             self.engine.error = None
             checks = health_dict(self.engine.health_checks())
@@ -252,7 +266,8 @@ class Module(MgrModule):
 
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
-                  concurrency: int = 1, dry_run: bool = False) -> HandleCommandResult:
+                  concurrency: Optional[str] = None,
+                  dry_run: bool = False) -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
         bad = self._guard()
         if bad:

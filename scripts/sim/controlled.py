@@ -58,7 +58,7 @@ class Controlled:
             pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
                             if o.running else 0),
             down_since=o.down_since if not o.up else None,
-            heap_release=sim.p.heap_release)
+            heap_release=sim.p.heap_release, memory_target=0)
 
     def snapshot(self, sim) -> Snapshot:
         cl = sim.cl

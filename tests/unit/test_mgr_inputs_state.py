@@ -51,10 +51,36 @@ def test_buckets_unknown_is_enoent_and_osd_is_einval():
     assert inputs.split_scope(["r1,h2", " h3 "]) == ("r1", "h2", "h3")
 
 
-@pytest.mark.parametrize("n", [0, -1, 65, True])
+@pytest.mark.parametrize("n", [0, -1, 65, True, "0", "two", "", "1.5"])
 def test_bad_concurrency(n):
     with pytest.raises(inputs.InputError):
         inputs.check_concurrency(n)
+
+
+@pytest.mark.parametrize("n,want", [(1, 1), ("3", 3), ("auto", 0), (" AUTO ", 0), (64, 64)])
+def test_concurrency_auto_or_a_count(n, want):
+    assert inputs.check_concurrency(n) == want
+
+
+def test_config_actions_map_to_config_set_and_rm():
+    m = executor.mon_cmd_for
+    assert m(A.SetConfig(reason="", who="osd.4", name="osd_memory_target", value="2147483648")) \
+        == {"prefix": "config set", "who": "osd.4", "name": "osd_memory_target",
+            "value": "2147483648"}
+    assert m(A.RestoreConfig(reason="", who="osd.4", name="osd_memory_target", value=None)) \
+        == {"prefix": "config rm", "who": "osd.4", "name": "osd_memory_target"}
+    assert m(A.RestoreConfig(reason="", who="osd.4", name="osd_memory_target", value="3G")) \
+        == {"prefix": "config set", "who": "osd.4", "name": "osd_memory_target", "value": "3G"}
+
+
+def test_memory_targets_are_the_osds_own_settings_only():
+    dump = [{"section": "osd", "name": "osd_memory_target", "value": "3221225472"},
+            {"section": "osd.2", "name": "osd_memory_target", "value": "2147483648"},
+            {"section": "osd.3", "name": "osd_max_backfills", "value": "2"},
+            {"section": "osd.x", "name": "osd_memory_target", "value": "1"},
+            {"section": "osd.5", "name": "osd_memory_target", "value": "junk"}]
+    assert executor.memory_targets(dump) == {2: 2147483648}
+    assert executor.memory_targets({"not": "a list"}) == {}
 
 
 def test_run_state_round_trip():

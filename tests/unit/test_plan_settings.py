@@ -6,7 +6,7 @@ from __future__ import annotations
 from ceph_recovery.plan import plan
 from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, osd, sig, snap  # conftest.py
 
-TC = [osd(i, flags=frozenset({"noup"}), heap_release=True) for i in (3, 4, 5)]
+TC = [osd(i, flags=frozenset({"noup"}), heap_release=True, memory_target=0) for i in (3, 4, 5)]
 
 
 def test_a_constrained_tcmalloc_host_gets_a_lower_target_before_its_first_grant():
@@ -47,3 +47,18 @@ def test_settings_are_restored_at_the_end_or_kept_where_ram_cannot_hold_them():
         "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
     kept = [h for h in tight.health if h.code == "RECOVERY_SETTING_KEPT"]
     assert kept and kept[0].count == 3 and tight.progress.saved_config == saved
+
+
+def test_no_lever_when_the_osds_own_setting_is_unknown():
+    """Without `config dump` the shell cannot say what to restore: nothing is lowered."""
+    unknown = [osd(i, flags=frozenset({"noup"}), heap_release=True) for i in (3, 4, 5)]
+    assert not [a for a in plan(snap(*unknown, cluster_flags=RUNF), RUN, RUNNING, POL,
+                                NOW).actions if a.kind == "set_config"]
+
+
+def test_an_osds_own_setting_is_what_the_restore_puts_back():
+    own = [osd(i, flags=frozenset({"noup"}), heap_release=True, memory_target=3 << 30)
+           for i in (3, 4, 5)]
+    res = plan(snap(*own, cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
+    assert res.progress.saved_config == {
+        "osd.%d osd_memory_target" % i: str(3 << 30) for i in (3, 4, 5)}
