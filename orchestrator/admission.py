@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
-from .tick import Tick, fmt_bytes
+from .tick import LOAD_TO_PEAK_MIN, Tick, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
@@ -203,13 +203,20 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
     need = max(0, pred - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
+    probe = False
     if st["used"] + st["reserved"] + need > st["budget"]:
-        st["blocked"] = True
-        _no_fit(t, o, st, pred, need)
-        return
+        probe = _probe_fits(t, o, st, pred)
+        if not probe:
+            st["blocked"] = True
+            _no_fit(t, o, st, pred, need)
+            return
     t.emit("grants", GrantStart(
         osd=o.id, host=o.host, predicted_bytes=pred,
-        reason="used %s + reserved %s + predicted %s <= budget %s" % (
+        reason=("probe: predicted peak %s does not fit budget %s (used %s), its load (at most "
+                "1/%g of the peak) does; it boots only if its peak, re-predicted from the load "
+                "it shows in preboot, fits" % (fmt_bytes(pred), fmt_bytes(st["budget"]),
+                                                fmt_bytes(st["used"]), LOAD_TO_PEAK_MIN))
+        if probe else "used %s + reserved %s + predicted %s <= budget %s" % (
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
             fmt_bytes(st["budget"]))))
     t.granted[o.id] = t.now
@@ -223,6 +230,21 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
     st["next_osd"], st["predicted"] = None, None
     if st["slots"] <= 0:
         st["gate"] = "%d in flight" % len(st["in_flight"])
+
+
+def _probe_fits(t: Tick, o: OsdState, st: dict, pred: int) -> bool:
+    """A probe start: on a host where no OSD runs (the run's first start there: nothing in
+    flight, settling or restartable), an OSD whose predicted peak does not fit may still start
+    if its load does: a process in preboot holds only its
+    load (at most 1/LOAD_TO_PEAK_MIN of its peak, the core's own load bound), and gate 2
+    (inflight._boot_fits) lets it boot only if the peak re-predicted from the load it shows
+    fits. A prediction too high for this cluster then costs a preboot, not a refused start."""
+    host = o.host
+    if st["in_flight"] or any(t.view.host_of(x) == host for x in t.settling) or \
+            t.state not in ("new", "running") or o.process != PROC_STOPPED or \
+            any(x.up or x.process != PROC_STOPPED for x in t.view.by_host.get(host, ())):
+        return False
+    return st["used"] + st["reserved"] + pred / LOAD_TO_PEAK_MIN <= st["budget"]
 
 
 def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:

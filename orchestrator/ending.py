@@ -3,7 +3,8 @@
 Rules:
 - service restored: the first tick of a run at which every PG is active (Progress.service_at;
   `ceph recovery status` shows it beside "all up").
-- stalled: candidates are left, nothing is granted, no OSD this run started is still settling
+- stalled: candidates are left, nothing is granted (but OSDs gate 2 keeps in preboot: their
+  peak does not fit), no OSD this run started is still settling
   (its memory may still fall as its PGs recover: settling lasts at most SETTLE_MAX_S), and
   this tick granted or booted nothing. Heap releases, ok-to-stop queries and restarts that
   never lead to a start do not count as progress (they can repeat forever when the budget
@@ -35,7 +36,7 @@ def _progressing(t: Tick) -> bool:
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and not
            a.reason.startswith("re-grant")] + [a for a in t.stage["boots"]
                                                if isinstance(a, AllowBoot)]
-    return bool(new or t.granted or t.settling)
+    return bool(new or set(t.granted) - t.kept_preboot or t.settling)
 
 
 def end_if_stalled(t: Tick, restore) -> bool:

@@ -173,20 +173,22 @@ def boots(t: Tick) -> None:
 
 
 def _boot_fits(t: Tick, o) -> bool:
-    """A preboot rss above the predicted peak voids the prediction its grant was admitted on:
-    re-predict the peak as peak_from_load(that rss) and boot only if the growth still fits
-    the host's budget; otherwise keep it in preboot (noup) and say why."""
+    """Gate 2: boot only if the growth still to come fits the host's budget. The peak is the
+    prediction, or peak_from_load(the preboot rss) when that is higher (a load above the
+    prediction voids it); the growth is that peak minus the rss already in `used`. Otherwise
+    the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says why."""
     predicted = t.predict(o.id)
-    if o.rss_bytes <= predicted:
-        return True
+    peak = max(predicted, peak_from_load(o.rss_bytes))
+    growth = max(0, peak - o.rss_bytes)
     hm = t.view.hostmem.get(o.host)
-    growth = peak_from_load(o.rss_bytes) - o.rss_bytes
-    if hm is not None and hm.mem_used + growth <= t.budget(o.host):
+    if hm is None or hm.mem_used + growth <= t.budget(o.host):
         return True
-    t.health("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d load-time rss %.0f MiB is above its "
-             "predicted peak %.0f MiB and %.0f MiB more would not fit the budget: kept in "
-             "preboot (noup), not booted" % (o.host, o.id, o.rss_bytes / 1048576.0,
-                                              predicted / 1048576.0, growth / 1048576.0))
+    t.kept_preboot.add(o.id)
+    t.health("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d needs %.0f MiB more to peak (load-time "
+             "rss %.0f MiB, predicted peak %.0f MiB), used %.0f MiB, budget %.0f MiB: kept in "
+             "preboot (noup), not booted" % (
+                 o.host, o.id, growth / 1048576.0, o.rss_bytes / 1048576.0,
+                 peak / 1048576.0, hm.mem_used / 1048576.0, t.budget(o.host) / 1048576.0))
     return False
 
 

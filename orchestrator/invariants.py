@@ -10,8 +10,9 @@ from typing import Dict, List, Optional
 from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd, StopOsd,
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
-                    RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
+                    PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
+from .tick import LOAD_TO_PEAK_MIN
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
@@ -57,6 +58,7 @@ def _in_flight(actions, intent, newp, new: View) -> List[str]:
 def _grants(actions, intent, progress, old: View, summary, policies) -> List[str]:
     errs: List[str] = []
     need: Dict[str, int] = {}
+    probes: Dict[str, int] = {}
     for a in actions:
         if not isinstance(a, GrantStart):
             continue
@@ -75,6 +77,7 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
         if o.id in progress.granted:
             continue            # a re-grant: admitted (and reserved) when first granted
         need[o.host] = need.get(o.host, 0) + max(0, a.predicted_bytes - o.rss_bytes)
+        probes[o.host] = probes.get(o.host, 0) + 1
         if a.predicted_bytes <= 0:
             errs.append("I3: osd.%d granted with predicted_bytes %d" % (a.osd, a.predicted_bytes))
     for h, n in sorted(need.items()):
@@ -83,10 +86,20 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
             budget = policies.budget(hm, intent.budget)
         else:
             budget = (summary.get("hosts", {}).get(h) or {}).get("budget")
+        if budget is not None and probes[h] == 1 and _probe(old, progress, h) and \
+                hm.mem_used + n / LOAD_TO_PEAK_MIN <= budget:
+            continue        # a probe: only its load must fit (admission._probe_fits)
         if budget is None or hm.mem_used + n > budget:
             errs.append("I3: grants on %s need %d + used %d > budget %s"
                         % (h, n, hm.mem_used, budget))
     return errs
+
+
+def _probe(old: View, progress, host: str) -> bool:
+    """Nothing of this run in flight or settling on `host` (where a probe start may go)."""
+    return not old.in_flight(progress.granted).get(host) and \
+        not any(old.host_of(x) == host for x in progress.settling) and \
+        not any(o.up or o.process != PROC_STOPPED for o in old.by_host.get(host, ()))
 
 
 def _restarts(actions, snapshot, intent, progress, now) -> List[str]:

@@ -98,6 +98,7 @@ class Tick:
         self.new_restarts: Set[int] = set()
         self.over: Set[str] = set()               # hosts over budget this tick
         self.rss_flat: Set[int] = set()           # granted OSDs whose rss stopped growing
+        self.kept_preboot: Set[int] = set()       # granted OSDs gate 2 keeps in preboot
         self.hosts_summary: Dict[str, dict] = {}
         self._budgets: Dict[str, int] = {}
         self._pred: Dict[int, int] = {}

@@ -94,3 +94,20 @@ def test_an_osd_outgrowing_the_budget_is_stopped_before_the_kernel_kills_it():
     unknown = plan(snap(grown, *HELD[1:], used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF),
                    RUN, p, POL, NOW)
     assert [sig(a) for a in unknown.actions] == ["query_ok_to_stop osd=3"]
+
+
+def test_a_probe_whose_peak_does_not_fit_stays_in_preboot_and_the_run_still_ends():
+    """osd.3 was started as a probe (its 500 MiB peak did not fit, its load did) and shows a
+    flat 240 MiB load in preboot: 6.2 GiB used + 260 MiB to its peak > 6.4 GiB, so gate 2
+    keeps it held (no allow_boot), says why, and the stall clock runs (a probe kept in preboot
+    is not progress): the run ends after STALL_END_S instead of waiting on it forever."""
+    from plancases import PRE3
+    p = RUNNING.evolve(granted={3: NOW - 30}, peaks={3: 240 * MiB})
+    s = snap(PRE3, *HELD[1:], used={"h1": int(6.2 * GiB)}, cluster_flags=RUNF)
+    res = plan(s, RUN, p, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    assert any("osd.3 needs 260 MiB more to peak" in d for h in res.health
+               if h.code == "RECOVERY_BUDGET_TOO_SMALL" for d in h.detail)
+    assert res.progress.stalled_since == NOW
+    end = plan(s, RUN, res.progress, POL, NOW + STALL_END_S)
+    assert [sig(a) for a in end.actions][-1] == "done"

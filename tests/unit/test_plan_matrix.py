@@ -40,9 +40,14 @@ CASES = [
     pytest.param(snap(*[osd(i, rss_bytes=3 * GiB) for i in range(3)], *HELD,
                       cluster_flags=RUNF), RUN, RUNNING, [G % 3], (), "running",
                  id="peer_floor_ignores_fat_survivors_on_other_hosts"),
-    pytest.param(snap(*HELD, used={"h1": 6 * GiB}, cluster_flags=RUNF), RUN, RUNNING,
+    # 6.4 GiB used of 6.4 GiB: neither the 500 MiB peak nor its load (<= 250 MiB) fits
+    pytest.param(snap(*HELD, used={"h1": int(6.4 * GiB)}, cluster_flags=RUNF), RUN, RUNNING,
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="no_grant_when_budget_does_not_admit"),
+    # 6 GiB used: the 500 MiB peak does not fit, its load does, and no OSD runs on h1: a
+    # probe start (it boots only if the peak re-predicted from its load fits)
+    pytest.param(snap(*HELD, used={"h1": 6 * GiB}, cluster_flags=RUNF), RUN, RUNNING,
+                 [G % 3], (), "running", id="probe_start_when_only_the_load_fits"),
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), RUN,
                  RUNNING.evolve(granted={3: NOW - 15}), ["wait"], (), "running",
                  id="allow_boot_waits_for_a_second_rss_sample"),
