@@ -27,6 +27,7 @@ cp -r "$work/policies" "$work/pylib/ceph_recovery/policies"
   tests/unit/test_mgr_text.py tests/unit/test_invariants.py tests/unit/test_model_persist.py \
   tests/unit/test_plan_interrupted.py tests/unit/test_plan_load_bound.py \
   tests/unit/test_plan_matrix.py tests/unit/test_plan_properties.py \
-  tests/unit/test_plan_settling.py tests/policies
+  tests/unit/test_plan_settling.py tests/unit/test_plan_ending.py \
+  tests/unit/test_plan_settings.py tests/policies
 chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:/opt/ceph-recovery/deps:$tdeps" \
   python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$@"
