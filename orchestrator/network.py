@@ -372,17 +372,3 @@ def network_health(findings: Iterable[Finding]) -> Optional[HealthCheck]:
                        summary="%d network finding(s) (%s); new OSD starts held on %s"
                        % (len(fs), ", ".join(kinds), ", ".join(hosts_with_findings(fs))),
                        detail=detail, count=len(fs))
-
-
-def network_view(network_by_host: Mapping[str, Mapping], findings: Iterable[Finding],
-                 now: float) -> Dict[str, Any]:
-    """JSON of `ceph recovery network`: per-host data, host-pair matrix, findings
-    (see ceph_recovery.netview)."""
-    from .netview import build_view
-    return build_view(network_by_host, findings, now)
-
-
-def network_text(view: Mapping[str, Any]) -> str:
-    """Plain-text rendering of network_view() for `ceph recovery network` without -f json."""
-    from .netview import render_text
-    return render_text(view)

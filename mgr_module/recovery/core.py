@@ -84,19 +84,19 @@ def network_findings(network_by_host: Mapping[str, Any], previous: Tuple[Any, ..
 def network_view(network_by_host: Mapping[str, Any], findings: Tuple[Any, ...],
                  now: float) -> Dict[str, Any]:
     try:
-        from ceph_recovery import network  # type: ignore
+        from ceph_recovery import netview  # type: ignore
     except ImportError as e:
-        return {"error": "ceph_recovery.network not available: %s" % e, "findings": []}
-    view = network.network_view(network_by_host, findings, now)
+        return {"error": "ceph_recovery.netview not available: %s" % e, "findings": []}
+    view = netview.build_view(network_by_host, findings, now)
     return view if isinstance(view, dict) else {"view": view}
 
 
 def network_text(view: Mapping[str, Any]) -> str:
-    """The plain-text table of a network_view() (ceph_recovery.network.network_text)."""
+    """The plain-text table of a network_view() (ceph_recovery.netview.render_text)."""
     if "error" in view and "pairs" not in view:
         return "network view unavailable: %s\n" % view["error"]
-    from ceph_recovery import network  # type: ignore
-    return network.network_text(view) + "\n"
+    from ceph_recovery import netview  # type: ignore
+    return netview.render_text(view) + "\n"
 
 
 def plan_available() -> Tuple[bool, str]:

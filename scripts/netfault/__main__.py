@@ -117,7 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _watch(a) -> int:
     """NetWatch on the lab: a line per change of the findings, the view at the end."""
     import time
-    from ceph_recovery import network
+    from ceph_recovery import netview, network
     from .watch import NetWatch
     last = None
     with NetWatch(a.lab_dir, interval_s=a.interval) as w:
@@ -129,8 +129,8 @@ def _watch(a) -> int:
                 print(json.dumps({"time": time.time(), "findings": [
                     network.finding_dict(f) for f in w.findings]}), flush=True)
                 last = now
-        view = network.network_view(w.latest, w.findings, time.time())
-    print(json.dumps(view, sort_keys=True) if a.json else network.network_text(view))
+        view = netview.build_view(w.latest, w.findings, time.time())
+    print(json.dumps(view, sort_keys=True) if a.json else netview.render_text(view))
     return 0
 
 

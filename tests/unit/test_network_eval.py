@@ -5,6 +5,7 @@ import copy
 import json
 import os
 
+from ceph_recovery import netview
 from ceph_recovery import network as N
 from ceph_recovery.model import Finding
 
@@ -103,7 +104,7 @@ def test_unreachable_peer_is_not_a_finding_but_shows_in_the_view():
         for pr in nets[src]["peers"][dst]["probes"].values():
             pr["received"] = 0
     assert N.evaluate(nets, (), T) == ()
-    view = N.network_view(nets, (), T)
+    view = netview.build_view(nets, (), T)
     row = [p for p in view["pairs"] if p["hosts"] == ["h1", "h3"]][0]
     assert row["unreachable"] is True and row["loss"]["84"] == 1.0
 
@@ -149,7 +150,7 @@ def test_custom_thresholds():
 def test_network_view_json_shape_and_health():
     nets = cycle("jumbo_h1_h3")
     fs = N.evaluate(nets, (), T)
-    view = N.network_view(nets, fs, T + 1)
+    view = netview.build_view(nets, fs, T + 1)
     json.dumps(view)
     assert [p["hosts"] for p in view["pairs"]] == [["h1", "h2"], ["h1", "h3"], ["h2", "h3"]]
     row = view["pairs"][1]
@@ -158,7 +159,7 @@ def test_network_view_json_shape_and_health():
     assert set(view["hosts"]) == {"h1", "h2", "h3"} and view["hosts"]["h1"]["mtu"] == 9000
     assert view["findings"] == [{"hosts": ["h1", "h3"], "kind": "jumbo_loss", "since": T,
                                  "value": fs[0].value, "detail": fs[0].detail}]
-    text = N.network_text(view)
+    text = netview.render_text(view)
     assert "h1<->h3" in text and "jumbo_loss" in text
     hc = N.network_health(fs)
     assert hc.code == "RECOVERY_NETWORK_DEGRADED" and "h1<->h3: jumbo_loss" in hc.detail[0]
