@@ -12,7 +12,7 @@ from ceph_recovery.actions import Action, HeapRelease, QueryOkToStop, RestartOsd
 from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress
 from ceph_recovery.plan import plan
 from ceph_recovery.policies import REGISTRY, resolve
-from ceph_recovery.stepper import make_model
+from stepper import make_model
 
 MiB, GiB = 1 << 20, 1 << 30
 ARITY = {"start_order": 2, "budget": 2, "footprint": 3, "over_budget": 6}

@@ -1,6 +1,6 @@
 """Interrupted plans: re-plan from every intermediate state of a run and still converge.
 
-A run of the deterministic stepper model (ceph_recovery.stepper) is recorded once; then, for
+A run of the deterministic stepper model (tests/stepper.py) is recorded once; then, for
 every tick k, the run is replayed to k and interrupted in one of four ways before it goes on:
   reload     progress goes through the JSON store (mgr failover with a fresh store)
   lost_save  the actions of tick k-1 were carried out but its new progress was never saved
@@ -20,7 +20,7 @@ from ceph_recovery.model import RUN_CLUSTER_FLAGS, Intent, Progress
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
-from ceph_recovery.stepper import drive, make_model
+from stepper import drive, make_model
 
 MiB = 1 << 20
 DT = 5.0

@@ -16,7 +16,7 @@ from ceph_recovery.model import Budget, Intent, Progress
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policies.footprint import prior
-from ceph_recovery.stepper import make_model
+from stepper import make_model
 from ceph_recovery.view import View
 
 MiB = 1 << 20

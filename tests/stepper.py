@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
-from .actions import (Action, AllowBoot, GrantStart, HeapRelease, HoldBucket, HoldOsd,
+from ceph_recovery.actions import (Action, AllowBoot, GrantStart, HeapRelease, HoldBucket, HoldOsd,
                       QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag)
-from .model import HostMem, OsdState, Snapshot
+from ceph_recovery.model import HostMem, OsdState, Snapshot
 
 MiB = 1 << 20
 
