@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
-from .tick import LOAD_TO_PEAK_MIN, Tick, fmt_bytes
+from .tick import PROBE_LOAD_FRACTION, Tick, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
@@ -213,9 +213,9 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
     t.emit("grants", GrantStart(
         osd=o.id, host=o.host, predicted_bytes=pred,
         reason=("probe: predicted peak %s does not fit budget %s (used %s), its load (at most "
-                "1/%g of the peak) does; it boots only if its peak, re-predicted from the load "
+                "%.2f of the peak) does; it boots only if its peak, re-predicted from the load "
                 "it shows in preboot, fits" % (fmt_bytes(pred), fmt_bytes(st["budget"]),
-                                                fmt_bytes(st["used"]), LOAD_TO_PEAK_MIN))
+                                                fmt_bytes(st["used"]), PROBE_LOAD_FRACTION))
         if probe else "used %s + reserved %s + predicted %s <= budget %s" % (
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
             fmt_bytes(st["budget"]))))
@@ -236,15 +236,17 @@ def _probe_fits(t: Tick, o: OsdState, st: dict, pred: int) -> bool:
     """A probe start: on a host where no OSD runs (the run's first start there: nothing in
     flight, settling or restartable), an OSD whose predicted peak does not fit may still start
     if its load does: a process in preboot holds only its
-    load (at most 1/LOAD_TO_PEAK_MIN of its peak, the core's own load bound), and gate 2
+    load (at most PROBE_LOAD_FRACTION of its peak), and gate 2
     (inflight._boot_fits) lets it boot only if the peak re-predicted from the load it shows
-    fits. A prediction too high for this cluster then costs a preboot, not a refused start."""
+    fits. A prediction too high for this cluster then costs a preboot, not a refused start.
+    It rests on the load being at most PROBE_LOAD_FRACTION of the predicted peak: a larger
+    load (spent in init(), before any gate can act) goes over the budget."""
     host = o.host
     if st["in_flight"] or any(t.view.host_of(x) == host for x in t.settling) or \
             t.state not in ("new", "running") or o.process != PROC_STOPPED or \
             any(x.up or x.process != PROC_STOPPED for x in t.view.by_host.get(host, ())):
         return False
-    return st["used"] + st["reserved"] + pred / LOAD_TO_PEAK_MIN <= st["budget"]
+    return st["used"] + st["reserved"] + pred * PROBE_LOAD_FRACTION <= st["budget"]
 
 
 def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:

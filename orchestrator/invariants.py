@@ -12,7 +12,7 @@ from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, Hold
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
-from .tick import LOAD_TO_PEAK_MIN
+from .tick import PROBE_LOAD_FRACTION
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
@@ -87,7 +87,7 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
         else:
             budget = (summary.get("hosts", {}).get(h) or {}).get("budget")
         if budget is not None and probes[h] == 1 and _probe(old, progress, h) and \
-                hm.mem_used + n / LOAD_TO_PEAK_MIN <= budget:
+                hm.mem_used + n * PROBE_LOAD_FRACTION <= budget:
             continue        # a probe: only its load must fit (admission._probe_fits)
         if budget is None or hm.mem_used + n > budget:
             errs.append("I3: grants on %s need %d + used %d > budget %s"

@@ -22,6 +22,9 @@ MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observati
 WARMUP_OBSERVATIONS = 3     # measured starts before more than one start per host is in flight
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
 PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/design.md, Ceph facts)
+PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
+                                # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
+                                # 1.18 of 6 GiB)
 LOAD_TO_PEAK_MIN = 2.0      # peering + recovery add at least load-time rss again (docs/design.md:
                             # lab 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
 

@@ -40,7 +40,7 @@ CASES = [
     pytest.param(snap(*[osd(i, rss_bytes=3 * GiB) for i in range(3)], *HELD,
                       cluster_flags=RUNF), RUN, RUNNING, [G % 3], (), "running",
                  id="peer_floor_ignores_fat_survivors_on_other_hosts"),
-    # 6.4 GiB used of 6.4 GiB: neither the 500 MiB peak nor its load (<= 250 MiB) fits
+    # 6.4 GiB used of 6.4 GiB: neither the 500 MiB peak nor its load (<= 167 MiB) fits
     pytest.param(snap(*HELD, used={"h1": int(6.4 * GiB)}, cluster_flags=RUNF), RUN, RUNNING,
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="no_grant_when_budget_does_not_admit"),

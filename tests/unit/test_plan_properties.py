@@ -13,6 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ceph_recovery.model import Budget, Intent, Progress
+from ceph_recovery.tick import PROBE_LOAD_FRACTION
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policies.footprint import prior
@@ -89,10 +90,12 @@ def test_every_run_ends_all_up_or_says_why(case):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HC.too_slow])
 @given(clusters())
 def test_budget_never_exceeded_when_predictions_hold(case):
-    """With the static prior and every real peak below it, no host that started within its
-    budget ever goes over it, and nothing is OOM-killed."""
+    """With the static prior, every real peak below it and every load within the probe's
+    share of it (PROBE_LOAD_FRACTION: a probe start admits the load alone), no host that
+    started within its budget ever goes over it, and nothing is OOM-killed."""
     model, intent = case
     assume(all(model.used(h) <= ram for h, ram in model.host_ram.items()))
+    model.load_fraction = PROBE_LOAD_FRACTION
     intent = intent.__class__(**{**intent.__dict__, "footprint": "static"})
     for o in model.osds.values():
         o.peak = min(o.peak, prior(o.pgs, 0, 0.0))
