@@ -14,6 +14,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TARGET = os.path.join(ROOT, "tests", "integration", "test_module_commands.py")
 
 
+def _readable_by_everyone(path):
+    """The unprivileged run uses this interpreter's environment: tox makes .tox/ 0700, so open
+    the directories above sys.prefix (up to /) for reading and traversal."""
+    path = os.path.abspath(path)
+    while path != os.path.dirname(path):
+        mode = os.stat(path).st_mode
+        if mode & 0o005 != 0o005:
+            os.chmod(path, mode | 0o005)
+        path = os.path.dirname(path)
+
+
 def run_unprivileged(extra_env):
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", ROOT,
             "-c", os.path.join(ROOT, "tox.ini"), TARGET]
@@ -21,6 +32,7 @@ def run_unprivileged(extra_env):
         if shutil.which("setpriv") is None:
             pytest.skip("needs setpriv to drop root")
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + argv
+        _readable_by_everyone(sys.prefix)
     env = dict(os.environ, HOME="/tmp", **extra_env)
     env.pop("CEPH_RECOVERY_ALLOW_SKIP", None) if not extra_env else None
     return subprocess.run(argv, capture_output=True, text=True, cwd="/tmp", env=env,
