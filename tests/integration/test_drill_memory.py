@@ -202,18 +202,27 @@ def assert_safe(r, budget):
 
 
 def test_over_budget_path_heap_release_then_restart(runs):
-    r = runs["fit"]
-    budget = r["fit_first"]["budget_bytes"]
+    """Heap release (or known unsupported), then a restart cleared by ok-to-stop: on the
+    fit-first run when its first OSD crossed the budget (1.05 x its own prediction: whether it
+    does varies run to run, CI saw a 300 MiB peak under a 309 MiB budget), else on the restart
+    run, whose second start fits only once the first OSD is restarted. One of them must
+    restart: the test fails when neither did."""
+    name = next((n for n in ("fit", "restart") if any(
+        j["action"]["kind"] == "restart_osd" for j in runs[n]["journal"])), None)
+    assert name, ("no restart in the fit-first nor the restart run: the over-budget path "
+                  "under test did not run", [j["action"]["kind"] for j in runs["fit"]["journal"]])
+    r = runs[name]
+    budget = r["fit_first"]["budget_bytes"] if name == "fit" else runs["restart_budget"]
     assert_safe(r, budget)
-    # the budget was below what two fresh OSDs of this run need together (both peaks when
-    # both started, else twice the one that did: same host, same share of the data)
-    peaks = [int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in runs["h2_osds"]]
-    together = sum(peaks) if all(peaks) else 2 * max(peaks)
-    assert budget < together, (peaks, budget)
+    if name == "fit":
+        # the budget was below what two fresh OSDs of this run need together (both peaks
+        # when both started, else twice the one that did: same host, same share of the data)
+        peaks = [int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in runs["h2_osds"]]
+        together = sum(peaks) if all(peaks) else 2 * max(peaks)
+        assert budget < together, (peaks, budget)
     journal = r["journal"]
     kinds = [j["action"]["kind"] for j in journal]
     restarts = [j for j in journal if j["action"]["kind"] == "restart_osd"]
-    assert restarts, ("no restart: the over-budget path under test did not run", kinds)
     heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
     assert all(j["answer"]["heap_supported"] is False for j in heap), heap
     first = restarts[0]["action"]["osd"]
