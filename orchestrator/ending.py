@@ -33,9 +33,8 @@ def track_service(t: Tick) -> None:
 
 
 def _progressing(t: Tick) -> bool:
-    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and not
-           a.reason.startswith("re-grant")] + [a for a in t.stage["boots"]
-                                               if isinstance(a, AllowBoot)]
+    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
+           t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     return bool(new or set(t.granted) - t.kept_preboot or t.settling)
 
 

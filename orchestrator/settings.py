@@ -52,11 +52,12 @@ def _base(t: Tick, host: str) -> int:
 
 def lower_targets(t: Tick) -> None:
     """First tick of a run (and while it runs): lower the target on constrained hosts."""
+    down = {c.id for c in t.view.candidates}
     for host in t.view.scope_hosts():
         if host not in t.view.hostmem:
             continue
         osds = t.view.by_host.get(host, [])
-        cands = [o for o in osds if o.id in {c.id for c in t.view.candidates}]
+        cands = [o for o in osds if o.id in down]
         if not cands:
             continue
         room = t.budget(host) - _base(t, host) - max(t.predict(o.id) for o in cands)
