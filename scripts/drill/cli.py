@@ -15,33 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from typing import List, Optional
 
-import structlog
-
+from ..common.logs import configure_logging
+from ..common.sizes import size_arg
 from .runner import Drill, DrillOptions
 
-SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 SUMMARY_KEYS = ("mode", "start_order", "max_in_flight_per_host", "peak_mem_bytes_by_host",
                 "budget_bytes_by_host", "oom_kills_by_host", "process_starts_by_osd",
                 "objects_written", "objects_verified_ok", "time_to_all_up_s",
                 "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s", "final_health")
-
-
-def parse_size(text: str) -> int:
-    t = text.strip().upper().replace("IB", "").rstrip("B")
-    unit = t[-1] if t and t[-1] in SIZE_UNITS else ""
-    num = t[:-1] if unit else t
-    try:
-        value = int(float(num) * SIZE_UNITS[unit])
-    except ValueError:
-        raise argparse.ArgumentTypeError("not a size: %r (use e.g. 600M, 1G, bytes)" % text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("size must be > 0: %r" % text)
-    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,12 +35,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", required=True, help="lab directory (brought up if empty)")
     p.add_argument("--fail", required=True, help="host:NAME or rack:NAME")
     p.add_argument("--budget", default="80%", help="memory budget per host: 80%% or bytes/24G")
-    p.add_argument("--host-mem-limit", type=parse_size, default=None,
+    p.add_argument("--host-mem-limit", type=size_arg, default=None,
                    help="memory cgroup limit of the failed hosts during recovery")
     p.add_argument("--naive", action="store_true", help="start every failed OSD at once")
     p.add_argument("--objects", type=int, default=2000,
                    help="objects written before, and again during, the outage")
-    p.add_argument("--object-size", type=parse_size, default=4096)
+    p.add_argument("--object-size", type=size_arg, default=4096)
     p.add_argument("--downtime", type=float, default=30.0, help="seconds the domain stays down")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for recovery")
     p.add_argument("--restart-mgr-after", type=float, default=None,
@@ -82,11 +67,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
               file=sys.stderr)
         return 2
-    structlog.configure(processors=[structlog.processors.TimeStamper(fmt="iso"),
-                                    structlog.processors.add_log_level,
-                                    structlog.processors.JSONRenderer()],
-                        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-                        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    configure_logging()
     module_dir = args.module_dir
     if module_dir is None:
         from ceph_recovery_tools.lab import bootstrap

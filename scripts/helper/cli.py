@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import socket
 import sys
@@ -28,16 +27,8 @@ EXIT_ALLOW, EXIT_HELD, EXIT_ERROR = 0, 1, 2
 
 
 def configure_logging(level: str = "info") -> None:
-    import structlog
-    structlog.configure(
-        processors=[structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso", utc=True),
-                    structlog.processors.format_exc_info,
-                    structlog.processors.JSONRenderer(sort_keys=True)],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(logging, level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False)
+    from ..common.logs import configure_logging as configure
+    configure(level)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

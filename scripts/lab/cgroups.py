@@ -10,9 +10,10 @@ import os
 import time
 from typing import Dict, Optional
 
+from ..common import cgroup
+
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
-_UNLIMITED_V1 = 1 << 62
 
 
 def detect_version() -> int:
@@ -93,38 +94,10 @@ def _rmdir_retry(path: str, timeout: float) -> bool:
             time.sleep(0.2)
 
 
-def _read_int(path: str) -> Optional[int]:
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    return None if text == "max" else int(text)
-
-
-def _read_keyed(path: str) -> Dict[str, int]:
-    out: Dict[str, int] = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if value.strip().lstrip("-").isdigit():
-                    out[key] = int(value)
-    except OSError:
-        pass
-    return out
-
-
 def memory(version: int, path: str) -> Dict[str, Optional[int]]:
-    """{"usage", "limit" (None = unlimited), "oom_kill", "max_usage"} of one group."""
-    if version == 1:
-        limit = _read_int(os.path.join(path, "memory.limit_in_bytes"))
-        return {"usage": _read_int(os.path.join(path, "memory.usage_in_bytes")) or 0,
-                "limit": None if limit is None or limit >= _UNLIMITED_V1 else limit,
-                "oom_kill": _read_keyed(os.path.join(path, "memory.oom_control")).get("oom_kill", 0),
-                "max_usage": _read_int(os.path.join(path, "memory.max_usage_in_bytes")) or 0}
-    usage = _read_int(os.path.join(path, "memory.current")) or 0
-    peak = _read_int(os.path.join(path, "memory.peak"))
-    return {"usage": usage, "limit": _read_int(os.path.join(path, "memory.max")),
-            "oom_kill": _read_keyed(os.path.join(path, "memory.events")).get("oom_kill", 0),
-            "max_usage": peak if peak is not None else usage}
+    """{"usage", "limit" (None = unlimited), "oom_kill", "max_usage"} of one group; zeros
+    when the group is gone or unreadable."""
+    try:
+        return cgroup.read(path, version)
+    except (OSError, ValueError):
+        return {"usage": 0, "limit": None, "oom_kill": 0, "max_usage": 0}

@@ -8,29 +8,12 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-import structlog
-
+from ..common.logs import configure_logging
+from ..common.sizes import format_bytes, size_arg
 from . import bootstrap, build, launch, procs, release, teardown
-from .names import parse_bytes
 from .state import load_state
 
 EXIT_USAGE = 2
-
-
-def configure_logging() -> None:
-    renderer = (structlog.dev.ConsoleRenderer() if sys.stderr.isatty()
-                else structlog.processors.JSONRenderer())
-    structlog.configure(
-        processors=[structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso"), renderer],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-
-
-def _bytes_arg(text: str) -> int:
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _positive(text: str) -> int:
@@ -49,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--racks", type=_positive, default=2)
     up.add_argument("--osds-per-host", type=_positive, default=2)
     up.add_argument("--objectstore", choices=("bluestore", "memstore"), default="bluestore")
-    up.add_argument("--host-mem-limit", type=_bytes_arg, default=None,
+    up.add_argument("--host-mem-limit", type=size_arg, default=None,
                     help="memory cgroup limit per lab host, e.g. 600M, 1G")
     up.add_argument("--netns", action="store_true", help="each lab host in its own netns")
     up.add_argument("--no-helpers", dest="helpers", action="store_false")
@@ -149,9 +132,8 @@ def _print_status(st: Dict[str, Any]) -> None:
     console.print(table)
     mem = Table("host", "usage MiB", "limit MiB", "max MiB", "oom_kill")
     for host, m in st["memory"].items():
-        mem.add_row(host, f"{m['usage'] / 2**20:.0f}",
-                    "-" if m["limit"] is None else f"{m['limit'] / 2**20:.0f}",
-                    f"{m['max_usage'] / 2**20:.0f}", str(m["oom_kill"]))
+        mem.add_row(host, *(format_bytes(m[k], "MiB") for k in ("usage", "limit", "max_usage")),
+                    str(m["oom_kill"]))
     console.print(mem)
 
 
@@ -171,7 +153,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    configure_logging()
+    configure_logging(console_on_tty=True)
     if os.geteuid() != 0:
         print("ceph-recovery-lab: must run as root (cgroups, namespaces)", file=sys.stderr)
         return EXIT_USAGE

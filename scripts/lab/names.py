@@ -1,4 +1,4 @@
-"""Pure helpers of the lab: size parsing, names derived from the lab directory, topology.
+"""Pure helpers of the lab: names derived from the lab directory, topology.
 
 Several labs (one per engineer, per test session) run on the same machine at once, so every
 kernel object a lab makes (cgroup, network namespace, bridge, veth, nft table, subnet) carries a
@@ -10,22 +10,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
-import re
 from typing import Dict, Iterable, List, Tuple
-
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_bytes(text: str) -> int:
-    """'600M' -> 629145600, '1G', '1.5GiB', '4096' -> bytes (binary units). ValueError if bad."""
-    match = _SIZE_RE.match(str(text))
-    if not match:
-        raise ValueError(f"not a size: {text!r} (use e.g. 600M, 1G, 1073741824)")
-    value = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
-    if value < 1:
-        raise ValueError(f"size must be positive: {text!r}")
-    return int(value)
 
 
 def lab_hash(lab_dir: str) -> str:

@@ -1,12 +1,10 @@
 """The drill's measurements from samples: exact values on hand-made sample series."""
 from __future__ import annotations
 
-import argparse
 
 import pytest
 
 from ceph_recovery_tools.drill import report
-from ceph_recovery_tools.drill.cli import parse_size
 from ceph_recovery_tools.drill.runner import failed_hosts, fit_first_budget, process_starts
 from ceph_recovery_tools.drill.sampler import pg_summary
 
@@ -77,18 +75,13 @@ def test_journal_filter_and_module_in_flight():
     assert report.module_max_in_flight(series) == {"h3": 1}
 
 
-def test_failed_hosts_and_sizes():
+def test_failed_hosts():
     state = {"hosts": {"h1": {"rack": "r1"}, "h2": {"rack": "r2"}, "h3": {"rack": "r1"}}}
     assert failed_hosts(state, "host:h2") == ["h2"]
     assert failed_hosts(state, "rack:r1") == ["h1", "h3"]
     for bad in ("host:h9", "rack:r9", "h2", "zone:z1"):
         with pytest.raises(ValueError):
             failed_hosts(state, bad)
-    assert parse_size("600M") == 600 * MiB and parse_size("1GiB") == 1 << 30
-    assert parse_size("4096") == 4096
-    for bad in ("abc", "0", "-1G"):
-        with pytest.raises(argparse.ArgumentTypeError):
-            parse_size(bad)
 
 
 def test_pg_stat_shapes():

@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from ceph_recovery import protocol
+from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.helper import memory, report
 
 GiB = 1 << 30
@@ -31,7 +32,7 @@ def v1(d, usage, limit):
 
 def test_cgroup_v1_with_limit(tmp_path):
     path = v1(tmp_path / "h1", 300 * MiB, 512 * MiB)
-    assert memory.cgroup_version(path) == 1
+    assert cgroup.version(path) == 1
     assert memory.read_cgroup_memory(path, host_total=24 * GiB) == {
         "total": 512 * MiB, "used": 300 * MiB, "available": 212 * MiB, "limit": 512 * MiB,
         "swap_total": 0, "source": "cgroup"}
@@ -45,7 +46,7 @@ def test_cgroup_v1_unlimited_uses_host_total(tmp_path):
 
 def test_cgroup_v2_with_and_without_limit(tmp_path):
     path = write(tmp_path / "a", **{"memory_current": "1073741824\n", "memory_max": "2147483648\n"})
-    assert memory.cgroup_version(path) == 2
+    assert cgroup.version(path) == 2
     assert memory.read_cgroup_memory(path, host_total=24 * GiB)["available"] == GiB
     path = write(tmp_path / "b", **{"memory_current": "4096\n", "memory_max": "max\n"})
     got = memory.read_cgroup_memory(path, host_total=8 * GiB)
@@ -58,7 +59,7 @@ def test_usage_above_limit_reports_zero_available(tmp_path):
 
 
 def test_not_a_memory_cgroup_is_a_clear_error(tmp_path):
-    with pytest.raises(memory.MemorySourceError, match="not a memory cgroup"):
+    with pytest.raises(cgroup.NotAMemoryCgroup, match="not a memory cgroup"):
         memory.read_cgroup_memory(str(tmp_path))
 
 

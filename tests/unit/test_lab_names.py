@@ -1,23 +1,9 @@
-"""Pure helpers of the lab: sizes, hash-derived names, subnets, topology."""
+"""Pure helpers of the lab: hash-derived names, subnets, topology."""
 import ipaddress
 
 import pytest
 
 from ceph_recovery_tools.lab import names
-
-
-@pytest.mark.parametrize("text,value", [
-    ("4096", 4096), ("600M", 600 << 20), ("1G", 1 << 30), ("1g", 1 << 30),
-    ("1.5G", 3 << 29), ("512KiB", 512 << 10), ("2T", 2 << 40), (" 64m ", 64 << 20),
-])
-def test_parse_bytes(text, value):
-    assert names.parse_bytes(text) == value
-
-
-@pytest.mark.parametrize("bad", ["", "M", "-1G", "12X", "1GG", "0", "one"])
-def test_parse_bytes_rejects(bad):
-    with pytest.raises(ValueError):
-        names.parse_bytes(bad)
 
 
 def test_hash_depends_on_normalised_absolute_dir():
