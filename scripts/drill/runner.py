@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import structlog
 
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
 
@@ -197,23 +198,20 @@ class Drill(object):
 
     def _dry_run(self, hosts: List[str]) -> Dict[str, Any]:
         """Budgets per host (and the planned order) from the module, for both modes."""
-        deadline = time.time() + 20
-        while True:
+        def dry_run() -> Dict[str, Any]:
             try:
-                out = mgr_json(self.cluster, {"prefix": "recovery start-controlled",
-                                              "budget": self.o.budget, "dry_run": True})
+                return mgr_json(self.cluster, {"prefix": "recovery start-controlled",
+                                               "budget": self.o.budget, "dry_run": True})
             except RuntimeError as e:
-                if time.time() > deadline:
-                    raise
                 log.info("dry run not ready", error=str(e))
-                time.sleep(2)
-                continue
-            limits_seen = all(not self.o.host_mem_limit or
-                              out["hosts"].get(h, {}).get("mem_total") == self.o.host_mem_limit
-                              for h in hosts)
-            if limits_seen or time.time() > deadline:
-                return out
-            time.sleep(1)
+                raise
+
+        def limits_seen(out: Dict[str, Any]) -> bool:
+            return all(not self.o.host_mem_limit or
+                       out["hosts"].get(h, {}).get("mem_total") == self.o.host_mem_limit
+                       for h in hosts)
+        out = wait_until(dry_run, 20, 1, done=limits_seen, ignore=(RuntimeError,))
+        return out if out is not None else dry_run()   # still failing: raise its error
 
     def _fit_first(self, hosts: List[str], preview: Dict[str, Any]) -> Dict[str, Any]:
         """Budget and cgroup limits from fit_first_budget(); the dry run under the new budget."""

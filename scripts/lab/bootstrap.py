@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from ..common.wait import wait_until
 from ..helper import caps
 from ..install_module import installed_module_dir
 from . import launch, procs, release
@@ -170,14 +171,11 @@ def enable_module(state: Dict[str, Any], timeout: float = 120) -> None:
                             retry=retry_if_exception_type(CephError)):
         with attempt:
             ceph(state, "mgr", "module", "enable", MODULE_NAME, json_out=False, timeout=30)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def available() -> bool:
         mods = ceph(state, "mgr", "module", "ls", timeout=30)
         dump = ceph(state, "mgr", "dump", timeout=30)
-        if MODULE_NAME in mods.get("enabled_modules", []) and dump.get("available"):
-            return
-        time.sleep(1)
-    raise TimeoutError(f"mgr module {MODULE_NAME} not enabled+available after {timeout}s")
+        return MODULE_NAME in mods.get("enabled_modules", []) and bool(dump.get("available"))
+    wait_until(available, timeout, 1, what=f"mgr module {MODULE_NAME} not enabled+available")
 
 
 def module_dir_from(explicit: Optional[str], cwd: str) -> Optional[str]:

@@ -7,10 +7,10 @@ A process must be started inside its group (moving a running one does not move i
 from __future__ import annotations
 
 import os
-import time
 from typing import Dict, Optional
 
 from ..common import cgroup
+from ..common.wait import wait_until
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
@@ -80,18 +80,17 @@ def remove(version: int, lab_group: str, timeout: float = 10.0) -> list:
     return failed
 
 
+def _rmdir(path: str) -> bool:
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    return True
+
+
 def _rmdir_retry(path: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.rmdir(path)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
+    """rmdir, retried while the group is busy (its last processes are still exiting)."""
+    return bool(wait_until(lambda: _rmdir(path), timeout, 0.2, ignore=(OSError,)))
 
 
 def memory(version: int, path: str) -> Dict[str, Optional[int]]:

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import psutil
 
+from ..common.wait import wait_until
 from . import cgroups, procs, release
 from .state import update_state
 
@@ -184,20 +185,16 @@ def mgr_pid(state: Dict[str, Any], ident: str = "x") -> Optional[int]:
 def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,
                        not_gid: Optional[int] = None) -> Dict[str, Any]:
     """Poll `mgr dump` until an mgr is active and available (and not instance `not_gid`)."""
-    deadline, dump = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        try:
-            dump = ceph(state, "mgr", "dump", timeout=30)
-            if dump.get("available") and dump.get("active_gid") not in (0, not_gid):
-                return dump
-        except CephError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"no available mgr after {timeout}s: "
-                       f"{json.dumps({k: (dump or {}).get(k) for k in _MGR_KEYS})}")
+    def ready(dump: Dict[str, Any]) -> bool:
+        return bool(dump.get("available")) and dump.get("active_gid") not in (0, not_gid)
+    return wait_until(lambda: ceph(state, "mgr", "dump", timeout=30), timeout, 0.5, done=ready,
+                      ignore=(CephError,), what="no available mgr", detail=_mgr_keys)
 
 
-_MGR_KEYS = ("active_gid", "active_name", "available", "standbys", "modules")
+def _mgr_keys(dump: Any) -> str:
+    dump = dump if isinstance(dump, dict) else {}
+    keys = ("active_gid", "active_name", "available", "standbys", "modules")
+    return json.dumps({k: dump.get(k) for k in keys})
 
 
 def _record_pid(state: Dict[str, Any], name: str, pid: int) -> None:
@@ -216,21 +213,25 @@ def wait_health_ok(state: Dict[str, Any], timeout: float = 300, ignore: Iterable
 
     A check listed in `fail_on` seen on 5 polls in a row raises RuntimeError at once.
     """
-    ignore, fail_on, last, streak = set(ignore), set(fail_on), None, 0
+    ignore, fail_on, streak = set(ignore), set(fail_on), [0]
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ok(last: Dict[str, Any]) -> bool:
+        checks = set(last.get("checks", {}))
+        return last.get("status") == "HEALTH_OK" or bool(checks and checks <= ignore)
+
+    def probe() -> Dict[str, Any]:
         try:
             last = health(state, timeout=min(30, max(5, deadline - time.monotonic())))
         except CephError as exc:
             last = {"status": "UNREACHABLE", "error": str(exc)}
-        checks = set(last.get("checks", {}))
-        if last.get("status") == "HEALTH_OK" or (checks and checks <= ignore):
-            return last
-        streak = streak + 1 if checks & fail_on else 0
-        if streak >= 5:
-            raise RuntimeError(f"lab health: {json.dumps(last)[:2000]}")
-        time.sleep(1)
-    raise TimeoutError(f"lab not HEALTH_OK after {timeout}s: {json.dumps(last)[:2000]}")
+        if not ok(last):
+            streak[0] = streak[0] + 1 if set(last.get("checks", {})) & fail_on else 0
+            if streak[0] >= 5:
+                raise RuntimeError(f"lab health: {json.dumps(last)[:2000]}")
+        return last
+    return wait_until(probe, timeout, 1, done=ok, what="lab not HEALTH_OK",
+                      detail=lambda last: json.dumps(last)[:2000])
 
 
 def wait_all_up(state: Dict[str, Any], timeout: float = 300,
@@ -241,19 +242,18 @@ def wait_all_up(state: Dict[str, Any], timeout: float = 300,
     OOM-killed in its host cgroup) instead of waiting for the timeout.
     """
     want = {int(o) for o in state["osds"]}
-    deadline, dump = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
+    def probe() -> Optional[Dict[str, Any]]:
         try:
             dump = ceph(state, "osd", "dump", timeout=30)
-            up = {o["osd"] for o in dump["osds"] if o["up"] and o["in"]}
-            if want <= up:
+            if want <= {o["osd"] for o in dump["osds"] if o["up"] and o["in"]}:
                 return dump
         except CephError:
             pass
         if require_running:
             _raise_if_osd_gone(state, want)
-        time.sleep(1)
-    raise TimeoutError(f"OSDs not all up after {timeout}s: want {sorted(want)}")
+        return None
+    return wait_until(probe, timeout, 1, what="OSDs not all up",
+                      detail=lambda _: f"want {sorted(want)}")
 
 
 def _raise_if_osd_gone(state: Dict[str, Any], osds: Iterable[int]) -> None:
@@ -267,20 +267,15 @@ def _raise_if_osd_gone(state: Dict[str, Any], osds: Iterable[int]) -> None:
 
 def wait_pgs_clean(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
     """Poll `pg stat` until every PG is active+clean (none unknown); the last answer."""
-    deadline, stat = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        try:
-            stat = ceph(state, "pg", "stat", timeout=30)
-            summary = stat.get("pg_summary", stat)
-            total = summary.get("num_pgs", 0)
-            clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
-                        if s["name"] == "active+clean")
-            if total and clean == total:
-                return stat
-        except CephError:
-            pass
-        time.sleep(1)
-    raise TimeoutError(f"PGs not all active+clean after {timeout}s: {json.dumps(stat)[:1000]}")
+    def all_clean(stat: Dict[str, Any]) -> bool:
+        summary = stat.get("pg_summary", stat)
+        total = summary.get("num_pgs", 0)
+        clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
+                    if s["name"] == "active+clean")
+        return bool(total) and clean == total
+    return wait_until(lambda: ceph(state, "pg", "stat", timeout=30), timeout, 1, done=all_clean,
+                      ignore=(CephError,), what="PGs not all active+clean",
+                      detail=lambda stat: str(stat)[:1000])
 
 
 def helper_executable() -> str:

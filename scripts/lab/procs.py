@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import psutil
+
+from ..common.wait import wait_until
 
 # $1: file to write our pid to; $2: cgroup.procs to join ('' = none); then the command.
 _SPAWN_SH = ('echo $$ > "$1.tmp" && mv "$1.tmp" "$1" || exit 97; '
@@ -38,13 +39,10 @@ def spawn(argv: Sequence[str], log_file: str, spawn_pid_file: str,
                             env=env, close_fds=True, timeout=timeout).returncode
     if rc != 0:
         raise RuntimeError(f"could not spawn {argv[0]} (setsid rc {rc}); see {log_file}")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pid = read_pid(spawn_pid_file)
-        if pid:
-            return pid
-        time.sleep(0.02)
-    raise RuntimeError(f"{argv[0]} did not start within {timeout}s; see {log_file}")
+    pid = wait_until(lambda: read_pid(spawn_pid_file), timeout, 0.02)
+    if not pid:
+        raise RuntimeError(f"{argv[0]} did not start within {timeout}s; see {log_file}")
+    return pid
 
 
 def netns_prefix(netns: Optional[str]) -> List[str]:
@@ -98,12 +96,8 @@ def _live_threads(pid: int) -> bool:
 def wait_gone(pids: Iterable[int], timeout: float) -> List[int]:
     """Wait until every pid is dead or a zombie; return those still alive at the timeout."""
     pids = list(pids)
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in pids if alive(p)]
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.1)
+    return wait_until(lambda: [p for p in pids if alive(p)], timeout, 0.1,
+                      done=lambda left: not left)
 
 
 def signal_pid(pid: int, sig: int) -> bool:

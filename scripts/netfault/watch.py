@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ceph_recovery import network
 from ceph_recovery.model import Finding
 
+from ..common.wait import wait_until
 from .faults import LabNet
 
 
@@ -111,11 +112,12 @@ class NetWatch:
                  timeout: float) -> Tuple[bool, float]:
         """Pump until pred(findings) holds; (held, seconds waited)."""
         t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
+
+        def pumped() -> bool:
             self.pump(min(t0 + timeout, time.monotonic() + 0.5))
-            if pred(self.findings):
-                return True, time.monotonic() - t0
-        return pred(self.findings), time.monotonic() - t0
+            return pred(self.findings)
+        held = bool(wait_until(pumped, timeout, 0))
+        return held, time.monotonic() - t0
 
     def stop(self) -> None:
         for p in self.procs.values():

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from ceph_recovery import protocol
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.helper import daemon, gatecheck, launchers
 from ceph_recovery_tools.helper.state import StateDir
 from ceph_recovery_tools.lab import bootstrap, launch
@@ -32,13 +33,8 @@ def gate(lab, osd, *extra):
 
 
 def wait_for(what, fn, timeout=30.0, every=0.5):
-    deadline, last = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+    return wait_until(fn, timeout, every, what="waiting for %s" % what,
+                      detail=lambda last: "last: %r" % (last,))
 
 
 def osd_up(lab, osd):

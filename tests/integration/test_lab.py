@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import psutil
 import pytest
 
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import bootstrap, build, launch, names, procs, teardown
 
 pytestmark = pytest.mark.integration
@@ -103,12 +103,8 @@ def test_killing_a_host_is_seen_in_the_osd_map(healthy_lab):
     killed = launch.kill_host(lab, "h3")
     assert len(killed) == len(victims)
     assert all(launch.osd_pid(lab, o) is None for o in victims)
-    deadline, seen = time.monotonic() + 90, {}
-    while time.monotonic() < deadline:
-        seen = _osd_up_map(lab)
-        if not any(seen[o] for o in victims):
-            break
-        time.sleep(1)
+    seen = wait_until(lambda: _osd_up_map(lab), 90, 1,
+                      done=lambda seen: not any(seen[o] for o in victims))
     assert [seen[o] for o in victims] == [False] * len(victims)
     assert all(up for o, up in seen.items() if o not in victims)
 
@@ -129,10 +125,7 @@ def _oom_kill_inside_a_host_cgroup(state, host):
                        "time.sleep(60)"], os.path.join(state["dir"], "log", "hog.log"),
                       os.path.join(state["dir"], "run", "hog.pid"),
                       cgroup=state["hosts"][host]["cgroup"]["path"])
-    deadline = time.monotonic() + 60
-    while not _gone(hog) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _gone(hog)
+    assert wait_until(lambda: _gone(hog), 60, 0.2)
     assert launch.cgroup_memory(state, host)["oom_kill"] == before + 1
     assert all(launch.osd_pid(state, o) for o in state["hosts"][host]["osds"])
 

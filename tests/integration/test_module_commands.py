@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import launch
 from ceph_recovery_tools.lab.launch import CephError
 
@@ -51,14 +52,7 @@ def refused(state, *args, name=None, keyring=None):
 
 
 def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(1)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+    return wait_until(pred, timeout, 1, what="waiting for %s" % what)
 
 
 def settle(state):

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.netfault import faults
 from ceph_recovery_tools.netfault.watch import NetWatch, probe_once
 
@@ -231,12 +232,8 @@ def _status(state):
 
 def _wait(pred, timeout, step=1.0):
     t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        v = pred()
-        if v:
-            return v, time.monotonic() - t0
-        time.sleep(step)
-    return pred(), time.monotonic() - t0
+    v = wait_until(pred, timeout, step)
+    return v, time.monotonic() - t0
 
 
 def test_mon_delay_holds_start_controlled_through_helpers_and_mgr(netlab, labnet):

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import bootstrap, build, launch, release, teardown
 
 pytestmark = pytest.mark.integration
@@ -74,13 +75,9 @@ def test_module_enabled_and_status_answers(release_lab):
 
 
 def wait_node_flags(lab, bucket, want, timeout=60.0):
-    deadline, got = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        got = launch.ceph(lab, "osd", "dump").get("crush_node_flags", {}).get(bucket, [])
-        if sorted(got) == sorted(want):
-            return
-        time.sleep(1)
-    raise AssertionError(f"{bucket} flags {got}, want {want} after {timeout}s")
+    wait_until(lambda: launch.ceph(lab, "osd", "dump").get("crush_node_flags", {}).get(bucket, []),
+               timeout, 1, done=lambda got: sorted(got) == sorted(want),
+               what=f"{bucket} flags not {want}", detail=lambda got: f"last {got}")
 
 
 def test_module_commands_hold_release_dry_run_and_bad_input(release_lab):
