@@ -1,7 +1,11 @@
 """Drill metrics from the samples and the module's journal, and the PNG timeline."""
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, Iterable, List, Optional
+
+from ..common.sizes import MiB, format_bytes
 
 
 def settled_time(samples: List[Dict[str, Any]], t_start: float, pred) -> Optional[float]:
@@ -97,32 +101,61 @@ def journal_events(journal: List[Dict[str, Any]], kind: str) -> List[Dict[str, A
             for j in journal if j.get("action", {}).get("kind") == kind]
 
 
-def plot(path: str, samples: List[Dict[str, Any]], t_start: float,
-         budgets: Dict[str, Optional[int]], title: str) -> None:
+def timeline(samples: List[Dict[str, Any]], t_start: float, budgets: Dict[str, Optional[int]],
+             title: str) -> Dict[str, Any]:
+    """What the timeline picture shows, as data: kept beside the PNG so that
+    `ceph-recovery-bench report` can draw it again."""
+    cl = [s.get("cluster") or {} for s in samples]
+    hosts = sorted(samples[0]["mem"]) if samples else []
+    return {"title": title, "budgets": {h: b for h, b in budgets.items() if b},
+            "t": [round(s["time"] - t_start, 1) for s in samples],
+            "used": {h: [int(s["mem"].get(h, {}).get("usage") or 0) for s in samples]
+                     for h in hosts},
+            "up": [len(c.get("up", [])) for c in cl],
+            "pgs_active": [c.get("pgs_active", 0) for c in cl],
+            "pgs_clean": [c.get("pgs_clean", 0) for c in cl]}
+
+
+def memory_axis(used: Iterable[int], budgets: Iterable[int]) -> Dict[str, Any]:
+    """The memory axis (MiB) holds every usage and every budget line. A budget more than 3 x
+    the highest usage (an 80 % budget of a large host) would flatten the usage on a linear
+    axis: then the axis is logarithmic."""
+    used = [u for u in used if u > 0] or [MiB]
+    top = max(list(used) + [b for b in budgets if b])
+    if top > 3 * max(used):
+        return {"scale": "log", "bottom": min(used) / MiB / 2, "top": 2 * top / MiB}
+    return {"scale": "linear", "bottom": 0, "top": 1.15 * top / MiB}
+
+
+def figure(tl: Dict[str, Any]):
+    """The two-panel timeline: cgroup memory with the budget lines, then OSDs up (integer
+    ticks) and PGs active / clean."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
-    ts = [s["time"] - t_start for s in samples]
-    for host in sorted(samples[0]["mem"]) if samples else []:
-        line, = ax1.plot(ts, [(s["mem"][host].get("usage") or 0) / 2**20 for s in samples],
-                         label="%s used" % host)
-        if budgets.get(host):
-            ax1.axhline(budgets[host] / 2**20, linestyle="--", color=line.get_color(),
-                        label="%s budget" % host)
-    peak = max([(m.get("usage") or 0) for s in samples for m in s["mem"].values()] or [1])
-    shown = [b for b in budgets.values() if b and b < 3 * peak]
-    ax1.set_ylim(0, 1.15 * max([peak] + shown) / 2**20)
-    ax1.set_ylabel("cgroup memory (MiB)")
+    ts = tl["t"]
+    for host, used in sorted(tl["used"].items()):
+        line, = ax1.plot(ts, [u / MiB for u in used], label="%s used" % host)
+        if tl["budgets"].get(host):
+            ax1.axhline(tl["budgets"][host] / MiB, linestyle="--", color=line.get_color(),
+                        label="%s budget %s" % (host, format_bytes(tl["budgets"][host])))
+    axis = memory_axis([u for used in tl["used"].values() for u in used],
+                       tl["budgets"].values())
+    ax1.set_yscale(axis["scale"])
+    ax1.set_ylim(axis["bottom"], axis["top"])
+    ax1.set_ylabel("cgroup memory (MiB%s)" % (", log" if axis["scale"] == "log" else ""))
     ax1.legend(loc="upper left", fontsize=8)
-    ax1.set_title(title)
-    cl = [s.get("cluster") or {} for s in samples]
-    ax2.plot(ts, [len(c.get("up", [])) for c in cl], label="OSDs up", color="tab:green")
+    ax1.set_title(tl["title"])
+    ax2.plot(ts, tl["up"], label="OSDs up", color="tab:green")
     ax2.set_ylabel("OSDs up")
+    ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax3 = ax2.twinx()
-    ax3.plot(ts, [c.get("pgs_active", 0) for c in cl], label="PGs active", color="tab:blue")
-    ax3.plot(ts, [c.get("pgs_clean", 0) for c in cl], label="PGs clean", color="tab:gray")
+    ax3.plot(ts, tl["pgs_active"], label="PGs active", color="tab:blue")
+    ax3.plot(ts, tl["pgs_clean"], label="PGs clean", color="tab:gray")
     ax3.set_ylabel("PGs")
+    ax3.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.set_xlabel("seconds since recovery start")
     for ax in (ax2, ax3):
         ax.axvline(0, color="k", linewidth=0.5)
@@ -130,5 +163,24 @@ def plot(path: str, samples: List[Dict[str, Any]], t_start: float,
     h2, l2 = ax3.get_legend_handles_labels()
     ax2.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def draw(tl: Dict[str, Any], path: str) -> None:
+    import matplotlib.pyplot as plt
+    fig = figure(tl)
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def timeline_file(png_path: str) -> str:
+    return os.path.splitext(png_path)[0] + ".timeline.json"
+
+
+def plot(path: str, samples: List[Dict[str, Any]], t_start: float,
+         budgets: Dict[str, Optional[int]], title: str) -> None:
+    """The PNG timeline at `path`, and its data beside it (timeline_file(path))."""
+    tl = timeline(samples, t_start, budgets, title)
+    with open(timeline_file(path), "w") as f:
+        json.dump(tl, f, separators=(",", ":"))
+    draw(tl, path)

@@ -1,6 +1,8 @@
 """The drill's measurements from samples: exact values on hand-made sample series."""
 from __future__ import annotations
 
+import json
+import os
 
 import pytest
 
@@ -111,3 +113,38 @@ def test_fit_first_needs_a_controlled_run(capsys):
     assert main(["--dir", "/nonexistent", "--fail", "host:h2", "--naive", "--fit-first", "1.05",
                  "--json", "/nonexistent/r.json"]) == 2
     assert "--fit-first needs a controlled run" in capsys.readouterr().err
+
+
+def _samples(budget_host="h2"):
+    out = []
+    for i in range(12):
+        out.append({"time": 100.0 + 5 * i,
+                    "mem": {"h1": {"usage": 200 * MiB}, "h2": {"usage": (50 + 20 * i) * MiB}},
+                    "cluster": {"up": list(range(4 + min(i, 2))), "osds": 6, "pgs": 33,
+                                "pgs_active": 20 + i, "pgs_clean": 10 + 2 * i},
+                    "procs": {}})
+    return out
+
+
+def test_a_budget_far_above_the_usage_stays_on_the_chart_on_a_log_axis():
+    axis = report.memory_axis([300 * MiB, 10 * MiB], [int(19.3 * (1 << 30))])
+    assert axis["scale"] == "log" and axis["top"] >= 19.3 * 1024 > axis["bottom"] > 0
+    axis = report.memory_axis([300 * MiB], [400 * MiB])
+    assert axis == {"scale": "linear", "bottom": 0, "top": 1.15 * 400}
+
+
+def test_timeline_shows_every_budget_line_and_integer_osd_ticks(tmp_path):
+    budget = int(19.3 * (1 << 30))
+    png = str(tmp_path / "drill.png")
+    report.plot(png, _samples(), 105.0, {"h2": budget, "h1": None}, "controlled")
+    with open(report.timeline_file(png)) as f:
+        tl = json.load(f)
+    assert tl["budgets"] == {"h2": budget} and tl["t"][0] == -5.0
+    fig = report.figure(tl)
+    mem, osds = fig.axes[0], fig.axes[1]
+    low, high = mem.get_ylim()
+    assert low < budget / MiB < high and low < 50 < high
+    assert "h2 budget 19.3 GiB" in [t.get_text() for t in mem.get_legend().get_texts()]
+    ticks = [t for t in osds.get_yticks() if osds.get_ylim()[0] <= t <= osds.get_ylim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    assert os.path.getsize(png) > 0
