@@ -3,6 +3,7 @@ plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a ta
 
     ceph-recovery-bench --out bench.json
     ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies (issue 9), see sweep.py
+    ceph-recovery-bench report                # docs/measurements.md from docs/data/*.json
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import json
 import os
 import platform
 import sys
-import textwrap
 import time
 from typing import List, Optional
 
@@ -45,13 +45,14 @@ def _t(v) -> str:
 
 
 def sims_table(rows: List[dict]) -> Table:
-    """Fits 80 columns (plan() decisions and peak bytes are in the JSON)."""
+    """69 columns wide (plan() decisions and peak bytes are in the JSON); in a narrower
+    terminal the cells fold rather than end in an ellipsis."""
     t = Table(title="One rack down 1 h (sim s; never = not within the horizon)",
               box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0), title_justify="left",
               show_edge=False)
     for col in ("OSDs", "strat", "up", "minsz", "active", "clean", "pk/bud", "OOM", "rst",
                 "heap", "fail", "wall"):
-        t.add_column(col, justify="right" if col != "strategy" else "left", no_wrap=True)
+        t.add_column(col, justify="right" if col != "strat" else "left", overflow="fold")
     for r in rows:
         t.add_row(str(r["osds"]), ABBR.get(r["strategy"], r["strategy"]),
                   _t(r["time_to_all_up_s"]), _t(r["time_to_all_pgs_min_size_s"]),
@@ -100,44 +101,23 @@ def main_sweep(args, console: Console) -> int:
     os.makedirs(args.out, exist_ok=True)
     doc = run_sweep(seed=args.seed, horizon=args.horizon or DEFAULT_HORIZON_S,
                     big=not args.no_big, log=console.log)
-    rows = doc["rows"]
-    doc["acceptance"] = report.acceptance(rows)
-    text = [report.render(report.cells_table(
-        [r for r in _ordered(rows) if r["table"] == "sweep"],
-        "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)"
-        % (doc["seed"], doc["horizon_s"] / 3600), doc["feasibility"]))]
-    big = [r for r in _ordered(rows) if r["table"] == "big"]
-    if big:
-        text.append(report.render(report.cells_table(big, "10,080 OSDs (840 hosts x 12)",
-                                                     doc["feasibility"])))
-    text.append(textwrap.fill(FIT_LEGEND, width=report.WIDTH) + "\n")
-    text.append(report.acceptance_text(doc["acceptance"]))
-    text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
-    out = "\n".join(text)
+    doc["acceptance"] = report.acceptance(doc["rows"])
+    out = report.sweep_text(doc)
     console.print(out, markup=False, highlight=False)
     with open(os.path.join(args.out, "sweep.txt"), "w") as f:
         f.write(out + "\n")
     with open(os.path.join(args.out, "sweep.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
-    report.heatmap(rows, os.path.join(args.out, "sweep_heatmap.png"))
+    report.heatmap(doc["rows"], os.path.join(args.out, "sweep_heatmap.png"))
     console.print("wrote %s/sweep.json, sweep.txt, sweep_heatmap.png" % args.out)
     return 0
 
 
-FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
-              "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
-              "peak host memory / host RAM (any host). end: plan() said Done. "
-              "wall: simulator seconds of that run.")
-ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle")
-
-
-def _ordered(rows: List[dict]) -> List[dict]:
-    return sorted(rows, key=lambda r: (r["table"], r["hosts_n"], r["ram_gib"],
-                                       ORDER.index(r["variant"]) if r["variant"] in ORDER
-                                       else 99))
-
-
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["report"]:
+        from .measurements import main as report_main
+        return report_main(argv[1:])
     ap = argparse.ArgumentParser(prog="ceph-recovery-bench", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="JSON file (default bench.json); with --sweep "
                     "a directory (default sweep)")
@@ -178,11 +158,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                                        c["check"], c["detail"]))
     doc = {"runs": rows, "plan_tick": tick, "acceptance": checks,
            "machine": {"python": platform.python_version(), "node": platform.node(),
-                       "processor": platform.processor()},
+                       "processor": platform.processor(), "cpus": os.cpu_count(),
+                       "load_avg_1m": round(os.getloadavg()[0], 2)},
            "total_wall_s": round(time.perf_counter() - t0, 2)}
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
     console.print("wrote %s (%.1f s)" % (args.out, doc["total_wall_s"]))
+    if rows:
+        from .plots import bench
+        png = os.path.splitext(args.out)[0] + ".png"
+        bench(doc, png)
+        console.print("wrote %s" % png)
     return 0
 
 

@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 WIDTH = 80
-# A rule under the header and nothing else: no column dividers, so 80 columns hold 14 columns.
-HEAD_RULE = box.Box("    \n    \n    \n    \n ── \n    \n    \n    \n")
+# A rule under the header (the box's third line) and nothing else: no column dividers, so 80
+# columns hold 14 columns. Cells fold, never end in "...", when the terminal is narrower.
+HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
 ABBR = {"naive": "naive", "controlled": "ctl", "ctl-auto": "ctl-auto", "unlimited": "unlim",
         "oracle": "oracle"}
 
@@ -42,7 +43,7 @@ def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
     for col in ("hosts", "GiB", "fit", "strategy", "active", "minsz", "clean", "OOM", "inact",
                 "down", "pk/RAM", "end", "wall"):      # headers no wider than their cells
         t.add_column(col, justify="left" if col in ("strategy", "fit") else "right",
-                     no_wrap=True)
+                     overflow="fold")
     last = None
     for r in rows:
         key = (r["hosts_n"], r["ram_gib"])
@@ -178,4 +179,33 @@ def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
     plt.close(fig)
 
 
-__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap"]
+FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
+              "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
+              "peak host memory / host RAM (any host). end: plan() said Done. "
+              "wall: simulator seconds of that run.")
+ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle")
+
+
+def _ordered(rows: List[dict]) -> List[dict]:
+    return sorted(rows, key=lambda r: (r["table"], r["hosts_n"], r["ram_gib"],
+                                       ORDER.index(r["variant"]) if r["variant"] in ORDER
+                                       else 99))
+
+
+def sweep_text(doc: dict) -> str:
+    """The sweep's tables, legend and acceptance lines as 80-column text."""
+    rows = _ordered(doc["rows"])
+    text = [render(cells_table(
+        [r for r in rows if r["table"] == "sweep"],
+        "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)"
+        % (doc["seed"], doc["horizon_s"] / 3600), doc["feasibility"]))]
+    big = [r for r in rows if r["table"] == "big"]
+    if big:
+        text.append(render(cells_table(big, "10,080 OSDs (840 hosts x 12)", doc["feasibility"])))
+    text.append(textwrap.fill(FIT_LEGEND, width=WIDTH) + "\n")
+    text.append(acceptance_text(doc.get("acceptance") or acceptance(doc["rows"])))
+    text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
+    return "\n".join(text)
+
+
+__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap", "sweep_text"]

@@ -9,7 +9,8 @@ unless --keep. --host-mem-limit limits the failed hosts' memory cgroups while th
 (set after their OSDs died, cleared at the end). --naive starts every failed OSD at once and
 restarts dead ones like systemd would (after 10 s, at most 3 times): the baseline. Without it
 the drill runs `ceph recovery start-controlled --budget ...` and waits for the run to finish.
-Writes OUT (JSON report) and OUT's name with .png (timeline).
+Writes OUT (JSON report), OUT's name with .png (timeline) and with .timeline.json (the
+timeline's data, which `ceph-recovery-bench report` draws again).
 """
 from __future__ import annotations
 
