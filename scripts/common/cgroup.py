@@ -53,6 +53,14 @@ def _keyed(path: str) -> Dict[str, int]:
     return out
 
 
+def set_limit(path: str, cg_version: int, limit: Optional[int]) -> None:
+    """Limit the group at `path` to `limit` bytes; None lifts the limit."""
+    name, unlimited = (("memory.limit_in_bytes", "-1") if cg_version == 1
+                       else ("memory.max", "max"))
+    with open(os.path.join(path, name), "w") as f:
+        f.write(unlimited if limit is None else str(int(limit)))
+
+
 def read(path: str, cg_version: Optional[int] = None) -> Dict[str, Optional[int]]:
     """{"usage", "limit" (None = unlimited), "oom_kill", "max_usage"} of the group at `path`.
 

@@ -7,18 +7,13 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
-
-def _files(cg: Dict[str, Any]):
-    if int(cg["version"]) == 1:
-        return os.path.join(cg["path"], "memory.limit_in_bytes"), "-1"
-    return os.path.join(cg["path"], "memory.max"), "max"
+from ..common import cgroup
 
 
 def set_limit(state: Dict[str, Any], host: str, limit: Optional[int]) -> None:
     """limit bytes, or None for unlimited."""
-    path, unlimited = _files(state["hosts"][host]["cgroup"])
-    with open(path, "w") as f:
-        f.write(unlimited if limit is None else str(int(limit)))
+    cg = state["hosts"][host]["cgroup"]
+    cgroup.set_limit(cg["path"], int(cg["version"]), limit)
 
 
 def reset_peak(state: Dict[str, Any], host: str) -> bool:

@@ -52,8 +52,7 @@ def create(version: int, lab_group: str, host: str, limit: Optional[int]) -> str
     path = group_path(version, lab_group, host)
     os.makedirs(path, exist_ok=True)
     if limit:
-        name = "memory.limit_in_bytes" if version == 1 else "memory.max"
-        _write(os.path.join(path, name), str(int(limit)))
+        cgroup.set_limit(path, version, limit)
     return path
 
 

@@ -106,3 +106,12 @@ def test_logging_is_json_lines_filtered_by_level(capsys):
     got = json.loads(lines[0])
     assert (got["event"], got["osd"], got["level"]) == ("shown", 3, "warning")
     assert got["timestamp"].endswith("Z")
+
+
+@pytest.mark.parametrize("version,name,unlimited", [(1, "memory.limit_in_bytes", "-1"),
+                                                    (2, "memory.max", "max")])
+def test_set_limit_writes_the_versions_file(tmp_path, version, name, unlimited):
+    cgroup.set_limit(str(tmp_path), version, 300 << 20)
+    assert (tmp_path / name).read_text() == str(300 << 20)
+    cgroup.set_limit(str(tmp_path), version, None)
+    assert (tmp_path / name).read_text() == unlimited
