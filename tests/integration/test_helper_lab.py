@@ -37,6 +37,10 @@ def wait_for(what, fn, timeout=30.0, every=0.5):
                       detail=lambda last: "last: %r" % (last,))
 
 
+def _new_pid(pid, before):
+    return pid if pid and pid != before else None
+
+
 def osd_up(lab, osd):
     return {o["osd"]: bool(o["up"]) for o in launch.ceph(lab, "osd", "dump")["osds"]}[osd]
 
@@ -232,8 +236,8 @@ def test_restart_instruction_runs_once_across_a_helper_restart(healthy_lab, tmp_
     finally:
         first.close()
     assert first.failed == []
-    after = launch.osd_pid(lab, osd)
-    assert after and after != before
+    after = wait_for("osd.%d running as a new process" % osd,
+                     lambda: _new_pid(launch.osd_pid(lab, osd), before), timeout=60)
     second = new_helper()                       # the helper restarted: same state dir
     try:
         second.execute(reply, set(lab["hosts"]["h2"]["osds"]))
