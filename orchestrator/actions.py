@@ -131,6 +131,14 @@ class RestoreConfig(Action):
 
 
 @dataclass(frozen=True)
+class MarkOut(Action):
+    """`ceph osd out`: Ceph re-replicates the OSD's data elsewhere. The OSD is not removed;
+    `ceph osd in` takes it back."""
+    kind: ClassVar[str] = "mark_out"
+    osd: int = -1
+
+
+@dataclass(frozen=True)
 class Wait(Action):
     kind: ClassVar[str] = "wait"
     host: Optional[str] = None
@@ -143,7 +151,7 @@ class Done(Action):
 
 ACTION_TYPES = {cls.kind: cls for cls in (
     HoldOsd, AllowBoot, HoldBucket, ReleaseBucket, SetFlag, UnsetFlag, GrantStart,
-    QueryOkToStop, HeapRelease, RestartOsd, StopOsd, SetConfig, RestoreConfig, Wait, Done)}
+    QueryOkToStop, HeapRelease, RestartOsd, StopOsd, SetConfig, RestoreConfig, MarkOut, Wait, Done)}
 
 
 def action_from_dict(d: dict) -> Action:

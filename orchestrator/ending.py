@@ -14,12 +14,15 @@ Rules:
   not re-replicate), the OSDs that did not fit stay held by their per-OSD noup (starting them
   would break the budget), and RECOVERY_INCOMPLETE names, per host, what is missing and how
   much memory it lacks. It stays raised until those OSDs are up (or a new run starts).
+- with `--leave-out` (Intent.leave_out) the OSDs left down are also marked out at that end, so
+  Ceph re-replicates their data to the OSDs that run; they are never removed, and stay held.
+  Only an operator's explicit option does this: marking out moves data.
 """
 from __future__ import annotations
 
 from typing import Dict, List
 
-from .actions import Done, GrantStart, AllowBoot
+from .actions import Done, GrantStart, AllowBoot, MarkOut
 from .model import PHASE_DONE
 from .tick import Tick, fmt_bytes
 
@@ -49,6 +52,10 @@ def end_if_stalled(t: Tick, restore) -> bool:
         return False
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.view.candidates)
+    if t.i.leave_out:
+        for osd in left:
+            t.emit("tail", MarkOut(osd=osd, reason="--leave-out: ended incomplete, Ceph "
+                                   "re-replicates its data elsewhere"))
     t.emit("tail", Done(reason="ended incomplete after %.0fs without a start that fits: %d "
                         "in-scope OSD(s) still down and held (%s); %d started by this run" % (
                             t.now - t.stalled_since, len(left),
@@ -68,10 +75,17 @@ def incomplete_report(t: Tick) -> None:
         left.setdefault(o.host, []).append(o.id)
     for host in sorted(left):
         ids = sorted(left[host])
-        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s; start them "
-                 "when memory allows (`ceph recovery start-controlled`), or let Ceph "
-                 "re-replicate their data (`ceph osd out`)" % (
-                     host, ",".join(str(x) for x in ids), _lack(t, host)), count=len(ids))
+        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s; %s" % (
+            host, ",".join(str(x) for x in ids), _lack(t, host), _advice(t.i.leave_out)),
+            count=len(ids))
+
+
+def _advice(left_out: bool) -> str:
+    if left_out:
+        return ("marked out (--leave-out): Ceph re-replicates their data; start them when "
+                "memory allows, then `ceph osd in`")
+    return ("start them when memory allows (`ceph recovery start-controlled`), or let Ceph "
+            "re-replicate their data (`ceph osd out`, or `--leave-out`)")
 
 
 def _lack(t: Tick, host: str) -> str:

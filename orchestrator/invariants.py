@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd, StopOsd,
-                      QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag, Wait)
+from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd, MarkOut,
+                      StopOsd, QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag,
+                      Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
@@ -42,7 +43,21 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
     errs += _modes(actions, intent, progress, newp,
                    {o.id: o.up for o in snapshot.osds})
     errs += _ends(actions, newp, new, health)
+    errs += _marked_out(actions, intent, snapshot)
     return errs
+
+
+def _marked_out(actions, intent, snapshot) -> List[str]:
+    """I8: an OSD is marked out only by --leave-out, only when down, and only in the tick
+    that ends the run (Done)."""
+    outs = [a for a in actions if isinstance(a, MarkOut)]
+    if not outs:
+        return []
+    errs = [] if intent.leave_out else ["I8: MarkOut without --leave-out"]
+    if not any(isinstance(a, Done) for a in actions):
+        errs.append("I8: MarkOut outside the tick that ends the run")
+    up = {o.id for o in snapshot.osds if o.up}
+    return errs + ["I8: osd.%d marked out while up" % a.osd for a in outs if a.osd in up]
 
 
 def _in_flight(actions, intent, newp, new: View) -> List[str]:

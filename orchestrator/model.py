@@ -144,6 +144,7 @@ class Intent:
     over_budget: str = "heap_then_restart"
     restart_cooldown_s: float = 600.0   # don't restart the same OSD again within this
     boot_timeout_s: float = 600.0       # an allowed-to-boot OSD that isn't up by then -> health
+    leave_out: bool = False             # at an incomplete end, mark the OSDs left down out
     run_id: str = ""
 
 

@@ -160,7 +160,7 @@ def intent_to_dict(i: Intent) -> Dict[str, Any]:
             "scope": list(i.scope), "concurrency": i.concurrency, "holds": sorted(i.holds),
             "auto_hold": i.auto_hold, "start_order": i.start_order, "footprint": i.footprint,
             "over_budget": i.over_budget, "restart_cooldown_s": i.restart_cooldown_s,
-            "boot_timeout_s": i.boot_timeout_s, "run_id": i.run_id}
+            "boot_timeout_s": i.boot_timeout_s, "leave_out": i.leave_out, "run_id": i.run_id}
 
 
 def _typed(d: Mapping[str, Any], key: str, types, default):
@@ -196,4 +196,5 @@ def intent_from_dict(d: Any) -> Intent:
         over_budget=_typed(d, "over_budget", (str,), "heap_then_restart"),
         restart_cooldown_s=float(_typed(d, "restart_cooldown_s", (int, float), 600.0)),
         boot_timeout_s=float(_typed(d, "boot_timeout_s", (int, float), 600.0)),
+        leave_out=bool(_typed(d, "leave_out", (bool,), False)),
         run_id=_typed(d, "run_id", (str,), ""))

@@ -26,6 +26,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
   I7 a run ends all-up (Done) or with a health check saying why not. Done waits until the
      OSDs it started have settled (PGs no longer degraded, inflight.py): they keep growing
      while they recover, and the run keeps answering over-budget hosts until then.
+  I8 MarkOut only with intent.leave_out, only for a down OSD, only in the tick that ends the
+     run (an OSD is never removed; marking out is the operator's explicit choice).
 
 Shell contract: persist the returned progress BEFORE carrying out the actions (write-ahead).
 A crash then loses at most actions, which the next tick re-issues (holds, boots, grants after

@@ -245,14 +245,16 @@ class Engine(HelperProtocol):
                 for code, (summary, detail) in sorted(self.shell_checks.items())}
 
     # ------------------------------------------------------------------ commands
-    def start(self, budget: Optional[str], scope, concurrency: int, now: float) -> Intent:
+    def start(self, budget: Optional[str], scope, concurrency: int, now: float,
+              leave_out: bool = False) -> Intent:
         if self.active:
             raise InputError(errno.EBUSY, "a recovery run is already active (run %s, phase %s):"
                              " pause/abort it or wait for it to finish"
                              % (self.run.progress.run_id, self.run.progress.phase))
-        return self.prepare(budget, scope, concurrency, now)
+        return self.prepare(budget, scope, concurrency, now, leave_out)
 
-    def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float) -> Intent:
+    def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float,
+                leave_out: bool = False) -> Intent:
         b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
         concurrency = check_concurrency(1 if concurrency is None else concurrency)
         if self.crush is None:
@@ -260,7 +262,7 @@ class Engine(HelperProtocol):
         buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())
         run_id = "r%d" % int(now)
         return replace(self.run.intent, mode=MODE_CONTROLLED, budget=b, scope=buckets,
-                       concurrency=concurrency, run_id=run_id)
+                       concurrency=concurrency, leave_out=bool(leave_out), run_id=run_id)
 
     def begin(self, intent: Intent, now: float) -> None:
         self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
@@ -271,8 +273,9 @@ class Engine(HelperProtocol):
                                      restarted=old.restarted, heap_released=old.heap_released)
         self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
-                         "scope %s concurrency %d" % (intent.run_id, intent.budget.value,
-                                                      list(intent.scope), intent.concurrency)},
+                         "scope %s concurrency %d%s" % (
+                             intent.run_id, intent.budget.value, list(intent.scope),
+                             intent.concurrency, " leave-out" if intent.leave_out else "")},
                         "accepted")
 
     def dry_run(self, intent: Intent, now: float) -> Dict[str, Any]:
@@ -373,7 +376,7 @@ class Engine(HelperProtocol):
             "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": self.active,
             "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
             "budget": dict(i.budget.__dict__), "scope": list(i.scope),
-            "concurrency": i.concurrency, "holds": sorted(i.holds),
+            "concurrency": i.concurrency, "leave_out": i.leave_out, "holds": sorted(i.holds),
             "granted": sorted(p.granted), "booting": sorted(p.booting),
             "finished": sorted(p.finished),
             "restarted": {str(k): v for k, v in p.restarted.items()},

@@ -43,6 +43,8 @@ def mon_cmd_for(action: A.Action) -> Optional[Dict[str, Any]]:
                 "value": action.value}
     if isinstance(action, A.RestoreConfig):
         return {"prefix": "config rm", "who": action.who, "name": action.name}
+    if isinstance(action, A.MarkOut):
+        return {"prefix": "osd out", "ids": [str(action.osd)]}
     return None
 
 

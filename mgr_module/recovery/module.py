@@ -267,7 +267,7 @@ class Module(MgrModule):
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
                   concurrency: Optional[str] = None,
-                  dry_run: bool = False) -> HandleCommandResult:
+                  dry_run: bool = False, leave_out: bool = False) -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
         bad = self._guard()
         if bad:
@@ -276,9 +276,9 @@ class Module(MgrModule):
         with self._lock:
             try:
                 if dry_run:
-                    intent = self.engine.prepare(budget, scope, concurrency, now)
+                    intent = self.engine.prepare(budget, scope, concurrency, now, leave_out)
                     return _ok(self.engine.dry_run(intent, now))
-                intent = self.engine.start(budget, scope, concurrency, now)
+                intent = self.engine.start(budget, scope, concurrency, now, leave_out)
                 self.engine.begin(intent, now)
             except InputError as e:
                 return _err(e)

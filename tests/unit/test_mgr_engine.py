@@ -99,7 +99,10 @@ def test_controlled_start_sequence(world):
     eng, ceph = make_engine(world["map"])
     all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
-    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    intent = eng.start("80%", [], 1, 1000.0, leave_out=True)
+    assert intent.leave_out and not eng.start("80%", [], 1, 1000.0).leave_out
+    eng.begin(intent, 1000.0)
+    assert "leave-out" in eng.run.journal[-1]["action"]["reason"]
     with pytest.raises(inputs.InputError) as e:          # a run is active now
         eng.start("80%", [], 1, 1000.0)
     assert e.value.errno == errno.EBUSY

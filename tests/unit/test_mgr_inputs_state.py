@@ -72,6 +72,8 @@ def test_config_actions_map_to_config_set_and_rm():
     assert m(A.RestoreConfig(reason="", who="osd.4", name="osd_memory_target", value="3G")) \
         == {"prefix": "config set", "who": "osd.4", "name": "osd_memory_target", "value": "3G"}
 
+    assert m(A.MarkOut(reason="", osd=7)) == {"prefix": "osd out", "ids": ["7"]}
+
 
 def test_memory_targets_are_the_osds_own_settings_only():
     dump = [{"section": "osd", "name": "osd_memory_target", "value": "3221225472"},
@@ -86,7 +88,7 @@ def test_memory_targets_are_the_osds_own_settings_only():
 def test_run_state_round_trip():
     st = state.RunState(journal_len=20)
     st.intent = Intent(mode="controlled", budget=Budget("bytes", 3e8), scope=("r1",),
-                       holds=frozenset({"h2"}), run_id="r1")
+                       holds=frozenset({"h2"}), leave_out=True, run_id="r1")
     st.progress = Progress(run_id="r1", phase="running", epoch=42, granted={4: 10.0},
                            booting={4: 12.0}, finished=frozenset({5}),
                            held_osds=frozenset({4}), held_buckets=frozenset({"h3"}),

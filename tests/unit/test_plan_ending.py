@@ -36,6 +36,27 @@ def test_a_stalled_run_waits_then_ends_incomplete_restoring_its_flags():
         "RECOVERY_INCOMPLETE"]
 
 
+def test_leave_out_marks_the_osds_left_down_out_in_the_tick_that_ends_the_run():
+    """--leave-out: the same stalled run ends with the flags restored, then osd.3,4,5 marked
+    out (Ceph re-replicates), then Done; the holds stay and the health check says so."""
+    from dataclasses import replace
+    run = replace(RUN, leave_out=True)
+    first = plan(FULL, run, RUNNING, POL, NOW)
+    assert not [a for a in first.actions if a.kind == "mark_out"]
+    end = plan(FULL, run, first.progress, POL, NOW + STALL_END_S)
+    assert [sig(a) for a in end.actions] == [
+        "unset_flag flag=noout", "unset_flag flag=norebalance",
+        "mark_out osd=3", "mark_out osd=4", "mark_out osd=5", "done"]
+    assert check_invariants(FULL, run, first.progress, end, POL, NOW + STALL_END_S) == []
+    inc = [h for h in end.health if h.code == "RECOVERY_INCOMPLETE"][0]
+    assert "marked out (--leave-out)" in inc.detail[0]
+    # without the option the same end marks nothing out, and the invariant rejects a MarkOut
+    plain = plan(FULL, RUN, first.progress, POL, NOW + STALL_END_S)
+    assert check_invariants(FULL, RUN, first.progress, end, POL, NOW + STALL_END_S) == [
+        "I8: MarkOut without --leave-out"]
+    assert not [a for a in plain.actions if a.kind == "mark_out"]
+
+
 def test_a_start_that_fits_resets_the_stall_clock():
     stalled = RUNNING.evolve(stalled_since=NOW - STALL_END_S + 10)
     roomy = snap(*HELD, used={"h1": 1 * GiB}, cluster_flags=RUNF)
