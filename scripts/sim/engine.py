@@ -27,6 +27,7 @@ class RunConfig:
     start_order: str = Intent.start_order   # controlled: the start_order policy
     check_invariants: bool = False
     seed: int = 0
+    membership: bool = True    # controlled: the snapshot carries PG membership (PgMap)
 
 
 @dataclass
