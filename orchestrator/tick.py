@@ -278,6 +278,7 @@ class Tick:
             "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
             "epoch": progress.epoch, "time": self.now,
             "started_at": progress.started_at, "service_restored_at": progress.service_at,
+            "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
             "policies": list(self.pol.names),
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
