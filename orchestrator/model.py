@@ -172,7 +172,9 @@ class Intent:
     mode: str = MODE_IDLE
     budget: Budget = Budget()
     scope: Tuple[str, ...] = ()         # CRUSH buckets; empty = whole cluster
-    concurrency: int = 1                # starts in flight per host; CONCURRENCY_AUTO = memory decides
+    concurrency: int = CONCURRENCY_AUTO  # starts in flight per host; CONCURRENCY_AUTO (the
+                                         # default) = memory decides: in the sweep it never
+                                         # cost an OOM kill (docs/memory-model.md)
     holds: FrozenSet[str] = frozenset()  # buckets the operator holds (set-group noup)
     auto_hold: bool = False             # hold a bucket whose OSDs all went down
     start_order: str = "unblock_first"  # policy names, see ceph_recovery.policies

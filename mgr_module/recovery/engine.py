@@ -256,7 +256,7 @@ class Engine(HelperProtocol):
 
     def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float) -> Intent:
         b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
-        concurrency = check_concurrency(1 if concurrency is None else concurrency)
+        concurrency = check_concurrency("auto" if concurrency is None else concurrency)
         if self.crush is None:
             raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
         buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())

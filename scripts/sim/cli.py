@@ -50,8 +50,9 @@ def parser() -> argparse.ArgumentParser:
                     % (DEFAULT_BUDGET, ORACLE_BUDGET))
     ap.add_argument("--host-ram", type=float, default=None,
                     help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
-    ap.add_argument("--concurrency", type=concurrency_arg, default=1,
-                    help="controlled: starts per host, or 'auto' (0: memory decides)")
+    ap.add_argument("--concurrency", type=concurrency_arg, default=Intent.concurrency,
+                    help="controlled: starts per host, or 'auto' (0: memory decides; the "
+                    "default, as in the module)")
     ap.add_argument("--start-order", default=None, metavar="POLICY",
                     help="controlled: start_order policy (%s; default: the Intent's, %s)"
                     % (", ".join(sorted(REGISTRY["start_order"])), Intent.start_order))
