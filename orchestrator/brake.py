@@ -12,7 +12,8 @@ Rules:
   largest of those OSDs that outgrew the peak its start was admitted on (its prediction is
   void: nothing says where its growth ends; an OSD within its prediction is not stopped, the
   admission already counted its peak), before the kernel's OOM killer picks one; only with ok-to-stop
-  True in this snapshot (never otherwise), at most one per tick. The OSD is held again (noup),
+  True in this snapshot (never otherwise) and, where the snapshot has PG membership, only if
+  no PG with min_size members up drops below it (Tick.may_stop), at most one per tick. The OSD is held again (noup),
   its peak so far becomes an observation (its next prediction is at least that) and it counts
   as a failed start (MAX_START_FAILURES): it is started again only when that peak fits.
 """
@@ -64,17 +65,18 @@ def brake(t: Tick, host: str) -> bool:
     if hm.mem_used <= BRAKE_AT * cap:
         return False
     for o in _ours(t, host):
-        if t.s.ok_to_stop.get(o.id) is not True or o.rss_bytes <= _admitted(t, o):
+        if not t.may_stop(o.id) or o.rss_bytes <= _admitted(t, o):
             continue
         t.emit("hold_osds", HoldOsd(osd=o.id, reason="stopped over budget: held again"))
         t.emit("memory", StopOsd(osd=o.id, host=host, reason=(
             "%s over budget (%s > %s) and nothing to release or restart: stop osd.%d "
-            "(rss %s, predicted %s) before the kernel kills one; ok-to-stop cleared it" % (
+            "(rss %s, predicted %s) before the kernel kills one; ok-to-stop cleared it and no "
+            "PG drops below min_size" % (
                 host, fmt_bytes(hm.mem_used), fmt_bytes(t.budget(host)), o.id,
                 fmt_bytes(o.rss_bytes), fmt_bytes(t.predict(o.id))))))
         fail_start(t, o, "stopped over budget")
         t.held_osds.add(o.id)
         return True
-    t.reasons.append("%s over budget: no ok-to-stop clearance for the OSDs this run started"
-                     % host)
+    t.reasons.append("%s over budget: no ok-to-stop clearance (or a stop would take a PG below "
+                     "min_size) for the OSDs this run started" % host)
     return False

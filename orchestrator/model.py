@@ -91,6 +91,41 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class PoolInfo:
+    """A pool's replica counts (`osd dump` pools[].size / min_size)."""
+
+    size: int
+    min_size: int
+
+
+@dataclass(frozen=True)
+class PgMap:
+    """PG membership: which OSDs each PG lives on, and which PGs are not active now.
+
+    Cheap by design (a 10,000-OSD cluster has ~320,000 PGs): parallel tuples indexed by a PG
+    index 0..n-1, no object per PG. Shells keep `members`, `pool_of`, `pools`, `by_osd` and
+    `ids` between ticks while the placement does not change and rebuild only `inactive` (the
+    PGs whose state changes are few); plan() only ever looks at the inactive PGs and at the
+    PGs of the few OSDs it considers stopping, never at all of them.
+    """
+
+    members: Tuple[Tuple[int, ...], ...]     # PG index -> its OSDs: the acting set plus the
+                                             # down OSDs it maps to (they are left out of the
+                                             # acting set while down, see the shells)
+    pool_of: Tuple[int, ...]                 # PG index -> pool id
+    pools: Mapping[int, PoolInfo]            # pool id -> size / min_size
+    by_osd: Mapping[int, Tuple[int, ...]]    # OSD id -> indexes of its PGs
+    inactive: FrozenSet[int] = frozenset()   # PG indexes whose state is not active now
+    ids: Tuple[str, ...] = ()                # PG index -> "pool.seed" for messages (may be empty)
+
+    def min_size(self, pg: int) -> int:
+        return self.pools[self.pool_of[pg]].min_size
+
+    def name(self, pg: int) -> str:
+        return self.ids[pg] if pg < len(self.ids) else "pg#%d" % pg
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything plan() may look at. Built fresh every tick by a shell."""
 
@@ -106,6 +141,7 @@ class Snapshot:
     ok_to_stop: Mapping[int, bool] = field(default_factory=dict)  # answers valid at `epoch`
     findings: Tuple[Finding, ...] = ()
     helpers_seen: Mapping[str, float] = field(default_factory=dict)  # host -> last report time
+    pg_map: Optional[PgMap] = None     # PG membership; None = the shell does not know it
 
     def osd(self, osd_id: int) -> Optional[OsdState]:
         for o in self.osds:
@@ -136,7 +172,9 @@ class Intent:
     mode: str = MODE_IDLE
     budget: Budget = Budget()
     scope: Tuple[str, ...] = ()         # CRUSH buckets; empty = whole cluster
-    concurrency: int = 1                # starts in flight per host; CONCURRENCY_AUTO = memory decides
+    concurrency: int = CONCURRENCY_AUTO  # starts in flight per host; CONCURRENCY_AUTO (the
+                                         # default) = memory decides: in the sweep it never
+                                         # cost an OOM kill (docs/memory-model.md)
     holds: FrozenSet[str] = frozenset()  # buckets the operator holds (set-group noup)
     auto_hold: bool = False             # hold a bucket whose OSDs all went down
     start_order: str = "unblock_first"  # policy names, see ceph_recovery.policies

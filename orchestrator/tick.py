@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
+from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
@@ -107,6 +108,8 @@ class Tick:
         self._pred: Dict[int, int] = {}
         self._floor: Dict[str, int] = {}
         self._learn: Optional[List[Observation]] = None
+        self._breaks: Dict[Tuple[int, int], List[int]] = {}
+        self._up: Optional[Set[int]] = None
 
     # ------------------------------------------------------------------ helpers
     def emit(self, stage: str, action: Action) -> None:
@@ -199,6 +202,34 @@ class Tick:
             self._floor[host] = int(rss[(len(rss) - 1) // 2] * PEER_FLOOR_FACTOR) if rss else 0
         return self._floor[host]
 
+    def stop_breaks(self, osd_id: int) -> List[int]:
+        """PG indexes a stop of `osd_id` now would take below min_size (with this tick's
+        restarts counted as stopped too); empty when the snapshot has no PG membership."""
+        pm = self.s.pg_map
+        if pm is None:
+            return []
+        key = (osd_id, len(self.new_restarts))     # new_restarts only grows within a tick
+        if key not in self._breaks:
+            if self._up is None:
+                self._up = up_ids(self.view.by_id)
+            self._breaks[key] = stop_breaks(pm, self._up, osd_id, self.new_restarts)
+        return self._breaks[key]
+
+    def may_stop(self, osd_id: int) -> bool:
+        """ok-to-stop True in this snapshot AND no PG with min_size up drops below it (Ceph's
+        ok-to-stop clears a returning OSD still recovering even where it does: the core never
+        makes an active PG inactive)."""
+        return self.s.ok_to_stop.get(osd_id) is True and not self.stop_breaks(osd_id)
+
+    def stop_refusal(self, osd_id: int) -> str:
+        """Why the membership refuses stopping `osd_id` ("" if it does not)."""
+        bad = self.stop_breaks(osd_id)
+        if not bad:
+            return ""
+        pm = self.s.pg_map
+        return "its stop would take %d PG(s) below min_size (%s)" % (
+            len(bad), ", ".join(pm.name(x) for x in bad[:3]) + (", ..." if len(bad) > 3 else ""))
+
     def concurrency(self) -> int:
         """Starts allowed in flight per host: 1 until WARMUP_OBSERVATIONS starts were measured
         on this cluster (the first wave runs on the prior alone; a lower bound counts only
@@ -247,6 +278,7 @@ class Tick:
             "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
             "epoch": progress.epoch, "time": self.now,
             "started_at": progress.started_at, "service_restored_at": progress.service_at,
+            "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
             "policies": list(self.pol.names),
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
+from ceph_recovery.membership import cover
 from ceph_recovery.model import OsdState, Snapshot
+
+from .footprint import static as _prior
 
 
 def _service_key(o: OsdState):
@@ -72,5 +75,27 @@ def domain_round_robin(candidates: Sequence[OsdState], snapshot: Snapshot) -> Li
     return _interleave(per_rack)
 
 
+def _weight(o: OsdState) -> float:
+    # relative cost of a start: the footprint prior (learning scales every OSD by the same
+    # factor, so the prior orders them as the learned prediction does); now = 0 leaves the
+    # downtime out, which the OSDs of one failure share
+    return float(_prior(o, (), 0.0))
+
+
+def cover_first(candidates: Sequence[OsdState], snapshot: Snapshot) -> List[OsdState]:
+    """Service first, from PG membership: the down OSDs that bring every inactive PG to its
+    min_size (ceph_recovery.membership.cover: a greedy set cover weighted by predicted
+    footprint) in cover order, then the rest in unblock_first order. Without membership
+    (snapshot.pg_map None) or with every PG active, this is unblock_first."""
+    rest = unblock_first(candidates, snapshot)
+    pm = snapshot.pg_map
+    if pm is None or not pm.inactive:
+        return rest
+    by_id = {o.id: o for o in snapshot.osds}
+    first = cover(pm, by_id, rest, _weight)
+    picked = {o.id for o in first}
+    return first + [o for o in rest if o.id not in picked]
+
+
 START_ORDER = {"unblock_first": unblock_first, "service_first": service_first,
-               "domain_round_robin": domain_round_robin}
+               "domain_round_robin": domain_round_robin, "cover_first": cover_first}

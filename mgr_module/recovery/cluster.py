@@ -16,6 +16,14 @@ Per-OSD PG counts (documented approach):
     `missed_entries` stays unknown (None): `pgs` x the mean `log_size` of those PGs (their logs
     also hold what was written before the outage) predicted 1,058 MiB on the lab for an OSD
     that peaked at 240 MB; the footprint policy then falls back to its downtime-based prior.
+
+PG membership (Snapshot.pg_map, pg_membership()): from the PG stats (`pg dump pgs_brief`:
+pgid, state, up, acting) and the pools of the OSD map (`osd dump`: pool, size, min_size).
+A down OSD is not in any up/acting set of a replicated pool, so a PG's members are its acting
+set, then its up set, then, while it is not active, the OSDs its peering is `blocked_by`, then
+the members the shell saw last while the PG was complete (`members_seen`, kept by the engine
+in memory: an mgr that starts after the failure learns them only from blocked_by). A PG of a
+pool the map does not list is left out.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import datetime
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ceph_recovery.model import (PROC_RUNNING, PROC_STOPPED, PROC_UNKNOWN, Finding, HostMem,
-                                 OsdState, Snapshot)
+                                 OsdState, PgMap, PoolInfo, Snapshot)
 
 
 class CrushIndex(object):
@@ -145,6 +153,71 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
     return per, totals
 
 
+def _pg_stats(pg_dump: Any) -> List[Mapping[str, Any]]:
+    """The PG entries of `pg dump [pgs_brief]` in any of its shapes: a list (pgs_brief on
+    some releases), {"pg_stats": [...]}, or {"pg_map": {"pg_stats": [...]}}."""
+    if isinstance(pg_dump, list):
+        return pg_dump
+    pg_dump = pg_dump.get("pg_map", pg_dump)
+    return list(pg_dump.get("pg_stats", []) or [])
+
+
+def _members(pg: Mapping[str, Any], active: bool, seen: Tuple[int, ...], known) -> Tuple:
+    out: List[int] = []
+    extra = list(pg.get("blocked_by", []) or []) if not active else []
+    for o in list(pg.get("acting", []) or []) + list(pg.get("up", []) or []) + extra + \
+            list(seen):
+        if isinstance(o, int) and o in known and o not in out:
+            out.append(o)
+    return tuple(out)
+
+
+def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
+                  members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None
+                  ) -> Optional[PgMap]:
+    """The snapshot's PgMap (see the module docstring), None when the dump has no PGs."""
+    pools = {int(p["pool"]): PoolInfo(size=int(p.get("size", 0) or 0),
+                                      min_size=int(p.get("min_size", 0) or 0))
+             for p in osd_map.get("pools", []) or [] if "pool" in p}
+    known = {o.get("osd") for o in osd_map.get("osds", []) or []}
+    seen = members_seen or {}
+    ids: List[str] = []
+    members: List[Tuple[int, ...]] = []
+    pool_of: List[int] = []
+    inactive = []
+    by_osd: Dict[int, List[int]] = {}
+    for pg in _pg_stats(pg_dump):
+        pgid = str(pg.get("pgid", ""))
+        pool = pgid.split(".", 1)[0]
+        if not pool.isdigit() or int(pool) not in pools:
+            continue
+        active = "active" in _states(pg)
+        m = _members(pg, active, tuple(seen.get(pgid, ())), known)
+        i = len(ids)
+        ids.append(pgid)
+        members.append(m)
+        pool_of.append(int(pool))
+        if not active:
+            inactive.append(i)
+        for o in m:
+            by_osd.setdefault(o, []).append(i)
+    if not ids:
+        return None
+    return PgMap(members=tuple(members), pool_of=tuple(pool_of), pools=pools,
+                 by_osd={o: tuple(v) for o, v in by_osd.items()},
+                 inactive=frozenset(inactive), ids=tuple(ids))
+
+
+def remember_members(pg_map: Optional[PgMap], seen: Dict[str, Tuple[int, ...]]) -> None:
+    """Keep each PG's members while it has its pool's full size (all of them known)."""
+    if pg_map is None:
+        return
+    for i, pgid in enumerate(pg_map.ids):
+        m = pg_map.members[i]
+        if len(m) >= pg_map.pools[pg_map.pool_of[i]].size:
+            seen[pgid] = m
+
+
 def even_share(osd_map: Mapping[str, Any]) -> Dict[int, int]:
     """Each `in` OSD's even share of all PG replicas (pg_num x size over the pools)."""
     ins = [o["osd"] for o in osd_map.get("osds", []) if o.get("in")]
@@ -197,7 +270,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    findings: Tuple[Finding, ...] = (),
                    pgs_seen: Optional[Mapping[int, int]] = None,
                    down_seen: Optional[Mapping[int, float]] = None,
-                   memory_targets: Optional[Mapping[int, int]] = None) -> Snapshot:
+                   memory_targets: Optional[Mapping[int, int]] = None,
+                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
@@ -238,4 +312,5 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         cluster_flags=cluster_flags(osd_map), buckets=crush.buckets(),
         pgs_total=totals["total"], pgs_active=totals["active"], pgs_clean=totals["clean"],
         ok_to_stop=oks, findings=tuple(findings),
-        helpers_seen={h: t for h, (r, t) in reports.items()})
+        helpers_seen={h: t for h, (r, t) in reports.items()},
+        pg_map=pg_membership(pg_dump, osd_map, members_seen))

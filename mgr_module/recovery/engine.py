@@ -19,7 +19,7 @@ from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PA
 from ceph_recovery.protocol import Report
 
 from . import core
-from .cluster import CrushIndex, build_snapshot
+from .cluster import CrushIndex, build_snapshot, remember_members
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
@@ -58,6 +58,7 @@ class Engine(HelperProtocol):
         self.error: Optional[str] = None
         # checks raised by the shell itself (state store, ...): code -> (summary, detail)
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
+        self.members_seen: Dict[str, Tuple[int, ...]] = {}   # pgid -> members while complete
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
                                         "budget_default": "80%", "network_holds_starts": True,
@@ -91,7 +92,8 @@ class Engine(HelperProtocol):
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
             self.run.heap_support,
             findings if self.options.get("network_holds_starts", True) else (),
-            self.run.pgs_seen, self.run.down_seen, memory_targets)
+            self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen)
+        remember_members(self.snapshot.pg_map, self.members_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs
@@ -256,7 +258,7 @@ class Engine(HelperProtocol):
     def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float,
                 leave_out: bool = False) -> Intent:
         b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
-        concurrency = check_concurrency(1 if concurrency is None else concurrency)
+        concurrency = check_concurrency("auto" if concurrency is None else concurrency)
         if self.crush is None:
             raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
         buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())

@@ -38,6 +38,32 @@ def _journal_line(j: Mapping[str, Any]) -> str:
     return "  %s e%s %s: %s -> %s" % (when, j.get("epoch"), what, reason, j.get("result"))
 
 
+def _when(t: Any) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(float(t)))
+
+
+def service_line(st: Mapping[str, Any]) -> Optional[str]:
+    """"service restored at" (every PG active, from the PG states) apart from "all up"
+    (every in-scope OSD up again): service usually comes first, and a run that ends short
+    of memory can restore service with OSDs still down."""
+    summ = st.get("summary") or {}
+    if not st.get("run_id") or not summ:
+        return None
+    pgs = st.get("pgs") or {}
+    svc = summ.get("service_restored_at")
+    service = ("service restored at %s (every PG active)" % _when(svc) if svc is not None
+               else "service not restored (%s of %s PGs not active)" % (
+                   pgs.get("total", 0) - pgs.get("active", 0), pgs.get("total", 0)))
+    down = (summ.get("counts") or {}).get("candidates", 0)
+    if down:
+        up = "all up: no, %d OSD(s) in scope still down" % down
+    elif summ.get("finished_at") is not None:
+        up = "all up at %s" % _when(summ["finished_at"])
+    else:
+        up = "all up"
+    return "%s; %s" % (service, up)
+
+
 def status_text(st: Mapping[str, Any]) -> str:
     """`ceph recovery status`: phase line, per-host table, health, the last journal lines."""
     pgs = st.get("pgs") or {}
@@ -48,6 +74,9 @@ def status_text(st: Mapping[str, Any]) -> str:
         "osdmap e%s (decided on e%s), PGs %s/%s active, %s clean" % (
             st.get("epoch"), st.get("decided_epoch"), pgs.get("active", 0),
             pgs.get("total", 0), pgs.get("clean", 0))]
+    svc = service_line(st)
+    if svc:
+        lines.append(svc)
     hosts: Dict[str, Any] = st.get("hosts") or {}
     if hosts:
         rows = [["HOST", "USED", "BUDGET", "DOWN", "IN FLIGHT", "NEXT", "PREDICTED", "WAITING ON"]]

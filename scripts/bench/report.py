@@ -15,8 +15,8 @@ WIDTH = 80
 # A rule under the header (the box's third line) and nothing else: no column dividers, so 80
 # columns hold 14 columns. Cells fold, never end in "...", when the terminal is narrower.
 HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
-ABBR = {"naive": "naive", "controlled": "ctl", "ctl-auto": "ctl-auto", "unlimited": "unlim",
-        "oracle": "oracle"}
+ABBR = {"naive": "naive", "controlled": "ctl", "ctl-1": "ctl-1", "ctl-cover": "ctl-cover",
+        "ctl-auto": "ctl-auto", "unlimited": "unlim", "oracle": "oracle"}
 
 
 def _t(v) -> str:
@@ -122,7 +122,7 @@ def _codes(health) -> str:
 def acceptance(rows: List[dict]) -> List[dict]:
     out = []
     for (h, ram), v in sorted(_by_cell([r for r in rows if r["table"] == "sweep"]).items()):
-        for key in ("controlled", "ctl-auto"):
+        for key in ("controlled", "ctl-1", "ctl-cover"):
             for line in acceptance_cell(v, key):
                 line.update(hosts=h, ram_gib=ram, variant=key)
                 out.append(line)

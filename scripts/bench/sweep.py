@@ -20,8 +20,10 @@ OSDS_PER_HOST = 12
 HOSTS = (30, 100, 500)
 RAM_GIB = (40, 44, 48, 56, 64)
 # (label, strategy, extra sim args)
-VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),
-            ("ctl-auto", "controlled", ("--concurrency", "auto")),
+VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),   # default: auto
+            ("ctl-1", "controlled", ("--concurrency", "1")),
+            ("ctl-cover", "controlled", ("--concurrency", "auto", "--start-order",
+                                         "cover_first")),
             ("unlimited", "unlimited", ()), ("oracle", "oracle", ()))
 BIG = (840, 84)                  # 10,080 OSDs: 840 hosts x 12, racks of 10 hosts like the sweep
 BIG_RAM_GIB = (48, 64)

@@ -48,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
                    help="kill and restart ceph-mgr this many seconds into the recovery")
     p.add_argument("--scope", default=None,
                    help="CRUSH buckets for start-controlled --scope (comma separated)")
+    p.add_argument("--concurrency", default=None, metavar="N|auto",
+                   help="controlled: start-controlled --concurrency (default: the module's)")
     p.add_argument("--fit-first", type=float, default=None, metavar="F",
                    help="controlled: budget = F x the module's own predicted peak of the first "
                         "OSD it would start, and the failed hosts' cgroups limited to that "
@@ -78,7 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         objects=args.objects, object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
                         restart_mgr_after=args.restart_mgr_after, scope=args.scope,
-                        fit_first=args.fit_first,
+                        fit_first=args.fit_first, concurrency=args.concurrency,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()

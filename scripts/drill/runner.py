@@ -57,6 +57,7 @@ class DrillOptions:
     tune: bool = True
     scope: Optional[str] = None     # start-controlled --scope (default: the whole cluster)
     fit_first: Optional[float] = None   # budget = this x the module's prediction (see _fit_first)
+    concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
@@ -250,6 +251,8 @@ class Drill(object):
         cmd: Dict[str, Any] = {"prefix": "recovery start-controlled", "budget": self.o.budget}
         if self.o.scope:
             cmd["scope"] = self.o.scope.split(",")
+        if self.o.concurrency is not None:
+            cmd["concurrency"] = str(self.o.concurrency)
         out = mgr_json(self.cluster, cmd)
         self.result["run_id"] = out.get("run_id")
         log.info("start-controlled accepted", run_id=out.get("run_id"))

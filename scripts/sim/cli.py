@@ -50,8 +50,9 @@ def parser() -> argparse.ArgumentParser:
                     % (DEFAULT_BUDGET, ORACLE_BUDGET))
     ap.add_argument("--host-ram", type=float, default=None,
                     help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
-    ap.add_argument("--concurrency", type=concurrency_arg, default=1,
-                    help="controlled: starts per host, or 'auto' (0: memory decides)")
+    ap.add_argument("--concurrency", type=concurrency_arg, default=Intent.concurrency,
+                    help="controlled: starts per host, or 'auto' (0: memory decides; the "
+                    "default, as in the module)")
     ap.add_argument("--start-order", default=None, metavar="POLICY",
                     help="controlled: start_order policy (%s; default: the Intent's, %s)"
                     % (", ".join(sorted(REGISTRY["start_order"])), Intent.start_order))
@@ -61,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
                     help="OSDs without tcmalloc: heap release frees nothing")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="override a model parameter (see docs/memory-model.md)")
+    ap.add_argument("--no-membership", action="store_true",
+                    help="controlled: snapshots without PG membership (as a shell that "
+                    "cannot read it)")
     ap.add_argument("--check-invariants", action="store_true",
                     help="controlled: check plan() invariants every tick, count violations")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -109,7 +113,8 @@ def run(args) -> dict:
                     horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
                     host_ram=args.host_ram, concurrency=args.concurrency,
                     start_order=args.start_order or Intent.start_order,
-                    check_invariants=args.check_invariants, seed=args.seed)
+                    check_invariants=args.check_invariants, seed=args.seed,
+                    membership=not args.no_membership)
     strategy = make(cfg)
     if args.trace and cfg.strategy in ("controlled", "oracle"):
         with open(args.trace, "w") as f:

@@ -83,6 +83,7 @@ class Cluster:
         self.n_clean = [self.size] * n
         self.n_active = self.n_clean_total = n
         self.n_available = n          # PGs with >= min_size members up and peered
+        self.inactive_pgs: Set[int] = set()   # PG indexes not active (kept incrementally)
         self.hosts = topo.hosts
         self.host_osds: Dict[str, List[Osd]] = {h: [] for h in self.hosts}
         for o in self.osds:
@@ -127,6 +128,7 @@ class Cluster:
             self.n_clean[pg] += d_clean
             a1, c1 = self._pg_state(pg)
             if a0 != a1:
+                (self.inactive_pgs.discard if a1 else self.inactive_pgs.add)(pg)
                 self._flip(pg, "inactive", -1 if a1 else 1)
                 self.n_active += 1 if a1 else -1
             if c0 != c1:

@@ -15,7 +15,7 @@ from typing import Dict, List, Set
 
 from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_CONTROLLED, PROC_RUNNING, PROC_STOPPED, Budget, HostMem,
-                                 Intent, OsdState, Progress, Snapshot)
+                                 Intent, OsdState, PgMap, PoolInfo, Progress, Snapshot)
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 
@@ -45,6 +45,18 @@ class Controlled:
         self.last_health: List[str] = []
         self.trace = None                      # a text file: JSON lines per tick (--trace)
         self.config_changed: Set[tuple] = set()   # (who, name) set and not restored yet
+        self.pg_map = None                     # static membership, built once (pg_map())
+
+    def _pg_map(self, sim) -> PgMap:
+        """PG membership as the mgr reads it (members = CRUSH's up set with every OSD up, the
+        one pool's size/min_size); the placement never changes in a run, so only the
+        inactive set is new each tick."""
+        cl = sim.cl
+        if self.pg_map is None:
+            self.pg_map = PgMap(members=cl.members, pool_of=(1,) * len(cl.members),
+                                pools={1: PoolInfo(size=cl.size, min_size=cl.min_size)},
+                                by_osd={o.id: tuple(o.pgs) for o in cl.osds})
+        return replace(self.pg_map, inactive=frozenset(cl.inactive_pgs))
 
     # ------------------------------------------------------------------ snapshot
     def _osd_state(self, sim, o: Osd) -> OsdState:
@@ -84,7 +96,8 @@ class Controlled:
             hosts=hosts, bucket_flags={b: frozenset(("noup",)) for b in sim.lc.held_buckets},
             cluster_flags=frozenset(self.flags), buckets=self.buckets,
             pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_total,
-            ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts})
+            ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts},
+            pg_map=self._pg_map(sim) if sim.cfg.membership else None)
 
     def _with_missed(self, sim, st: OsdState) -> OsdState:
         """A down OSD's missed PG log entries, as the mgr reads them from its PGs' log

@@ -23,10 +23,11 @@ class RunConfig:
     tick_s: float = 5.0
     budget: float = 0.8
     host_ram: Optional[float] = None     # bytes; default params.host_ram_per_osd * OSDs/host
-    concurrency: int = 1
+    concurrency: int = Intent.concurrency
     start_order: str = Intent.start_order   # controlled: the start_order policy
     check_invariants: bool = False
     seed: int = 0
+    membership: bool = True    # controlled: the snapshot carries PG membership (PgMap)
 
 
 @dataclass

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.integration
 
 
 def drill(lab, tmp_path, **kw):
+    """One controlled drill, one start at a time per host (asserted below): --concurrency 1
+    explicitly, whatever the module's default is."""
     out = str(tmp_path / "drill.json")
+    kw.setdefault("concurrency", "1")
     opts = DrillOptions(lab_dir=lab["dir"], json_out=out, **kw)
     result = Drill(opts).run()
     with open(out) as f:

@@ -54,6 +54,7 @@ FIT_FIRST = 1.05
 
 
 def run(lab, tmp_path, name, **kw):
+    kw.setdefault("concurrency", None if kw.get("naive") else "1")   # one at a time, asserted
     opts = DrillOptions(lab_dir=lab["dir"], fail="host:" + HOST, objects=OBJECTS,
                         downtime=DOWNTIME, timeout=TIMEOUT,
                         json_out=str(tmp_path / (name + ".json")), **kw)

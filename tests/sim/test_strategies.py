@@ -19,8 +19,12 @@ def sim(strategy, *extra):
 
 @pytest.fixture(scope="module")
 def results():
-    return {s: sim(s, "--check-invariants") for s in ("naive", "serial", "controlled",
-                                                       "unlimited")}
+    # controlled one at a time (--concurrency 1): the floor and serial comparisons below are
+    # about that mode; auto (the default) can be clean a tick before unlimited, whose
+    # returning OSDs all peer at once on the host's shared rate
+    return {s: sim(s, "--check-invariants", *(["--concurrency", "1"] if s == "controlled"
+                                              else [])) for s in ("naive", "serial",
+                                                                  "controlled", "unlimited")}
 
 
 def test_naive_oom_cascade(results):

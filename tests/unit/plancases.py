@@ -47,7 +47,7 @@ def snap(*changed, used=None, epoch=10, hosts=("h0", "h1"), **kw):
     return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hm, **kw)
 
 
-RUN = Intent(mode="controlled", run_id="r1")
+RUN = Intent(mode="controlled", run_id="r1", concurrency=1)   # one at a time
 RUNNING = Progress(run_id="r1", phase="running", epoch=10, saved_flags=frozenset(),
                    held_osds=frozenset({3, 4, 5}), started_at=NOW - 100)
 HELD = [osd(i, flags=NOUP) for i in (3, 4, 5)]

@@ -27,7 +27,7 @@ SNAP = Snapshot(epoch=20, osds=(osd(0, True), osd(1, True), osd(2, False), osd(3
                 hosts=tuple(HostMem(name=h, mem_total=4 * GiB, mem_used=GiB,
                                     mem_available=3 * GiB) for h in ("h0", "h1")),
                 ok_to_stop={0: True, 1: False}, cluster_flags=frozenset({"noout"}))
-INTENT = Intent(mode="controlled", run_id="r")
+INTENT = Intent(mode="controlled", run_id="r", concurrency=1)   # one at a time
 PROG = Progress(run_id="r", phase="running", epoch=20, saved_flags=frozenset(),
                 held_osds=frozenset({2, 3}))
 POL = resolve(INTENT)

@@ -274,3 +274,19 @@ def test_throughput_probe_request_rides_on_the_next_reply_once(world):
     assert first.probe == {"throughput_to": ["h1", "h3"]}
     assert again.probe == {} and other.probe == {}
     assert sorted(eng.request_throughput([])) == ["h1", "h2", "h3"]
+
+
+def test_observe_remembers_pg_members_seen_complete(world):
+    """A PG seen with all its pool's members keeps them when one of them goes down (the OSD
+    map drops a down OSD from every up/acting set): the snapshot's membership still names it."""
+    eng, _ = make_engine(world["map"])
+    full = {"pg_stats": [{"pgid": "1.0", "state": "active+clean", "up": [0, 2, 4],
+                          "acting": [0, 2, 4]}]}
+    snap = eng.observe(world["map"], world["tree"], full, 1000.0)
+    assert snap.pg_map.members == ((0, 2, 4),)
+    short = {"pg_stats": [{"pgid": "1.0", "state": "active+undersized+degraded",
+                           "up": [0, 2], "acting": [0, 2]}]}
+    snap = eng.observe(world["map"], world["tree"], short, 1005.0)
+    assert snap.pg_map.members == ((0, 2, 4),) and snap.pg_map.by_osd[4] == (0,)
+    fresh, _ = make_engine(world["map"])        # an mgr that started after the failure
+    assert fresh.observe(world["map"], world["tree"], short, 1005.0).pg_map.members == ((0, 2),)

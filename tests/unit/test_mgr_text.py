@@ -82,3 +82,19 @@ def test_network_text_is_the_cores_table():
     assert out.splitlines()[0].split() == ["PAIR", "LOSS", "BY", "SIZE", "RTT", "ms", "Mbit/s"]
     assert "findings: 0" in out
     assert core.network_text({"error": "x", "findings": []}) == "network view unavailable: x\n"
+
+
+def test_status_shows_service_restored_apart_from_all_up():
+    st = {"run_id": "r", "pgs": {"total": 10, "active": 10},
+          "summary": {"service_restored_at": 3600.0, "finished_at": None,
+                      "counts": {"candidates": 2}}}
+    assert text.service_line(st) == ("service restored at 01:00:00 (every PG active); "
+                                      "all up: no, 2 OSD(s) in scope still down")
+    st["summary"].update(finished_at=3725.0, counts={"candidates": 0})
+    assert text.service_line(st) == ("service restored at 01:00:00 (every PG active); "
+                                     "all up at 01:02:05")
+    st.update(pgs={"total": 10, "active": 7})
+    st["summary"].update(service_restored_at=None, finished_at=None, counts={"candidates": 3})
+    assert text.service_line(st) == ("service not restored (3 of 10 PGs not active); "
+                                     "all up: no, 3 OSD(s) in scope still down")
+    assert text.service_line({"run_id": "", "summary": {}}) is None

@@ -10,6 +10,8 @@ limit: 2 OOM kills. Here: snapshots in, exact ordered actions out.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
@@ -148,3 +150,21 @@ def test_load_rss_survives_a_save_and_reload():
     first, _ = boot_then_active(POL)
     assert progress_from_json(progress_to_json(first.progress)).load_rss == {2: 112 * MiB}
     assert progress_from_json('{"schema": 1}').load_rss == {}
+
+
+def test_with_auto_concurrency_the_next_grant_is_gated_by_the_live_preboot_load():
+    """concurrency auto (the default), four light observations (95 MiB peaks): osd.2 shows
+    112 MiB in preboot, so it reserves 2 x 112 - 112 MiB and osd.3 (115 MiB predicted) waits
+    (112 + 112 + 115 > 237 MiB); with osd.2 at 40 MiB in preboot osd.3 is granted beside it."""
+    light = tuple(Observation(osd=o, pgs=16, downtime_s=15.0, pg_log_entries=0,
+                              peak_bytes=95 * MiB) for o in (2, 3, 4, 5))
+    auto = replace(BUDGET, concurrency=0)
+    pol = resolve(auto)
+    start = GRANTED2.evolve(observations=light)
+    res = plan(snap(PRE2, used=112 * MiB), auto, start, pol, NOW - 5)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    small = replace(PRE2, rss_bytes=40 * MiB)
+    res = plan(snap(small, used=40 * MiB), auto, start.evolve(peaks={2: 40 * MiB}), pol,
+               NOW - 5)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % 115192032]
