@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
 from .compat import CLI_REGISTRY, read_command, write_command
+from .maintcli import MaintenanceCommands
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
@@ -49,7 +50,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(MgrModule):
+class Module(MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -84,6 +85,7 @@ class Module(MgrModule):
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
         self._progress_ev = ""
+        self._maint_ev: Dict[str, str] = {}
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
         self.engine = Engine(self, self._slog, self._persist, self._wake.set) \
             if IMPORT_ERROR is None else None
@@ -211,6 +213,7 @@ class Module(MgrModule):
         self._persist()
         self.set_health_checks(checks)
         self._report_progress()
+        self._maint_progress()
 
     def _report_progress(self) -> None:
         eng = self.engine

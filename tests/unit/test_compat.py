@@ -26,6 +26,8 @@ MODULE_DIR = os.path.abspath(os.path.join(os.path.dirname(HERE), "..", "..", "mg
 CHROOTS = os.environ.get("CEPH_RECOVERY_CHROOTS", "/var/cache/ceph-recovery/chroots")
 MGR_DIR = "/usr/share/ceph/mgr"
 COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery pause": "w",
+            "recovery maintenance enter": "w", "recovery maintenance exit": "w",
+            "recovery maintenance ls": "r", "recovery wait": "r",
             "recovery resume": "w", "recovery abort": "w", "recovery hold": "w",
             "recovery release": "w", "recovery helper-report": "w",
             "recovery network probe": "w", "recovery network": "r"}
