@@ -18,8 +18,10 @@ controlled start. Its life:
             OSD and starts them one at a time within the budget. When that run is done with
             every OSD of the bucket up, `noout` is unset (if the window set it), and once the
             map no longer shows it the window closes. If the run is aborted or ends with OSDs
-            still down, the window goes back to `open` (hold and noout as at enter): an
-            aborted exit leaves no half state behind.
+            still down, the window goes back to `entering`: held and noout as at enter, and
+            any OSD the exit had started is stopped again (the helper's ok-to-stop guards
+            each stop), so an aborted exit leaves no half state behind. That failure stays
+            the window's last outcome (`note`).
 
 Level triggered like plan(): every tick re-decides from the snapshot and the persisted windows,
 so an mgr failover mid-enter or mid-exit costs one tick and repeats nothing that took effect.
@@ -254,9 +256,10 @@ def _entering(w: Window, snap: Snapshot, run: RunView, now: float):
     if running:
         return replace(w, stops=stops), acts, ()
     n = len(under(w.bucket, snap))
-    out = Outcome("maintenance enter %s" % w.bucket, True, "done",
-                  "%d OSD(s) of %s down and held" % (n, w.bucket), now)
-    return replace(w, phase=OPEN, opened_at=now, stops={}), acts, (out,)
+    # back in maintenance after a failed exit: that failure stays the outcome to report
+    out = () if w.note else (Outcome("maintenance enter %s" % w.bucket, True, "done",
+                                     "%d OSD(s) of %s down and held" % (n, w.bucket), now),)
+    return replace(w, phase=OPEN, opened_at=now, stops={}), acts, out
 
 
 def _open(w: Window, snap: Snapshot, run: RunView, now: float):
@@ -281,9 +284,10 @@ def _exiting(w: Window, snap: Snapshot, run: RunView, now: float):
     else:
         why, code = "exit run %s ended with %s still down" % (
             w.exit_run, ", ".join("osd.%d" % i for i in down)), "failed"
-    back = replace(w, phase=OPEN, exit_run="", note=why)
-    return back, (), (Outcome("maintenance exit %s" % w.bucket, False, code,
-                              why + "; window back open (held, noout kept)", now),)
+    back = replace(w, phase=ENTERING, exit_run="", note=why, stops={}, opened_at=None)
+    return back, (), (Outcome("maintenance exit %s" % w.bucket, False, code, why +
+                              "; window back in maintenance (held, noout kept, its OSDs "
+                              "stopped again)", now),)
 
 
 def _health(windows: Sequence[Window], now: float) -> Tuple[HealthCheck, ...]:

@@ -8,10 +8,11 @@ wake the tick; only the tick acts. The one exception is the ok-to-stop query of 
 read-only question asked without the lock, whose answer decides whether the window is opened.
 
 `wait` runs in ceph-mgr's command thread for this module, which carries every command of the
-module one at a time (helper-report included): a wait that blocked for minutes would keep the
-helpers from getting their instructions. So one call blocks at most WAIT_MAX_S seconds and
-answers ETIMEDOUT while the run or window is still going; scripts call it in a loop
-(docs/examples/rolling-maintenance.sh).
+module one at a time, helper-report included. While a wait blocks, the helpers' reports queue
+behind it; a helper whose command times out (5 s by default) misses its instructions (and
+Pacific's librados client can crash on a reply that comes after its timeout). So one call
+blocks at most WAIT_MAX_S seconds, well under the helper's timeout, and answers ETIMEDOUT while the run or window is
+still going; scripts call it in a loop (docs/examples/rolling-maintenance.sh).
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 from .inputs import InputError, check_buckets
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
-WAIT_DEFAULT_S = 10.0
-WAIT_MAX_S = 15.0
+WAIT_DEFAULT_S = 2.0
+WAIT_MAX_S = 2.0
 WAIT_POLL_S = 0.5
 JSON_FORMATS = ("json", "json-pretty")
 Answer = Tuple[int, str, str]

@@ -66,6 +66,6 @@ class MaintenanceCommands(object):
     @read_command("recovery wait")
     def cmd_wait(self, timeout: Optional[float] = None,
                  format: str = "plain") -> HandleCommandResult:
-        """Wait (at most 15 s a call) until the run or window enter/exit ends: 0 if it
+        """Wait (at most 2 s a call) until the run or window enter/exit ends: 0 if it
         succeeded, else ECANCELED (aborted), EIO (failed), ETIMEDOUT (still going)"""
         return self._maint(maint.wait, timeout, format)

@@ -200,16 +200,24 @@ def test_exit_keeps_a_noout_the_bucket_had_before_enter():
 
 @pytest.mark.parametrize("phase,code,err", [("aborted", "aborted", errno.ECANCELED),
                                             ("done", "failed", errno.EIO)])
-def test_an_aborted_or_incomplete_exit_puts_the_window_back_open(phase, code, err):
+def test_an_aborted_or_incomplete_exit_puts_the_window_back_in_maintenance(phase, code, err):
     w = M.exiting(replace(enter(), phase=M.OPEN), "r7")
     st = M.plan_windows(snap(down=(3,), flags={"h2": {"noout"}}), [w],
                         M.RunView("r7", phase), NOW)
     assert st.actions == ()
     (back,) = st.windows
-    assert back.phase == M.OPEN and back.exit_run == "" and "r7" in back.note
+    assert back.phase == M.ENTERING and back.exit_run == "" and "r7" in back.note
     assert M.held_buckets(st.windows) == frozenset({"h2"})       # held again, noout kept
     (o,) = st.outcomes
     assert (o.ok, o.code, o.errno) == (False, code, err)
+    # osd.2 came up during the exit: it is stopped again once the hold is back in the map
+    st = M.plan_windows(snap(down=(3,), flags={"h2": {"noout", "noup"}}), st.windows,
+                        M.RunView("r7", phase), NOW + 2)
+    assert kinds(st.actions) == [("stop_osd", 2, None)]
+    # back in maintenance: no new "enter" outcome hides the failed exit from `wait`
+    st = M.plan_windows(snap(down=(2, 3), flags={"h2": {"noout", "noup"}}), st.windows,
+                        M.RunView("r7", phase), NOW + 4)
+    assert st.windows[0].phase == M.OPEN and st.outcomes == ()
 
 
 def test_mgr_failover_mid_exit_resumes_without_starting_anything_itself():
@@ -224,11 +232,11 @@ def test_mgr_failover_mid_exit_resumes_without_starting_anything_itself():
     assert st.actions == () and st.windows == () and st.outcomes[0].ok
 
 
-def test_a_window_whose_exit_run_was_replaced_goes_back_open_if_osds_are_down():
+def test_a_window_whose_exit_run_was_replaced_goes_back_if_osds_are_down():
     w = M.exiting(replace(enter(), phase=M.OPEN), "r7")
     st = M.plan_windows(snap(down=(2,), flags={"h2": {"noout"}}), [w],
                         M.RunView("r9", "running", True), NOW)
-    assert st.windows[0].phase == M.OPEN and st.outcomes[0].code == "failed"
+    assert st.windows[0].phase == M.ENTERING and st.outcomes[0].code == "failed"
 
 
 # ------------------------------------------------------------------ outcomes, parsing

@@ -200,9 +200,10 @@ def test_wait_times_out_while_going_and_reports_an_abort(world):
     eng, mon = make(world)
     maint.enter(eng, "h2", None, None, "plain", 1000.0)
     clock = iter(range(1000, 2000)).__next__
-    rc, _o, err = maint.wait(eng, 3, "plain", clock=lambda: float(clock()), sleep=lambda s: None)
+    rc, _o, err = maint.wait(eng, 2, "plain", clock=lambda: float(clock()), sleep=lambda s: None)
     assert rc == -errno.ETIMEDOUT and "maintenance enter h2" in err
     assert maint.wait(eng, 60, "plain")[0] == -errno.EINVAL
+    assert maint.wait(eng, 0, "plain")[0] == -errno.EINVAL
     # window open, exit started, then aborted: non-zero with the reason, window back open
     w = eng.run.windows[0]
     eng.run.windows = [w.__class__(**dict(w.__dict__, phase="open"))]
@@ -215,11 +216,15 @@ def test_wait_times_out_while_going_and_reports_an_abort(world):
     eng.set_mode("abort", 1004.0)
     tick(eng, world, 1005.0)
     tick(eng, world, 1007.0)
+    assert eng.run.windows[0].phase == "entering" and maint.holds(eng) == frozenset({"h2"})
+    tick(eng, world, 1009.0)            # the hold goes back into the map
+    tick(eng, world, 1010.0)            # its OSDs are all down: back to open
+    assert eng.run.windows[0].phase == "open"
     rc, _o, err = maint.wait(eng, 1, "plain")
-    assert rc == -errno.ECANCELED and "aborted" in err and "window back open" in err
-    assert eng.run.windows[0].phase == "open" and maint.holds(eng) == frozenset({"h2"})
+    assert rc == -errno.ECANCELED and "aborted" in err and "back in maintenance" in err
     rc, out, _e = maint.ls(eng, "plain", 1010.0)
-    assert rc == 0 and out.startswith("h2: open for 10s (max 4h00m), osds 2,3")
+    assert rc == 0 and out.startswith("h2: open for 10s (max 4h00m), osds 2,3"), out
+    assert "last exit: exit run r1002 aborted" in out
 
 
 def test_status_carries_the_schema_and_the_windows(world):
