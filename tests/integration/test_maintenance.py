@@ -6,9 +6,11 @@ min_size 2, failure domain host):
   systemd's ExecCondition makes it) is refused;
 - `exit h2` brings them back one at a time, noout restored at the end, every object verifies,
   `ceph recovery wait` answers 0;
+- every command answers one plain line without -f json;
 - a second window survives an mgr restart (nothing started); an aborted exit makes `wait`
   answer ECANCELED with the reason once the bucket is back in maintenance (held, noout, any
-  OSD the exit started stopped again); a last exit closes it.
+  OSD the exit started stopped again); a last exit, during which h2's helper is restarted,
+  closes it with one start per OSD.
 """
 from __future__ import annotations
 
@@ -112,11 +114,25 @@ def enter_h2(state, reason):
     assert all(launch.osd_pid(state, i) is None for i in h2_osds(state))
 
 
-def exit_h2(state, t0):
-    """Exit and check it ends well: every OSD up, h2's flags gone, one grant each."""
+def starts_done(state):
+    """osd -> start instructions the helpers carried out (all runs of this module)."""
+    got = launch.ceph(state, "recovery", "status")["starts_carried_out"]
+    return {i: got.get(str(i), 0) for i in h2_osds(state)}
+
+
+def exit_h2(state, t0, restart_helper=False):
+    """Exit and check it ends well: every OSD up, h2's flags gone, one grant and one start
+    each (also when h2's helper is restarted once the first start was granted)."""
+    before = starts_done(state)
     out = launch.ceph(state, "recovery", "maintenance", "exit", HOST, "--budget", "80%",
                       json_out=False).strip()
     assert out.startswith("maintenance exit h2: accepted"), out
+    if restart_helper:
+        wait_for(lambda: any(j["action"].get("kind") == "grant_start" and j["time"] >= t0
+                             for j in launch.ceph(state, "recovery", "status")["journal"]),
+                 120, "the exit's first grant")
+        assert launch.stop_helper(state, HOST)
+        launch.start_helper(state, HOST)
     rc, text = recovery_wait(state)
     assert rc == 0 and text == "every OSD of h2 up, window closed", (rc, text)
     assert windows(state) == [] and not group_flags(state, HOST)
@@ -129,6 +145,8 @@ def exit_h2(state, t0):
     first, second = grants
     # one at a time: the second start is granted only after the first was let boot
     assert kinds.index(("allow_boot", first)) < kinds.index(("grant_start", second)), kinds
+    after = starts_done(state)
+    assert {i: after[i] - before[i] for i in after} == {i: 1 for i in after}, (before, after)
 
 
 def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
@@ -151,6 +169,13 @@ def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
         assert re.search(r"\b\d+\.[0-9a-f]+\b", e.value.stderr), e.value.stderr   # a PG id
         time.sleep(5)                       # two ticks: nothing may follow the refusal
         assert fingerprint(state) == before
+
+        # every command answers one plain line without -f json
+        for args in (("hold", "h3"), ("release", "h3"), ("start-controlled", "--dry-run")):
+            out = launch.ceph(state, "recovery", *args, json_out=False).strip()
+            assert out and "\n" not in out and not out.startswith("{"), (args, out)
+        assert launch.ceph(state, "recovery", "maintenance", "ls", json_out=False).strip() \
+            == "no maintenance window"
 
         enter_h2(state, "kernel update")
         # a start as systemd would make it goes through the gate: refused, nothing runs
@@ -184,7 +209,7 @@ def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
         assert {"noout", "noup"} <= group_flags(state, HOST)
         assert all(launch.osd_pid(state, i) is None for i in h2_osds(state))
         t_exit = time.time()
-        exit_h2(state, t_exit - 1)
+        exit_h2(state, t_exit - 1, restart_helper=True)
         ok, bad = objs.verify()
         assert (ok, bad) == (300, [])
     finally:

@@ -82,7 +82,16 @@ def test_commands_register_on_each_release(release, registry, flag_bools, tmp_pa
     # Reef and later mark bool arguments positional=false: a flag (--dry-run), never a word
     assert {"req=false", "type=CephBool"} <= set(start["dry_run"])
     assert ("positional=false" in start["dry_run"]) is flag_bools
-    assert got["args"]["recovery hold"] == {"bucket": ["type=CephString"]}
+    # Reef and later also mark `format` positional=false (the CLI's -f)
+    def named(cmd):
+        return {k: sorted(set(v) - {"positional=false"}) for k, v in got["args"][cmd].items()}
+    assert named("recovery hold") == {"bucket": ["type=CephString"],
+                                      "format": ["req=false", "type=CephString"]}
+    assert named("recovery maintenance enter") == {
+        "bucket": ["type=CephString"], "format": ["req=false", "type=CephString"],
+        "max_duration": ["req=false", "type=CephString"],
+        "reason": ["req=false", "type=CephString"]}
+    assert got["args"]["recovery wait"]["timeout"] == ["req=false", "type=CephFloat"]
     assert "tick_interval" in got["options"] and "auto_hold" in got["options"]
 
 
