@@ -7,6 +7,8 @@ history and the drill journal). The shell maps them to commands:
   AllowBoot      ceph osd rm-noup osd.N
   HoldBucket     ceph osd set-group noup <bucket>
   ReleaseBucket  ceph osd unset-group noup <bucket>
+  SetGroupFlag   ceph osd set-group <flag> <bucket>     (maintenance windows: noout)
+  UnsetGroupFlag ceph osd unset-group <flag> <bucket>
   SetFlag        ceph osd set <flag>
   UnsetFlag      ceph osd unset <flag>
   GrantStart     helper on <host>: start the ceph-osd process of osd.N
@@ -81,6 +83,20 @@ class UnsetFlag(Action):
 
 
 @dataclass(frozen=True)
+class SetGroupFlag(Action):
+    kind: ClassVar[str] = "set_group_flag"
+    bucket: str = ""
+    flag: str = ""
+
+
+@dataclass(frozen=True)
+class UnsetGroupFlag(Action):
+    kind: ClassVar[str] = "unset_group_flag"
+    bucket: str = ""
+    flag: str = ""
+
+
+@dataclass(frozen=True)
 class GrantStart(Action):
     kind: ClassVar[str] = "grant_start"
     osd: int = -1
@@ -150,8 +166,9 @@ class Done(Action):
 
 
 ACTION_TYPES = {cls.kind: cls for cls in (
-    HoldOsd, AllowBoot, HoldBucket, ReleaseBucket, SetFlag, UnsetFlag, GrantStart,
-    QueryOkToStop, HeapRelease, RestartOsd, StopOsd, SetConfig, RestoreConfig, MarkOut, Wait, Done)}
+    HoldOsd, AllowBoot, HoldBucket, ReleaseBucket, SetFlag, UnsetFlag, SetGroupFlag,
+    UnsetGroupFlag, GrantStart, QueryOkToStop, HeapRelease, RestartOsd, StopOsd, SetConfig,
+    RestoreConfig, MarkOut, Wait, Done)}
 
 
 def action_from_dict(d: dict) -> Action:

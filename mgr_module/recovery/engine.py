@@ -23,6 +23,7 @@ from .cluster import CrushIndex, build_snapshot, remember_members
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
+from . import maint
 from .state import RunState
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -59,6 +60,7 @@ class Engine(HelperProtocol):
         # checks raised by the shell itself (state store, ...): code -> (summary, detail)
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.members_seen: Dict[str, Tuple[int, ...]] = {}   # pgid -> members while complete
+        self.maint_health: Tuple[Any, ...] = ()   # RECOVERY_MAINTENANCE (maint.py)
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
                                         "budget_default": "80%", "network_holds_starts": True,
@@ -72,7 +74,7 @@ class Engine(HelperProtocol):
 
     def effective_intent(self) -> Intent:
         o = self.options
-        return replace(self.run.intent, auto_hold=bool(o["auto_hold"]),
+        return replace(self.run.intent, holds=maint.holds(self), auto_hold=bool(o["auto_hold"]),
                        restart_cooldown_s=float(o["restart_cooldown"]),
                        boot_timeout_s=float(o["boot_timeout"]))
 
@@ -110,6 +112,7 @@ class Engine(HelperProtocol):
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
+            out.actions = out.actions + maint.tick(self, snap, now)
             self.plan_out = out
             if snap.epoch < self.run.progress.epoch:
                 self._note_wait(now, snap.epoch, "stale_map", "OSD map epoch %d older than "
@@ -140,6 +143,7 @@ class Engine(HelperProtocol):
         with self.lock:
             if ending:
                 self.run.progress = replace(self.run.progress, phase=out.progress.phase)
+                maint.run_ended(self, snap, now)
                 if self.run.intent.mode != MODE_IDLE:
                     self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
             self._expire(now, snap.epoch)
@@ -227,9 +231,9 @@ class Engine(HelperProtocol):
         """plan()'s health checks, without the run-only ones when no run is active."""
         if self.plan_out is None:
             return ()
-        if self.active:
-            return self.plan_out.health
-        return tuple(h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
+        health = self.plan_out.health if self.active else tuple(
+            h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
+        return health + self.maint_health
 
     def state_unreadable(self, why: str, now: float) -> None:
         """The stored run state could not be read: say so until the next run starts, since
@@ -375,6 +379,7 @@ class Engine(HelperProtocol):
                 table[host]["helper_seen_s_ago"] = round(now - t[1], 1)
         out = self.plan_out
         return {
+            "schema": maint.STATUS_SCHEMA, "maintenance": maint.windows_view(self, now),
             "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": self.active,
             "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
             "budget": dict(i.budget.__dict__), "scope": list(i.scope),

@@ -31,6 +31,10 @@ def mon_cmd_for(action: A.Action) -> Optional[Dict[str, Any]]:
         return {"prefix": "osd set-group", "flags": "noup", "who": [action.bucket]}
     if isinstance(action, A.ReleaseBucket):
         return {"prefix": "osd unset-group", "flags": "noup", "who": [action.bucket]}
+    if isinstance(action, A.SetGroupFlag):
+        return {"prefix": "osd set-group", "flags": action.flag, "who": [action.bucket]}
+    if isinstance(action, A.UnsetGroupFlag):
+        return {"prefix": "osd unset-group", "flags": action.flag, "who": [action.bucket]}
     if isinstance(action, A.SetFlag):
         return {"prefix": "osd set", "key": action.flag}
     if isinstance(action, A.UnsetFlag):

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
 from .compat import CLI_REGISTRY, read_command, write_command
+from .maintcli import MaintenanceCommands
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
@@ -49,7 +50,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(MgrModule):
+class Module(MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -84,6 +85,7 @@ class Module(MgrModule):
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
         self._progress_ev = ""
+        self._maint_ev: Dict[str, str] = {}
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
         self.engine = Engine(self, self._slog, self._persist, self._wake.set) \
             if IMPORT_ERROR is None else None
@@ -211,6 +213,7 @@ class Module(MgrModule):
         self._persist()
         self.set_health_checks(checks)
         self._report_progress()
+        self._maint_progress()
 
     def _report_progress(self) -> None:
         eng = self.engine
@@ -266,8 +269,8 @@ class Module(MgrModule):
 
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
-                  concurrency: Optional[str] = None,
-                  dry_run: bool = False, leave_out: bool = False) -> HandleCommandResult:
+                  concurrency: Optional[str] = None, dry_run: bool = False,
+                  leave_out: bool = False, format: str = "plain") -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
         bad = self._guard()
         if bad:
@@ -277,15 +280,18 @@ class Module(MgrModule):
             try:
                 if dry_run:
                     intent = self.engine.prepare(budget, scope, concurrency, now, leave_out)
-                    return _ok(self.engine.dry_run(intent, now))
+                    return _show(self.engine.dry_run(intent, now), format, lambda d: (
+                        "dry run: start order %s" % (", ".join(
+                            "osd.%s" % x["osd"] for x in d["order"]) or "(nothing down)")))
                 intent = self.engine.start(budget, scope, concurrency, now, leave_out)
                 self.engine.begin(intent, now)
             except InputError as e:
                 return _err(e)
         self._wake.set()
-        return _ok({"run_id": intent.run_id, "accepted": True})
+        return _show({"run_id": intent.run_id, "accepted": True}, format,
+                     lambda d: "start-controlled: run %s accepted" % d["run_id"])
 
-    def _verb(self, verb: str) -> HandleCommandResult:
+    def _verb(self, verb: str, format: str = "plain") -> HandleCommandResult:
         bad = self._guard()
         if bad:
             return bad
@@ -295,24 +301,25 @@ class Module(MgrModule):
             except InputError as e:
                 return _err(e)
         self._wake.set()
-        return _ok({"accepted": verb, "run_id": self.engine.run.progress.run_id})
+        return _show({"accepted": verb, "run_id": self.engine.run.progress.run_id}, format,
+                     lambda d: "%s: accepted (run %s)" % (d["accepted"], d["run_id"]))
 
     @write_command("recovery pause")
-    def cmd_pause(self) -> HandleCommandResult:
+    def cmd_pause(self, format: str = "plain") -> HandleCommandResult:
         """Pause the controlled recovery run (nothing new is started)"""
-        return self._verb("pause")
+        return self._verb("pause", format)
 
     @write_command("recovery resume")
-    def cmd_resume(self) -> HandleCommandResult:
+    def cmd_resume(self, format: str = "plain") -> HandleCommandResult:
         """Resume a paused controlled recovery run"""
-        return self._verb("resume")
+        return self._verb("resume", format)
 
     @write_command("recovery abort")
-    def cmd_abort(self) -> HandleCommandResult:
+    def cmd_abort(self, format: str = "plain") -> HandleCommandResult:
         """Abort the run: no OSD left half-started, flags restored"""
-        return self._verb("abort")
+        return self._verb("abort", format)
 
-    def _hold(self, bucket: str, on: bool) -> HandleCommandResult:
+    def _hold(self, bucket: str, on: bool, format: str = "plain") -> HandleCommandResult:
         bad = self._guard()
         if bad:
             return bad
@@ -322,17 +329,18 @@ class Module(MgrModule):
             except InputError as e:
                 return _err(e)
         self._wake.set()
-        return _ok({"holds": sorted(self.engine.run.intent.holds)})
+        return _show({"holds": sorted(self.engine.run.intent.holds)}, format,
+                     lambda d: "holds: %s" % (", ".join(d["holds"]) or "none"))
 
     @write_command("recovery hold")
-    def cmd_hold(self, bucket: str) -> HandleCommandResult:
+    def cmd_hold(self, bucket: str, format: str = "plain") -> HandleCommandResult:
         """Hold a CRUSH bucket: its OSDs may not boot (noup) or autostart"""
-        return self._hold(bucket, True)
+        return self._hold(bucket, True, format)
 
     @write_command("recovery release")
-    def cmd_release(self, bucket: str) -> HandleCommandResult:
+    def cmd_release(self, bucket: str, format: str = "plain") -> HandleCommandResult:
         """Release a held CRUSH bucket"""
-        return self._hold(bucket, False)
+        return self._hold(bucket, False, format)
 
     @write_command("recovery helper-report")
     def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
@@ -348,7 +356,8 @@ class Module(MgrModule):
         return _ok(instructions_to_dict(reply))
 
     @write_command("recovery network probe")
-    def cmd_network_probe(self, hosts: Optional[List[str]] = None) -> HandleCommandResult:
+    def cmd_network_probe(self, hosts: Optional[List[str]] = None,
+                          format: str = "plain") -> HandleCommandResult:
         """Request a bounded throughput probe (<= 2 s or 64 MiB per pair) from these hosts'
         helpers (default: every reporting host) to every other host, on their next cycle"""
         bad = self._guard()
@@ -359,7 +368,9 @@ class Module(MgrModule):
                 requested = self.engine.request_throughput(list(hosts or []))
             except KeyError as e:
                 return HandleCommandResult(-errno.ENOENT, "", "recovery: %s" % e.args[0])
-        return _ok({"throughput_requested": requested})
+        return _show({"throughput_requested": requested}, format,
+                     lambda d: "throughput probe requested from %s" % (
+                         ", ".join(sorted(d["throughput_requested"])) or "no host"))
 
     @read_command("recovery network")
     def cmd_network(self, format: str = "plain") -> HandleCommandResult:

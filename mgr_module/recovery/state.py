@@ -11,12 +11,14 @@ from collections import deque
 from dataclasses import asdict
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
+from ceph_recovery import maintenance as maint
 from ceph_recovery.model import Budget, Intent, Observation, Progress
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
 MAX_TEXT = 400          # one journal string (reasons, results); longer ones are cut
 KEEP_DONE = 100         # done instructions kept (the helper acknowledges them by id)
+KEEP_OUTCOMES = 20      # ends of runs and maintenance windows kept (`ceph recovery wait`)
 
 try:  # the core's own (de)serialisers, if the core ships them
     from ceph_recovery import persist as _core_persist  # type: ignore
@@ -107,6 +109,8 @@ class RunState(object):
         self.starts: Dict[int, int] = {}      # osd -> start/restart instructions carried out
         self.pgs_seen: Dict[int, int] = {}    # osd -> PG count last seen while it was up
         self.down_seen: Dict[int, float] = {}  # osd -> when this module first saw it down
+        self.windows: List[maint.Window] = []  # maintenance windows (ceph_recovery.maintenance)
+        self.outcomes: Deque[maint.Outcome] = deque(maxlen=KEEP_OUTCOMES)
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -198,7 +202,9 @@ class RunState(object):
             "heap_support": {str(k): v for k, v in self.heap_support.items()},
             "starts": {str(k): v for k, v in self.starts.items()},
             "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()},
-            "down_seen": {str(k): v for k, v in self.down_seen.items()}}, sort_keys=True)
+            "down_seen": {str(k): v for k, v in self.down_seen.items()},
+            "windows": [maint.window_to_dict(w) for w in self.windows],
+            "outcomes": [maint.outcome_to_dict(o) for o in self.outcomes]}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -216,4 +222,6 @@ class RunState(object):
         st.starts = {int(k): int(v) for k, v in d.get("starts", {}).items()}
         st.pgs_seen = {int(k): int(v) for k, v in d.get("pgs_seen", {}).items()}
         st.down_seen = {int(k): float(v) for k, v in d.get("down_seen", {}).items()}
+        st.windows = [maint.window_from_dict(w) for w in d.get("windows", [])]
+        st.outcomes.extend(maint.outcome_from_dict(o) for o in d.get("outcomes", []))
         return st

@@ -26,6 +26,8 @@ MODULE_DIR = os.path.abspath(os.path.join(os.path.dirname(HERE), "..", "..", "mg
 CHROOTS = os.environ.get("CEPH_RECOVERY_CHROOTS", "/var/cache/ceph-recovery/chroots")
 MGR_DIR = "/usr/share/ceph/mgr"
 COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery pause": "w",
+            "recovery maintenance enter": "w", "recovery maintenance exit": "w",
+            "recovery maintenance ls": "r", "recovery wait": "r",
             "recovery resume": "w", "recovery abort": "w", "recovery hold": "w",
             "recovery release": "w", "recovery helper-report": "w",
             "recovery network probe": "w", "recovery network": "r"}
@@ -80,7 +82,16 @@ def test_commands_register_on_each_release(release, registry, flag_bools, tmp_pa
     # Reef and later mark bool arguments positional=false: a flag (--dry-run), never a word
     assert {"req=false", "type=CephBool"} <= set(start["dry_run"])
     assert ("positional=false" in start["dry_run"]) is flag_bools
-    assert got["args"]["recovery hold"] == {"bucket": ["type=CephString"]}
+    # Reef and later also mark `format` positional=false (the CLI's -f)
+    def named(cmd):
+        return {k: sorted(set(v) - {"positional=false"}) for k, v in got["args"][cmd].items()}
+    assert named("recovery hold") == {"bucket": ["type=CephString"],
+                                      "format": ["req=false", "type=CephString"]}
+    assert named("recovery maintenance enter") == {
+        "bucket": ["type=CephString"], "format": ["req=false", "type=CephString"],
+        "max_duration": ["req=false", "type=CephString"],
+        "reason": ["req=false", "type=CephString"]}
+    assert got["args"]["recovery wait"]["timeout"] == ["req=false", "type=CephFloat"]
     assert "tick_interval" in got["options"] and "auto_hold" in got["options"]
 
 

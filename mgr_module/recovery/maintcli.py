@@ -1,0 +1,71 @@
+"""`ceph recovery maintenance enter|exit|ls` and `ceph recovery wait`: the Module's command
+methods (a mixin, so that module.py stays the Ceph API shell) and the windows' `ceph -s`
+progress events. The handlers themselves are in maint.py (no mgr_module import there).
+No `from __future__ import annotations`: ceph-mgr reads the command arguments from the real
+annotation objects.
+"""
+import time
+from typing import Any, Dict, Optional
+
+from mgr_module import HandleCommandResult
+
+from .compat import read_command, write_command
+
+try:
+    from . import maint
+except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
+    maint = None  # type: ignore[assignment]
+
+
+class MaintenanceCommands(object):
+    _maint_ev: Dict[str, str] = {}
+
+    def _maint_progress(self) -> None:
+        """A `ceph -s` progress event per maintenance window (maint.progress_events)."""
+        events = maint.progress_events(self.engine, time.time())
+        for ev, (msg, frac) in events.items():
+            self._remote_progress("update", ev, ev_msg=msg, ev_progress=frac,
+                                  add_to_ceph_s=True)
+        for ev in set(self._maint_ev) - set(events):
+            self._remote_progress("complete", ev)
+        self._maint_ev = {ev: msg for ev, (msg, _f) in events.items()}
+
+    def _remote_progress(self, verb: str, *args: Any, **kw: Any) -> None:
+        try:
+            self.remote("progress", verb, *args, **kw)
+        except Exception as e:  # progress module disabled: not fatal
+            self.log.debug("recovery: progress %s failed: %s", verb, e)
+
+    # ------------------------------------------------------------ maintenance, wait (maint.py)
+    def _maint(self, fn, *args: Any) -> HandleCommandResult:
+        bad = self._guard()
+        if bad:
+            return bad
+        return HandleCommandResult(*fn(self.engine, *args))
+
+    @write_command("recovery maintenance enter")
+    def cmd_maint_enter(self, bucket: str, reason: Optional[str] = None,
+                        max_duration: Optional[str] = None,
+                        format: str = "plain") -> HandleCommandResult:
+        """Take a CRUSH bucket out for maintenance (refused unless ok-to-stop clears it):
+        set its noout, hold its autostart, stop its OSDs"""
+        return self._maint(maint.enter, bucket, reason, max_duration, format, time.time())
+
+    @write_command("recovery maintenance exit")
+    def cmd_maint_exit(self, bucket: str, budget: Optional[str] = None,
+                       concurrency: Optional[str] = None,
+                       format: str = "plain") -> HandleCommandResult:
+        """End a maintenance window: controlled start of the bucket, noout restored at the end"""
+        return self._maint(maint.exit_, bucket, budget, concurrency, format, time.time())
+
+    @read_command("recovery maintenance ls")
+    def cmd_maint_ls(self, format: str = "plain") -> HandleCommandResult:
+        """List the maintenance windows"""
+        return self._maint(maint.ls, format, time.time())
+
+    @read_command("recovery wait")
+    def cmd_wait(self, timeout: Optional[float] = None,
+                 format: str = "plain") -> HandleCommandResult:
+        """Wait (at most 2 s a call) until the run or window enter/exit ends: 0 if it
+        succeeded, else ECANCELED (aborted), EIO (failed), ETIMEDOUT (still going)"""
+        return self._maint(maint.wait, timeout, format)

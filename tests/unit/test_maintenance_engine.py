@@ -1,0 +1,260 @@
+"""Maintenance windows through the mgr shell (engine + maint.py) on recorded lab dumps with the
+real plan(): the mon commands sent, the helper instructions, the persisted windows across a
+restarted module, and `ceph recovery wait`'s answers. Ceph is a recording fake."""
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import os
+
+import pytest
+
+from ceph_recovery.protocol import parse_report
+from recovery import engine as engine_mod, maint, state as state_mod  # see conftest.py
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr")
+
+
+def load(name):
+    with open(os.path.join(DATA, name)) as f:
+        return json.load(f)
+
+
+class Mon(object):
+    """Records commands; applies flag commands to the map like the mon (epoch + 1 each);
+    answers `osd ok-to-stop` with `verdict`."""
+
+    def __init__(self, osd_map, verdict=None):
+        self.map, self.calls = osd_map, []
+        self.verdict = verdict or {"ok_to_stop": True}
+
+    def mon_command(self, cmd):
+        self.calls.append(cmd)
+        p, m = cmd["prefix"], self.map
+        if p == "osd ok-to-stop":
+            ok = self.verdict["ok_to_stop"]
+            return (0 if ok else -errno.EBUSY), json.dumps(self.verdict), ""
+        if p in ("osd set-group", "osd unset-group"):
+            for b in cmd["who"]:
+                fl = set(m["crush_node_flags"].get(b, [])) - {cmd["flags"]}
+                fl |= {cmd["flags"]} if p == "osd set-group" else set()
+                m["crush_node_flags"][b] = sorted(fl)
+                if not fl:
+                    del m["crush_node_flags"][b]
+        elif p in ("osd add-noup", "osd rm-noup"):
+            for name in cmd["ids"]:
+                o = next(x for x in m["osds"] if x["osd"] == int(name.split(".")[1]))
+                o["state"] = [s for s in o["state"] if s != "noup"] + (
+                    ["noup"] if p == "osd add-noup" else [])
+        elif p in ("osd set", "osd unset"):
+            fl = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
+            m["flags_set"] = sorted(fl)
+        else:
+            return 0, "", ""
+        m["epoch"] += 1
+        return 0, "", ""
+
+    def osd_command(self, osd, cmd, timeout):
+        return 0, "", ""
+
+    def mutations(self):
+        return [c for c in self.calls if c["prefix"] != "osd ok-to-stop"]
+
+
+def set_up(world, osd, up):
+    o = next(x for x in world["map"]["osds"] if x["osd"] == osd)
+    o["up"] = 1 if up else 0
+    o["state"] = [s for s in o["state"] if s != "up"] + (["up"] if up else [])
+    world["map"]["epoch"] += 1
+
+
+def helper(eng, host, osds, now, done=()):
+    """A helper report: `osds` {id: running?}."""
+    rep = parse_report({"version": 1, "host": host, "time": now, "seq": 1,
+                        "memory": {"total": 8 << 30, "used": 200 << 20,
+                                   "available": 6 << 30, "limit": None, "source": "host"},
+                        "osds": [{"id": i, "process": "running" if r else "stopped",
+                                  "rss": (90 << 20) if r else 0, "started_at": 900.0}
+                                 for i, r in sorted(osds.items())], "done": list(done)})
+    return eng.helper_report(rep, now)
+
+
+@pytest.fixture
+def world():
+    w = {"map": load("osdmap_h3down.json"), "tree": load("tree_h3down.json"),
+         "pgs": load("pgdump_h3down.json")}
+    for i in (4, 5):                     # h3 is up too: the lab with every OSD running
+        set_up(w, i, True)
+    return w
+
+
+def make(world, verdict=None):
+    mon = Mon(world["map"], verdict)
+    eng = engine_mod.Engine(mon, lambda *a, **k: None)
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    return eng, mon
+
+
+def tick(eng, world, now):
+    eng.tick(world["map"], world["tree"], world["pgs"], now, lambda: world["map"]["epoch"])
+
+
+def helpers(eng, now, h2=(True, True), done=()):
+    helper(eng, "h1", {0: True, 1: True}, now)
+    helper(eng, "h3", {4: True, 5: True}, now)
+    return helper(eng, "h2", {2: h2[0], 3: h2[1]}, now, done)
+
+
+def test_enter_refused_names_the_pgs_and_changes_nothing(world):
+    eng, mon = make(world, {"ok_to_stop": False, "osds": [2, 3],
+                            "bad_become_inactive": ["1.0", "1.5"]})
+    rc, out, err = maint.enter(eng, "h2", "patch", "1h", "plain", 1000.0)
+    assert rc == -errno.EBUSY and "1.0 1.5" in err and out == ""
+    # asked for both OSDs together, and nothing else was sent or recorded
+    assert mon.calls == [{"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}]
+    assert eng.run.windows == [] and maint.holds(eng) == frozenset()
+    tick(eng, world, 1001.0)
+    assert mon.mutations() == []
+
+
+@pytest.mark.parametrize("args,code", [(("nosuch", None, None), errno.ENOENT),
+                                       (("h2", None, "soon"), errno.EINVAL),
+                                       (("osd.2", None, None), errno.ENOENT)])
+def test_enter_bad_input(world, args, code):
+    eng, mon = make(world)
+    rc, _out, err = maint.enter(eng, args[0], args[1], args[2], "plain", 1000.0)
+    assert rc == -code and err and eng.run.windows == []
+
+
+def test_enter_open_exit_with_a_failover_in_each_half(world):
+    eng, mon = make(world)
+    rc, out, _ = maint.enter(eng, "h2", "kernel", "4h", "plain", 1000.0)
+    assert rc == 0 and out == "maintenance enter h2: accepted; holding and stopping osd.2, osd.3"
+    helpers(eng, 1001.0)
+    mon.calls.clear()
+    tick(eng, world, 1001.0)
+    # plan() holds the bucket (noup, the gate reads it), the window sets noout; no stop yet
+    assert mon.mutations() == [{"prefix": "osd set-group", "flags": "noup", "who": ["h2"]},
+                               {"prefix": "osd set-group", "flags": "noout", "who": ["h2"]}]
+    assert eng.run.open_instructions() == []
+    tick(eng, world, 1003.0)
+    assert [(i["op"], i["osd"]) for i in eng.run.open_instructions()] == [("stop", 2),
+                                                                         ("stop", 3)]
+    # failover mid-enter: the new module loads the state; osd.2 stopped, osd.3 not yet
+    eng2, mon2 = make(world)
+    eng2.run = state_mod.RunState.loads(eng.run.dumps())
+    reply = helpers(eng2, 1005.0, h2=(False, True))
+    assert [(i.op, i.osd) for i in reply.instructions] == [("stop", 2), ("stop", 3)]
+    set_up(world, 2, False)
+    tick(eng2, world, 1005.0)
+    assert mon2.mutations() == [] and len(eng2.run.open_instructions()) == 2
+    ids = [i["id"] for i in eng2.run.open_instructions()]
+    set_up(world, 3, False)
+    helpers(eng2, 1007.0, h2=(False, False), done=ids)
+    tick(eng2, world, 1007.0)
+    (w,) = eng2.run.windows
+    assert w.phase == "open" and eng2.run.outcomes[-1].what == "maintenance enter h2"
+    assert maint.wait(eng2, 1, "plain") == (0, "2 OSD(s) of h2 down and held", "")
+    # exit: a controlled run over h2; the bucket hold becomes per-OSD holds
+    rc, out, _ = maint.exit_(eng2, "h2", "80%", None, "plain", 1010.0)
+    assert rc == 0 and "controlled start run" in out
+    run_id = eng2.run.progress.run_id
+    mon2.calls.clear()
+    tick(eng2, world, 1011.0)
+    m = mon2.mutations()
+    assert {"prefix": "osd add-noup", "ids": ["osd.2"]} in m
+    assert m.index({"prefix": "osd add-noup", "ids": ["osd.3"]}) < m.index(
+        {"prefix": "osd unset-group", "flags": "noup", "who": ["h2"]})
+    assert all(c.get("flags") != "noout" for c in m)          # noout stays until the end
+    # failover mid-exit
+    eng3, mon3 = make(world)
+    eng3.run = state_mod.RunState.loads(eng2.run.dumps())
+    starts, start_ids = [], set()
+    for k in range(60):
+        now = 1013.0 + 30 * k      # the recorded PG dump stays degraded: they settle by time
+        reply = helpers(eng3, now, h2=tuple(o in starts for o in (2, 3)))
+        for ins in reply.instructions:
+            if ins.op == "start" and ins.id not in start_ids:
+                start_ids.add(ins.id)
+                starts.append(ins.osd)
+        for o in starts:
+            ent = next(x for x in world["map"]["osds"] if x["osd"] == o)
+            if not ent["up"] and "noup" not in ent["state"]:
+                set_up(world, o, True)
+        tick(eng3, world, now)
+        if not eng3.run.windows:
+            break
+    assert sorted(starts) == [2, 3]             # one start instruction each, never two
+    assert eng3.run.windows == [], (eng3.run.progress, list(eng3.run.journal)[-6:])
+    assert "h2" not in world["map"]["crush_node_flags"]
+    unset = [c for c in mon3.mutations() if c["prefix"] == "osd unset-group"
+             and c["flags"] == "noout"]
+    assert unset == [{"prefix": "osd unset-group", "flags": "noout", "who": ["h2"]}]
+    assert [o.what for o in eng3.run.outcomes] == [
+        "maintenance enter h2", "run %s" % run_id, "maintenance exit h2"]
+    assert maint.wait(eng3, 1, "plain")[0] == 0
+
+
+def test_wait_times_out_while_going_and_reports_an_abort(world):
+    eng, mon = make(world)
+    maint.enter(eng, "h2", None, None, "plain", 1000.0)
+    clock = iter(range(1000, 2000)).__next__
+    rc, _o, err = maint.wait(eng, 2, "plain", clock=lambda: float(clock()), sleep=lambda s: None)
+    assert rc == -errno.ETIMEDOUT and "maintenance enter h2" in err
+    assert maint.wait(eng, 60, "plain")[0] == -errno.EINVAL
+    assert maint.wait(eng, 0, "plain")[0] == -errno.EINVAL
+    # window open, exit started, then aborted: non-zero with the reason, window back open
+    w = eng.run.windows[0]
+    eng.run.windows = [w.__class__(**dict(w.__dict__, phase="open"))]
+    for i in (2, 3):
+        set_up(world, i, False)
+    helpers(eng, 1001.0, h2=(False, False))
+    assert maint.exit_(eng, "h2", None, None, "json", 1002.0)[0] == 0
+    assert maint.exit_(eng, "h2", None, None, "plain", 1002.0)[0] == -errno.EBUSY
+    tick(eng, world, 1003.0)
+    eng.set_mode("abort", 1004.0)
+    tick(eng, world, 1005.0)
+    tick(eng, world, 1007.0)
+    assert eng.run.windows[0].phase == "entering" and maint.holds(eng) == frozenset({"h2"})
+    tick(eng, world, 1009.0)            # the hold goes back into the map
+    tick(eng, world, 1010.0)            # its OSDs are all down: back to open
+    assert eng.run.windows[0].phase == "open"
+    rc, _o, err = maint.wait(eng, 1, "plain")
+    assert rc == -errno.ECANCELED and "aborted" in err and "back in maintenance" in err
+    rc, out, _e = maint.ls(eng, "plain", 1010.0)
+    assert rc == 0 and out.startswith("h2: open for 10s (max 4h00m), osds 2,3"), out
+    assert "last exit: exit run r1002 aborted" in out
+
+
+def test_status_carries_the_schema_and_the_windows(world):
+    eng, mon = make(world)
+    maint.enter(eng, "h2", "disk swap", "2h", "plain", 1000.0)
+    st = eng.status(1060.0)
+    assert st["schema"] == maint.STATUS_SCHEMA == 1
+    (w,) = st["maintenance"]
+    assert (w["bucket"], w["reason"], w["elapsed_s"], w["overdue"]) == (
+        "h2", "disk swap", 60.0, False)
+    rc, out, _ = maint.ls(eng, "json", 1060.0)
+    assert json.loads(out)["windows"][0]["osds"] == [2, 3]
+    ev = maint.progress_events(eng, 1060.0)
+    assert list(ev) == ["recovery-maintenance-h2"]
+    assert ev["recovery-maintenance-h2"][0] == \
+        "Maintenance of h2 (entering, 1m00s of 2h00m: disk swap)"
+
+
+def test_recovery_maintenance_past_max_duration_in_health(world):
+    eng, mon = make(world)
+    maint.enter(eng, "h2", "x", "60s", "plain", 1000.0)
+    helpers(eng, 1001.0)
+    tick(eng, world, 1001.0)
+    assert "RECOVERY_MAINTENANCE" not in [h.code for h in eng.health_checks()]
+    helpers(eng, 1100.0)
+    tick(eng, world, 1100.0)
+    assert "RECOVERY_MAINTENANCE" in [h.code for h in eng.health_checks()]
+
+
+def test_nothing_to_wait_for():
+    eng = engine_mod.Engine(Mon(copy.deepcopy(load("osdmap_h3down.json"))),
+                            lambda *a, **k: None)
+    assert maint.wait(eng, 1, "plain") == (0, "nothing to wait for", "")
