@@ -153,7 +153,7 @@ def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
         rss = t.view.by_id[osd_id].rss_bytes
         # its live load voids a lower prediction before it boots too (Tick.load_bound counts
         # only from the boot on): with several starts in flight, the next grant is gated by
-        # the load the ones before it show (lab CI: 95 MiB learned peaks, 112 MiB in preboot)
+        # the load the ones before it show, which can exceed peaks learned on lighter starts
         total += max(0, t.predict(osd_id) - rss, peak_from_load(rss) - rss)
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
@@ -167,8 +167,7 @@ def settling_reserve(t: Tick, o: OsdState) -> int:
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
     A peak below the OSD's load bound (Tick.load_bound) is not behind it: that was its
-    preboot load, and peering/recovery are still to come (CI: 112 MiB preboot, 82 MiB once
-    active, 200+ MiB through recovery)."""
+    preboot load; an OSD may shrink once active and grow past it again through recovery."""
     peak = t.peaks.get(o.id, 0)
     if peak > 0 and peak >= t.load_bound(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
         return peak - o.rss_bytes

@@ -145,9 +145,8 @@ class Tick:
     def load_bound(self, osd_id: int) -> int:
         """Lower bound of the peak of an OSD this run let boot, until its real peak is known
         (it settled): LOAD_TO_PEAK_MIN x the rss it had loaded in preboot. A footprint learned
-        on lighter starts (less history missed) can predict less than the load alone (CI: 107
-        MiB predicted, 112 MiB in preboot, 200+ MiB peak: the next start was admitted on the
-        low prediction and the host's cgroup OOM-killed both)."""
+        on lighter starts (less history missed) can predict less than the load alone; the next
+        start must not be admitted on that lower prediction."""
         return peak_from_load(self.load_rss.get(osd_id, 0))
 
     def record_load(self, osd_id: int, rss: int) -> None:

@@ -8,8 +8,8 @@ Shared by plan() and check_invariants() so both agree on what "candidate", "in f
   e.g. killed, is a candidate again: a run is not done while an in-scope OSD is down);
 - restarting: restarted by this run less than RESTART_SETTLE_S ago, or less than
   `intent.boot_timeout_s` ago and still down (a restart an earlier run made - before
-  `progress.started_at` - counts for the restart cooldown only: lab CI, a run that found osd.2
-  down 4 min after the previous run had restarted it waited on that "restart" for 10 min);
+  `progress.started_at` - counts for the restart cooldown only: a new run does not wait on
+  another run's restart as if it were still in progress);
 - in flight on a host: granted (and not finished) OSDs plus restarting OSDs of that host;
 - operator-held: an `intent.holds` bucket is on the OSD's CRUSH path (or is its host);
 - helper missing: no HostMem for the host, or its last report (helpers_seen, else
@@ -143,9 +143,8 @@ def by_earlier_run(when: float, progress: Progress) -> bool:
 def in_restart_cooldown(osd_id: int, progress: Progress, intent: Intent, now: float) -> bool:
     """Restarted less than intent.restart_cooldown_s ago: by this run, or by an earlier run
     unless this run has brought the OSD up since (it went down again and this run started a
-    fresh process of it: the restart being cooled down is history. Lab CI: osd.2, restarted by
-    one run, killed by the next drill and started again by the next run, was "0 MiB
-    restartable" in that run and its second OSD was refused for 10 minutes)."""
+    fresh process of it: the restart being cooled down is history, and the fresh process may
+    be restarted to make room)."""
     last = progress.restarted.get(osd_id)
     if last is None or now - last >= intent.restart_cooldown_s:
         return False
