@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 
+from . import drillcli
 from .inputs import InputError, check_buckets
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
@@ -46,7 +47,8 @@ def _run_view(engine: Any) -> M.RunView:
 
 
 def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
-    """Under the engine's lock: this tick's window actions (after plan()'s)."""
+    """Under the engine's lock: this tick's drill and window actions (after plan()'s)."""
+    drill_actions = drillcli.tick(engine, snap, now)
     step = M.plan_windows(snap, engine.run.windows, _run_view(engine), now)
     engine.run.windows = list(step.windows)
     engine.maint_health = step.health
@@ -54,7 +56,7 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
         engine.run.outcomes.append(o)
         engine.run.record(now, snap.epoch, {"kind": "maintenance", "reason": o.reason},
                           o.code)
-    return step.actions
+    return drill_actions + step.actions
 
 
 def run_ended(engine: Any, snap: Any, now: float) -> None:
@@ -177,7 +179,7 @@ def _busy(engine: Any) -> List[str]:
     what = ["run %s (%s)" % (engine.run.progress.run_id, engine.run.progress.phase)] \
         if engine.active else []
     return what + ["maintenance %s %s" % (w.phase[:-3], w.bucket)
-                   for w in M.busy(engine.run.windows)]
+                   for w in M.busy(engine.run.windows)] + drillcli.busy(engine)
 
 
 def wait(engine: Any, timeout: Optional[float], fmt: str,
