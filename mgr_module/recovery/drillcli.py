@@ -27,7 +27,7 @@ JSON_FORMATS = ("json", "json-pretty")
 # ------------------------------------------------------------------ observations (module.py)
 def observed(health: Any, pg_dump: Any) -> D.Observed:
     """Overall health status from mgr get("health") ({"json": text}) and the degraded object
-    count from get("pg_dump"); unknown values read as OK / 0."""
+    count from get("pg_dump") (either shape); unknown values read as OK / 0."""
     status = "HEALTH_OK"
     try:
         h = json.loads(health["json"]) if isinstance(health, Mapping) else {}
@@ -36,7 +36,8 @@ def observed(health: Any, pg_dump: Any) -> D.Observed:
         pass
     degraded = 0
     try:
-        degraded = int(pg_dump["pg_stats_sum"]["stat_sum"].get("num_objects_degraded", 0))
+        pg_map = pg_dump.get("pg_map", pg_dump)   # `ceph pg dump` wraps it, mgr's get() not
+        degraded = int(pg_map["pg_stats_sum"]["stat_sum"].get("num_objects_degraded", 0))
     except (KeyError, TypeError, ValueError, AttributeError):
         pass
     return D.Observed(health=status, degraded_objects=degraded)
@@ -56,7 +57,7 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
         engine.run.windows = list(step.windows)
         new = step.drill
         if step.start_exit:
-            new = _start_exit(engine, new, now)
+            engine.drill_exit_due = new.id
         if step.abort_run and engine.active and \
                 engine.run.progress.run_id == new.exit_run:
             engine.set_mode("abort", now)
@@ -73,6 +74,19 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     return tuple(actions)
 
 
+def after_tick(engine: Any, now: float) -> None:
+    """Under the lock, once the tick's own progress is stored: the exit a drill asked for
+    this tick begins here, as an operator's `maintenance exit` between two ticks would (a
+    run begun inside the tick would be overwritten by the progress plan() returned)."""
+    due, engine.drill_exit_due = getattr(engine, "drill_exit_due", None), None
+    drills = list(getattr(engine.run, "drills", []))
+    for i, d in enumerate(drills):
+        if d.id == due and d.phase == D.DOWN:
+            drills[i] = _start_exit(engine, d, now)
+            engine.wake()
+    engine.run.drills = drills
+
+
 def _start_exit(engine: Any, d: D.Drill, now: float) -> D.Drill:
     """The drill's window exit: a controlled start of the bucket under the drill's budget.
     Refused (a run is active, bad budget) -> the drill aborts on the next tick."""
@@ -85,6 +99,12 @@ def _start_exit(engine: Any, d: D.Drill, now: float) -> D.Drill:
     engine.run.windows = [M.exiting(x, intent.run_id) if x is w else x
                           for x in engine.run.windows]
     return D.exit_started(d, intent.run_id, now)
+
+
+def starting(engine: Any) -> frozenset:
+    """OSDs an aborting drill is starting (their start instructions need no run)."""
+    return frozenset(i for d in getattr(engine.run, "drills", []) if d.phase == D.ABORTING
+                     for i in d.osds)
 
 
 def busy(engine: Any) -> list:

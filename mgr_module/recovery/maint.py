@@ -59,6 +59,12 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     return drill_actions + step.actions
 
 
+def after_tick(engine: Any, now: float) -> None:
+    """Under the lock, at the end of a tick: what only begins between two ticks (a drill's
+    exit run)."""
+    drillcli.after_tick(engine, now)
+
+
 def run_ended(engine: Any, snap: Any, now: float) -> None:
     """Under the lock, after a tick that found the run ended (done/aborted, its end carried
     out): its outcome, recorded once per run id (every later tick finds it ended too)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import asdict
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ceph_recovery import drill as drill_core
 from ceph_recovery import maintenance as maint
@@ -176,8 +176,10 @@ class RunState(object):
                        % ttl)
         return old
 
-    def withdraw(self, op: str, now: float, why: str) -> List[Dict[str, Any]]:
-        gone = [i for i in self.open_instructions() if i["op"] == op]
+    def withdraw(self, op: str, now: float, why: str,
+                 keep: FrozenSet[int] = frozenset()) -> List[Dict[str, Any]]:
+        """Close the open `op` instructions, but those for the OSDs in `keep`."""
+        gone = [i for i in self.open_instructions() if i["op"] == op and i["osd"] not in keep]
         for ins in gone:
             self.close(ins, "withdrawn", now, why)
         return gone
