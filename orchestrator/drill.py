@@ -290,7 +290,9 @@ def report(d: Drill) -> Dict[str, Any]:
 
 
 def _gib(n: Optional[int]) -> str:
-    return "-" if n is None else "%.1fG" % (n / 2.0 ** 30)
+    if n is None:
+        return "-"
+    return "%.1fG" % (n / 2.0 ** 30) if n >= 2 ** 30 else "%dM" % (n // 2 ** 20)
 
 
 def summary_line(d: Drill) -> str:

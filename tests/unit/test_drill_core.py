@@ -118,6 +118,7 @@ def test_exit_then_window_closed_then_clean_ends_done_with_times():
     assert r["timeline"][1]["degraded_objects"] == 7 and "mem_used" in r["timeline"][1]
     line = D.summary_line(st.drill)
     assert "done" in line and "downtime 30s" in line and "4.0G/12.0G" in line
+    assert D.summary_line(replace(st.drill, peaks={"h2": 300 << 20})).endswith("h2 300M/12.0G")
 
 
 # ------------------------------------------------------------------ aborts
