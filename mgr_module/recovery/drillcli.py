@@ -19,9 +19,7 @@ from ceph_recovery import maintenance as M
 
 from . import core
 from .inputs import InputError
-
-Answer = Tuple[int, str, str]
-JSON_FORMATS = ("json", "json-pretty")
+from .maint import Answer, _answer, _bucket, _err, _loads
 
 
 # ------------------------------------------------------------------ observations (module.py)
@@ -113,16 +111,6 @@ def busy(engine: Any) -> list:
 
 
 # ------------------------------------------------------------------ commands
-def _err(code: int, msg: str) -> Answer:
-    return -code, "", "recovery: " + msg
-
-
-def _answer(obj: Dict[str, Any], line: str, fmt: str) -> Answer:
-    if fmt in JSON_FORMATS:
-        return 0, json.dumps(obj, sort_keys=True, default=str), ""
-    return 0, line, ""
-
-
 def _budgets(engine: Any, budget: Optional[str], bucket: str, concurrency: Optional[str],
              now: float) -> Dict[str, int]:
     """Per-host budget bytes of the drill's exit (validates --budget/--concurrency)."""
@@ -138,7 +126,6 @@ def _budgets(engine: Any, budget: Optional[str], bucket: str, concurrency: Optio
 def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
           concurrency: Optional[str], fmt: str, now: float) -> Answer:
     """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
-    from .maint import _bucket, _loads     # one bucket check and JSON reader for both
     try:
         secs = M.parse_duration(downtime)
         with engine.lock:

@@ -24,7 +24,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 
-from . import drillcli
 from .inputs import InputError, check_buckets
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
@@ -48,6 +47,7 @@ def _run_view(engine: Any) -> M.RunView:
 
 def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     """Under the engine's lock: this tick's drill and window actions (after plan()'s)."""
+    from . import drillcli         # drillcli builds on this module's command helpers
     drill_actions = drillcli.tick(engine, snap, now)
     step = M.plan_windows(snap, engine.run.windows, _run_view(engine), now)
     engine.run.windows = list(step.windows)
@@ -62,6 +62,7 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
 def after_tick(engine: Any, now: float) -> None:
     """Under the lock, at the end of a tick: what only begins between two ticks (a drill's
     exit run)."""
+    from . import drillcli
     drillcli.after_tick(engine, now)
 
 
@@ -182,6 +183,7 @@ def ls(engine: Any, fmt: str, now: float) -> Answer:
 
 
 def _busy(engine: Any) -> List[str]:
+    from . import drillcli
     what = ["run %s (%s)" % (engine.run.progress.run_id, engine.run.progress.phase)] \
         if engine.active else []
     return what + ["maintenance %s %s" % (w.phase[:-3], w.bucket)
