@@ -20,7 +20,7 @@ Abort triggers, checked every tick until the drill ends: a PG inactive for longe
 INACTIVE_GRACE_S (stopping or starting OSDs makes PGs peer, inactive for a moment),
 HEALTH_ERR, the operator's `drill abort`, or a failed window exit.
 
-Every tick adds one sample to a bounded timeline (MAX_SAMPLES; when full, every other sample
+Every tick adds one sample to a bounded timeline (sample_limit(); when full, every other sample
 is dropped so the whole drill stays covered at half the resolution). Per-host memory is
 sampled for the bucket's hosts (the ones whose OSDs stop and start); the per-host peak is kept
 for every host. Level triggered like maintenance: an mgr failover resumes from the persisted
@@ -43,6 +43,7 @@ FINAL = (DONE, ABORTED)
 INACTIVE_GRACE_S = 20.0
 CLEAN_WAIT_S = 600.0
 MAX_SAMPLES = 240
+TIMELINE_BYTES = 60000         # a drill's timeline fits one state-store chunk
 KEEP_DRILLS = 3
 HEALTH_ERR = "HEALTH_ERR"
 
@@ -256,7 +257,7 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
          "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
          "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
     samples = tuple(d.samples)
-    if len(samples) >= MAX_SAMPLES:
+    if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
     d = replace(d, peaks=peaks, samples=samples + (s,))
     if d.exit_at is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
@@ -265,6 +266,12 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
     if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:
         d = replace(d, clean_at=now)
     return d
+
+
+def sample_limit(hosts: int) -> int:
+    """Samples kept: MAX_SAMPLES, fewer when the bucket spans many hosts (each sample carries
+    one memory figure per host), so that the timeline stays within TIMELINE_BYTES."""
+    return max(16, min(MAX_SAMPLES, TIMELINE_BYTES // (200 + 40 * hosts)))
 
 
 # ------------------------------------------------------------------ report

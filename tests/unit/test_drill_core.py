@@ -232,3 +232,21 @@ def test_the_timeline_stays_bounded_and_covers_the_whole_drill():
 def test_a_malformed_persisted_drill_is_rejected():
     with pytest.raises(ValueError):
         D.drill_from_dict({"id": "d1", "phase": "nonsense"})
+
+
+def test_a_bucket_of_many_hosts_keeps_fewer_samples_within_one_chunk():
+    hosts = tuple("h%d" % i for i in range(1, 7))
+    osds = tuple(OsdState(id=i, host="h%d" % (i + 1), crush_path=("default", "big",
+                                                                   "h%d" % (i + 1)), up=False)
+                 for i in range(6))
+    s = Snapshot(epoch=1, osds=osds, hosts=tuple(
+        HostMem(name=h, mem_total=1 << 40, mem_used=(1 << 40) - 1, mem_available=1)
+        for h in hosts), pgs_total=8, pgs_active=8, pgs_clean=8)
+    d = D.Drill(id="d1", bucket="big", downtime_s=1e9, started_at=NOW, phase=D.DOWN,
+                down_at=NOW, hosts=hosts, osds=tuple(range(6)))
+    for k in range(1000):
+        d = D.plan_drill(s, d, [M.Window(bucket="big", phase=M.OPEN)], D.Observed(),
+                         NOW + 1e6 + k).drill
+    assert len(d.samples) <= D.sample_limit(len(hosts)) <= D.MAX_SAMPLES
+    assert len(json.dumps([dict(x) for x in d.samples])) <= D.TIMELINE_BYTES
+    assert D.sample_limit(500) == 16 and D.sample_limit(1) == D.MAX_SAMPLES
