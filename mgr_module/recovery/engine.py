@@ -148,6 +148,7 @@ class Engine(HelperProtocol):
                     self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
             self._expire(now, snap.epoch)
             self.run.prune_instructions()
+            maint.after_tick(self, now)
         self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:

@@ -5,11 +5,12 @@ A mixin of Engine (engine.py): it uses the engine's run state, snapshot and opti
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional
 
 from ceph_recovery.model import MODE_ABORT
 from ceph_recovery.protocol import Instruction, Instructions, Report
 
+from . import drillcli
 from .reportcheck import check_new_host, check_report
 
 
@@ -31,11 +32,14 @@ class HelperProtocol(object):
                                          "op": ins["op"], "id": ins["id"],
                                          "reason": ins["error"]}, "expired")
         if not self.active or self.run.intent.mode == MODE_ABORT:
+            # an aborting drill brings its bucket back without a run: its starts stay
             self._withdraw_starts(now, epoch, "the run is %s" % (
-                "aborted" if self.run.intent.mode == MODE_ABORT else "over"))
+                "aborted" if self.run.intent.mode == MODE_ABORT else "over"),
+                drillcli.starting(self))
 
-    def _withdraw_starts(self, now: float, epoch: int, why: str) -> None:
-        for ins in self.run.withdraw("start", now, why):
+    def _withdraw_starts(self, now: float, epoch: int, why: str,
+                         keep: FrozenSet[int] = frozenset()) -> None:
+        for ins in self.run.withdraw("start", now, why, keep):
             self.run.record(now, epoch, {"kind": "instruction_withdrawn", "osd": ins["osd"],
                                          "op": ins["op"], "id": ins["id"], "reason": why},
                             "withdrawn")

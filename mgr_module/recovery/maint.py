@@ -46,7 +46,9 @@ def _run_view(engine: Any) -> M.RunView:
 
 
 def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
-    """Under the engine's lock: this tick's window actions (after plan()'s)."""
+    """Under the engine's lock: this tick's drill and window actions (after plan()'s)."""
+    from . import drillcli         # drillcli builds on this module's command helpers
+    drill_actions = drillcli.tick(engine, snap, now)
     step = M.plan_windows(snap, engine.run.windows, _run_view(engine), now)
     engine.run.windows = list(step.windows)
     engine.maint_health = step.health
@@ -54,7 +56,14 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
         engine.run.outcomes.append(o)
         engine.run.record(now, snap.epoch, {"kind": "maintenance", "reason": o.reason},
                           o.code)
-    return step.actions
+    return drill_actions + step.actions
+
+
+def after_tick(engine: Any, now: float) -> None:
+    """Under the lock, at the end of a tick: what only begins between two ticks (a drill's
+    exit run)."""
+    from . import drillcli
+    drillcli.after_tick(engine, now)
 
 
 def run_ended(engine: Any, snap: Any, now: float) -> None:
@@ -174,10 +183,11 @@ def ls(engine: Any, fmt: str, now: float) -> Answer:
 
 
 def _busy(engine: Any) -> List[str]:
+    from . import drillcli
     what = ["run %s (%s)" % (engine.run.progress.run_id, engine.run.progress.phase)] \
         if engine.active else []
     return what + ["maintenance %s %s" % (w.phase[:-3], w.bucket)
-                   for w in M.busy(engine.run.windows)]
+                   for w in M.busy(engine.run.windows)] + drillcli.busy(engine)
 
 
 def wait(engine: Any, timeout: Optional[float], fmt: str,

@@ -12,9 +12,14 @@ from mgr_module import HandleCommandResult
 from .compat import read_command, write_command
 
 try:
-    from . import maint
+    from . import drillcli, maint
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
-    maint = None  # type: ignore[assignment]
+    drillcli = maint = None  # type: ignore[assignment]
+
+
+def drill_observed(health: Any, pg_dump: Any) -> Any:
+    """What a drill reads each tick besides the snapshot (None without the core)."""
+    return drillcli.observed(health, pg_dump) if drillcli is not None else None
 
 
 class MaintenanceCommands(object):
@@ -69,3 +74,25 @@ class MaintenanceCommands(object):
         """Wait (at most 2 s a call) until the run or window enter/exit ends: 0 if it
         succeeded, else ECANCELED (aborted), EIO (failed), ETIMEDOUT (still going)"""
         return self._maint(maint.wait, timeout, format)
+
+    # ------------------------------------------------------------ drills (drillcli.py)
+    @write_command("recovery drill start")
+    def cmd_drill_start(self, fail: str, downtime: str, budget: Optional[str] = None,
+                        concurrency: Optional[str] = None,
+                        format: str = "plain") -> HandleCommandResult:
+        """Drill on a real cluster (refused unless ok-to-stop clears the bucket): stop the
+        bucket's OSDs for the downtime, then a controlled start; aborts on an inactive PG,
+        HEALTH_ERR or `drill abort`"""
+        return self._maint(drillcli.start, fail, downtime, budget, concurrency, format,
+                           time.time())
+
+    @write_command("recovery drill abort")
+    def cmd_drill_abort(self, format: str = "plain") -> HandleCommandResult:
+        """Abort the drill: start every OSD of its bucket at once, noout restored after"""
+        return self._maint(drillcli.abort, format, time.time())
+
+    @read_command("recovery drill report")
+    def cmd_drill_report(self, id: Optional[str] = None,
+                         format: str = "plain") -> HandleCommandResult:
+        """A drill's timeline and measured times (the latest drill without an id)"""
+        return self._maint(drillcli.report, id, format)

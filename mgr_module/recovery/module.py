@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
 from .compat import CLI_REGISTRY, read_command, write_command
+from . import maintcli
 from .maintcli import MaintenanceCommands
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
@@ -202,8 +203,10 @@ class Module(MaintenanceCommands, MgrModule):
 
     def _tick(self) -> None:
         osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
+        health = self.get("health")
         with self._lock:
             self._read_options()
+            self.engine.observed = maintcli.drill_observed(health, pgs)
         self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now,
                          self._memory_targets())
         with self._lock:

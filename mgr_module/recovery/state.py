@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import asdict
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
+from ceph_recovery import drill as drill_core
 from ceph_recovery import maintenance as maint
 from ceph_recovery.model import Budget, Intent, Observation, Progress
 
@@ -111,6 +112,7 @@ class RunState(object):
         self.down_seen: Dict[int, float] = {}  # osd -> when this module first saw it down
         self.windows: List[maint.Window] = []  # maintenance windows (ceph_recovery.maintenance)
         self.outcomes: Deque[maint.Outcome] = deque(maxlen=KEEP_OUTCOMES)
+        self.drills: List[drill_core.Drill] = []   # the last KEEP_DRILLS drills (drillcli.py)
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -174,8 +176,10 @@ class RunState(object):
                        % ttl)
         return old
 
-    def withdraw(self, op: str, now: float, why: str) -> List[Dict[str, Any]]:
-        gone = [i for i in self.open_instructions() if i["op"] == op]
+    def withdraw(self, op: str, now: float, why: str,
+                 keep: FrozenSet[int] = frozenset()) -> List[Dict[str, Any]]:
+        """Close the open `op` instructions, but those for the OSDs in `keep`."""
+        gone = [i for i in self.open_instructions() if i["op"] == op and i["osd"] not in keep]
         for ins in gone:
             self.close(ins, "withdrawn", now, why)
         return gone
@@ -204,7 +208,8 @@ class RunState(object):
             "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()},
             "down_seen": {str(k): v for k, v in self.down_seen.items()},
             "windows": [maint.window_to_dict(w) for w in self.windows],
-            "outcomes": [maint.outcome_to_dict(o) for o in self.outcomes]}, sort_keys=True)
+            "outcomes": [maint.outcome_to_dict(o) for o in self.outcomes],
+            "drills": [drill_core.drill_to_dict(x) for x in self.drills]}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -224,4 +229,5 @@ class RunState(object):
         st.down_seen = {int(k): float(v) for k, v in d.get("down_seen", {}).items()}
         st.windows = [maint.window_from_dict(w) for w in d.get("windows", [])]
         st.outcomes.extend(maint.outcome_from_dict(o) for o in d.get("outcomes", []))
+        st.drills = [drill_core.drill_from_dict(x) for x in d.get("drills", [])]
         return st

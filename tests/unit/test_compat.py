@@ -30,7 +30,9 @@ COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery 
             "recovery maintenance ls": "r", "recovery wait": "r",
             "recovery resume": "w", "recovery abort": "w", "recovery hold": "w",
             "recovery release": "w", "recovery helper-report": "w",
-            "recovery network probe": "w", "recovery network": "r"}
+            "recovery network probe": "w", "recovery network": "r",
+            "recovery drill start": "w", "recovery drill abort": "w",
+            "recovery drill report": "r"}
 
 
 def _release_root(release: str) -> str:
@@ -76,6 +78,9 @@ def test_commands_register_on_each_release(release, registry, flag_bools, tmp_pa
     assert got["has_cli_read_command"] is not registry
     assert got["perm"] == COMMANDS
     # arguments come from the real annotations on every release
+    drill = got["args"]["recovery drill start"]
+    for arg in ("fail", "downtime"):        # required: no req=false
+        assert "type=CephString" in drill[arg] and "req=false" not in drill[arg]
     start = got["args"]["recovery start-controlled"]
     assert start["budget"] == ["req=false", "type=CephString"]
     assert start["scope"] == ["n=N", "req=false", "type=CephString"]

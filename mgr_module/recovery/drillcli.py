@@ -1,0 +1,186 @@
+"""Disaster-recovery drills in the mgr shell: `ceph recovery drill start|abort|report` and the
+drill's part of the tick (the decisions are the core's: ceph_recovery.drill).
+
+No mgr_module import: handlers return (rc, stdout, stderr); maintcli.py registers them.
+Like maintenance enter, `drill start` asks ok-to-stop for the bucket's up OSDs together
+(read-only, without the lock) and then only changes the persisted state under the lock;
+the tick acts. The drill's window is an ordinary maintenance window (reason "drill <id>"),
+so the enter, the hold and the exit are the maintenance code's.
+"""
+from __future__ import annotations
+
+import errno
+import json
+from dataclasses import replace
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ceph_recovery import drill as D
+from ceph_recovery import maintenance as M
+
+from . import core
+from .inputs import InputError
+from .maint import Answer, _answer, _bucket, _err, _loads
+
+
+# ------------------------------------------------------------------ observations (module.py)
+def observed(health: Any, pg_dump: Any) -> D.Observed:
+    """Overall health status from mgr get("health") ({"json": text}) and the degraded object
+    count from get("pg_dump") (either shape); unknown values read as OK / 0."""
+    status = "HEALTH_OK"
+    try:
+        h = json.loads(health["json"]) if isinstance(health, Mapping) else {}
+        status = str(h.get("status") or status)
+    except (KeyError, TypeError, ValueError):
+        pass
+    degraded = 0
+    try:
+        pg_map = pg_dump.get("pg_map", pg_dump)   # `ceph pg dump` wraps it, mgr's get() not
+        degraded = int(pg_map["pg_stats_sum"]["stat_sum"].get("num_objects_degraded", 0))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass
+    return D.Observed(health=status, degraded_objects=degraded)
+
+
+# ------------------------------------------------------------------ the tick
+def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
+    """Under the engine's lock, before the windows' tick: each going drill's actions; starts
+    (exit) or aborts the run it asks for."""
+    drills = list(getattr(engine.run, "drills", []))
+    seen = getattr(engine, "observed", None) or D.Observed()
+    actions: list = []
+    for i, d in enumerate(drills):
+        if d.phase in D.FINAL:
+            continue
+        step = D.plan_drill(snap, d, engine.run.windows, seen, now)
+        engine.run.windows = list(step.windows)
+        new = step.drill
+        if step.start_exit:
+            engine.drill_exit_due = new.id
+        if step.abort_run and engine.active and \
+                engine.run.progress.run_id == new.exit_run:
+            engine.set_mode("abort", now)
+        if step.outcome is not None:
+            engine.run.outcomes.append(step.outcome)
+            engine.run.record(now, snap.epoch, {"kind": "drill", "reason": step.outcome.reason},
+                              step.outcome.code)
+        elif new.phase == D.ABORTING and d.phase != D.ABORTING:
+            engine.run.record(now, snap.epoch, {"kind": "drill", "reason": "drill %s aborting:"
+                                                " %s" % (new.id, new.reason)}, "noted")
+        drills[i] = new
+        actions.extend(step.actions)
+    engine.run.drills = drills
+    return tuple(actions)
+
+
+def after_tick(engine: Any, now: float) -> None:
+    """Under the lock, once the tick's own progress is stored: the exit a drill asked for
+    this tick begins here, as an operator's `maintenance exit` between two ticks would (a
+    run begun inside the tick would be overwritten by the progress plan() returned)."""
+    due, engine.drill_exit_due = getattr(engine, "drill_exit_due", None), None
+    drills = list(getattr(engine.run, "drills", []))
+    for i, d in enumerate(drills):
+        if d.id == due and d.phase == D.DOWN:
+            drills[i] = _start_exit(engine, d, now)
+            engine.wake()
+    engine.run.drills = drills
+
+
+def _start_exit(engine: Any, d: D.Drill, now: float) -> D.Drill:
+    """The drill's window exit: a controlled start of the bucket under the drill's budget.
+    Refused (a run is active, bad budget) -> the drill aborts on the next tick."""
+    try:
+        w = M.check_exit(d.bucket, engine.run.windows, engine.active)
+        intent = engine.start(d.budget or None, [d.bucket], d.concurrency or None, now)
+        engine.begin(intent, now)
+    except (InputError, M.Refused) as e:
+        return replace(d, abort_requested="exit refused: %s" % getattr(e, "message", e))
+    engine.run.windows = [M.exiting(x, intent.run_id) if x is w else x
+                          for x in engine.run.windows]
+    return D.exit_started(d, intent.run_id, now)
+
+
+def starting(engine: Any) -> frozenset:
+    """OSDs an aborting drill is starting (their start instructions need no run)."""
+    return frozenset(i for d in getattr(engine.run, "drills", []) if d.phase == D.ABORTING
+                     for i in d.osds)
+
+
+def busy(engine: Any) -> list:
+    return ["drill %s %s (%s)" % (d.id, d.bucket, d.phase)
+            for d in getattr(engine.run, "drills", []) if d.phase not in D.FINAL]
+
+
+# ------------------------------------------------------------------ commands
+def _budgets(engine: Any, budget: Optional[str], bucket: str, concurrency: Optional[str],
+             now: float) -> Dict[str, int]:
+    """Per-host budget bytes of the drill's exit (validates --budget/--concurrency)."""
+    intent = engine.prepare(budget, [bucket], concurrency, now)
+    out = {}
+    for h in engine.snapshot.hosts:
+        b = core.budget_bytes(intent.budget, h)
+        if b is not None:
+            out[h.name] = int(b)
+    return out
+
+
+def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
+          concurrency: Optional[str], fmt: str, now: float) -> Answer:
+    """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
+    try:
+        secs = M.parse_duration(downtime)
+        with engine.lock:
+            name = _bucket(engine, fail)
+            budgets = _budgets(engine, budget, name, concurrency, now)
+            up = [o.id for o in M.under(name, engine.snapshot) if o.up]
+        rc, out = 0, {"ok_to_stop": True}
+        if up:
+            rc, text, _e = engine.executor.mon({"prefix": "osd ok-to-stop", "format": "json",
+                                                "ids": [str(i) for i in up]})
+            out = _loads(text)
+        verdict = M.ok_to_stop_verdict(rc, out)
+        with engine.lock:
+            drills = list(getattr(engine.run, "drills", []))
+            d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
+                                 engine.run.windows, drills, engine.active, verdict, budgets,
+                                 budget or "", "" if concurrency is None else str(concurrency),
+                                 now)
+            engine.run.windows = list(engine.run.windows) + [w]
+            engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]
+            engine.run.record(now, engine.snapshot.epoch, {
+                "kind": "command", "bucket": name, "reason": "drill start %s: fail %s for %s"
+                % (d.id, name, M.fmt_duration(secs))}, "accepted")
+    except InputError as e:
+        return _err(e.errno, e.message)
+    except M.Refused as e:
+        return _err(e.errno, "drill start --fail %s refused: %s" % (fail, e.message))
+    except ValueError as e:
+        return _err(errno.EINVAL, "drill start: %s" % e)
+    engine.wake()
+    return _answer(D.drill_to_dict(d), "drill %s: accepted; stopping %s (%s) for %s, then a "
+                   "controlled start" % (d.id, name, ", ".join("osd.%d" % i for i in d.osds),
+                                         M.fmt_duration(secs)), fmt)
+
+
+def abort(engine: Any, fmt: str, now: float) -> Answer:
+    """The operator's abort: the next tick brings everything back at once."""
+    try:
+        with engine.lock:
+            drills = list(getattr(engine.run, "drills", []))
+            d = D.check_abort(drills, "operator abort")
+            engine.run.drills = [d if x.id == d.id else x for x in drills]
+            engine.run.record(now, engine.snapshot.epoch if engine.snapshot else 0, {
+                "kind": "command", "reason": "drill abort %s" % d.id}, "accepted")
+    except M.Refused as e:
+        return _err(e.errno, "drill abort: %s" % e.message)
+    engine.wake()
+    return _answer({"id": d.id, "aborting": True}, "drill %s: abort accepted; starting every "
+                   "OSD of %s, noout restored once all are up" % (d.id, d.bucket), fmt)
+
+
+def report(engine: Any, drill_id: Optional[str], fmt: str) -> Answer:
+    try:
+        with engine.lock:
+            d = D.find(list(getattr(engine.run, "drills", [])), drill_id)
+    except M.Refused as e:
+        return _err(e.errno, "drill report: %s" % e.message)
+    return _answer(D.report(d), D.summary_line(d), fmt)

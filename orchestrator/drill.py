@@ -1,0 +1,353 @@
+"""Disaster-recovery drills: the pure decisions behind `ceph recovery drill start|abort|report`.
+
+A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
+
+  entering  the drill's window is entering (noout, hold, the helpers stop the bucket's OSDs;
+            `drill start` was accepted only if ok-to-stop cleared the whole bucket).
+  down      the window is open: every OSD of the bucket is down. Once down for `downtime_s`,
+            the tick asks the shell to run the window's exit (a controlled start scoped to
+            the bucket, under the drill's budget).
+  exiting   the exit's run is going on. When the window closes (every OSD up, noout
+            restored), the drill waits for every PG to be active+clean (at most CLEAN_WAIT_S)
+            and ends `done`.
+  aborting  the drill is stopped and everything comes back at once: the window is dropped
+            (so its bucket is no longer held: plan() releases the group noup), the exit's run
+            (if any) is aborted, every down OSD of the bucket gets a start instruction, and
+            once all are up the bucket's noout is unset (unless it was set before the drill).
+  done | aborted   final; the drill keeps its timeline for `drill report`.
+
+Abort triggers, checked every tick until the drill ends: a PG inactive for longer than
+INACTIVE_GRACE_S (stopping or starting OSDs makes PGs peer, inactive for a moment),
+HEALTH_ERR, the operator's `drill abort`, or a failed window exit.
+
+Every tick adds one sample to a bounded timeline (sample_limit(); when full, every other sample
+is dropped so the whole drill stays covered at half the resolution). Per-host memory is
+sampled for the bucket's hosts (the ones whose OSDs stop and start); the per-host peak is kept
+for every host. Level triggered like maintenance: an mgr failover resumes from the persisted
+drill. Pure: no I/O, no clock (`now` is an argument).
+"""
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import maintenance as M
+from .actions import Action, GrantStart, UnsetGroupFlag
+from .model import PROC_RUNNING, Snapshot
+
+ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
+    "entering", "down", "exiting", "aborting", "done", "aborted")
+PHASES = (ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+FINAL = (DONE, ABORTED)
+INACTIVE_GRACE_S = 20.0
+CLEAN_WAIT_S = 600.0
+MAX_SAMPLES = 240
+TIMELINE_BYTES = 60000         # a drill's timeline fits one state-store chunk
+KEEP_DRILLS = 3
+HEALTH_ERR = "HEALTH_ERR"
+
+
+@dataclass(frozen=True)
+class Drill:
+    id: str
+    bucket: str
+    downtime_s: float
+    started_at: float
+    budget: str = ""                     # the operator's --budget text ("" = module default)
+    concurrency: str = ""
+    phase: str = ENTERING
+    osds: Tuple[int, ...] = ()
+    hosts: Tuple[str, ...] = ()          # hosts of the bucket's OSDs (sampled per tick)
+    noout_before: bool = False
+    budgets: Mapping[str, int] = field(default_factory=dict)   # host -> budget bytes
+    down_at: Optional[float] = None      # every OSD of the bucket down
+    exit_at: Optional[float] = None      # the exit's controlled start began
+    up_at: Optional[float] = None        # every OSD of the bucket up again
+    active_at: Optional[float] = None    # every PG active again after the exit began
+    clean_at: Optional[float] = None     # every PG active+clean again
+    ended_at: Optional[float] = None
+    exit_run: str = ""
+    inactive_since: Optional[float] = None
+    abort_requested: str = ""            # operator's abort, picked up by the next tick
+    reason: str = ""                     # why it aborted, or how it ended
+    peaks: Mapping[str, int] = field(default_factory=dict)     # host -> peak memory used
+    samples: Tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the shell saw this tick besides the snapshot."""
+
+    health: str = "HEALTH_OK"            # overall status from the mgr's health
+    degraded_objects: int = 0
+
+
+@dataclass(frozen=True)
+class DrillStep:
+    drill: Drill
+    windows: Tuple[M.Window, ...]
+    actions: Tuple[Action, ...] = ()
+    start_exit: bool = False             # the shell runs the window's exit now
+    abort_run: bool = False              # the shell aborts the exit's run now
+    outcome: Optional[M.Outcome] = None
+
+
+# ------------------------------------------------------------------ commands
+def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
+                windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
+                verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
+                budget: str, concurrency: str, now: float) -> Tuple[Drill, M.Window]:
+    """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
+    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime."""
+    if not downtime_s > 0:
+        raise M.Refused(errno.EINVAL, "downtime must be positive")
+    busy = [d for d in drills if d.phase not in FINAL]
+    if busy:
+        raise M.Refused(errno.EBUSY, "drill %s on %s is %s: abort it or wait for it"
+                        % (busy[0].id, busy[0].bucket, busy[0].phase))
+    w = M.check_enter(bucket, snapshot, windows, run_active, verdict,
+                      "drill %s" % drill_id, M.DEFAULT_MAX_DURATION_S, now)
+    hosts = tuple(sorted({o.host for o in M.under(bucket, snapshot)}))
+    d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
+              budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
+              noout_before=w.noout_before, budgets=dict(budgets))
+    return d, w
+
+
+def check_abort(drills: Sequence[Drill], reason: str) -> Drill:
+    """The going drill with the operator's abort noted, or Refused ENOENT."""
+    for d in drills:
+        if d.phase not in FINAL:
+            if d.phase == ABORTING:
+                raise M.Refused(errno.EBUSY, "drill %s is already aborting" % d.id)
+            return replace(d, abort_requested=reason or "operator abort")
+    raise M.Refused(errno.ENOENT, "no drill is going on")
+
+
+def find(drills: Sequence[Drill], drill_id: Optional[str]) -> Drill:
+    """The drill `drill_id` (the latest one when None), or Refused ENOENT."""
+    if not drills:
+        raise M.Refused(errno.ENOENT, "no drill has run")
+    if not drill_id:
+        return drills[-1]
+    for d in drills:
+        if d.id == drill_id:
+            return d
+    raise M.Refused(errno.ENOENT, "no drill %s (known: %s)" % (
+        drill_id, ", ".join(d.id for d in drills)))
+
+
+def exit_started(d: Drill, run_id: str, now: float) -> Drill:
+    return replace(d, phase=EXITING, exit_run=run_id, exit_at=now)
+
+
+# ------------------------------------------------------------------ the tick
+def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Observed,
+               now: float) -> DrillStep:
+    """One tick of a drill: its sample, then its phase's decision."""
+    d = _sample(d, snap, seen, now)
+    if d.phase in FINAL:
+        return DrillStep(d, tuple(windows))
+    w = M.find(windows, d.bucket)
+    if d.phase != ABORTING:
+        why = _abort_reason(d, w, snap, seen, now)
+        d = _track_inactive(d, snap, now)
+        if why:
+            return _abort(d, windows, snap, why, now)
+    step = {ENTERING: _entering, DOWN: _down, EXITING: _exiting, ABORTING: _aborting}
+    return step[d.phase](d, w, windows, snap, now)
+
+
+def _track_inactive(d: Drill, snap: Snapshot, now: float) -> Drill:
+    if snap.pgs_active < snap.pgs_total:
+        return d if d.inactive_since is not None else replace(d, inactive_since=now)
+    return replace(d, inactive_since=None)
+
+
+def _abort_reason(d: Drill, w: Optional[M.Window], snap: Snapshot, seen: Observed,
+                  now: float) -> str:
+    if d.abort_requested:
+        return "operator: %s" % d.abort_requested
+    if seen.health == HEALTH_ERR:
+        return "HEALTH_ERR appeared"
+    if snap.pgs_active < snap.pgs_total and d.inactive_since is not None \
+            and now - d.inactive_since > INACTIVE_GRACE_S:
+        return "%d PG(s) inactive for more than %gs" % (snap.pgs_total - snap.pgs_active,
+                                                         INACTIVE_GRACE_S)
+    if d.phase in (ENTERING, DOWN) and w is None:
+        return "its maintenance window on %s is gone" % d.bucket
+    if d.phase == EXITING and w is not None and w.phase != M.EXITING:
+        return "the exit failed: %s" % (w.note or "window back in maintenance")
+    return ""
+
+
+def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
+           now: float) -> DrillStep:
+    """Drop the window (its hold goes), abort the exit's run, then start every OSD."""
+    kept = tuple(x for x in windows if x.bucket != d.bucket)
+    d = replace(d, phase=ABORTING, reason=why, abort_requested="")
+    step = _aborting(d, None, kept, snap, now)
+    return replace(step, abort_run=bool(d.exit_run))
+
+
+def _entering(d, w, windows, snap, now) -> DrillStep:
+    if w.phase == M.OPEN:
+        d = replace(d, phase=DOWN, down_at=now)
+    return DrillStep(d, tuple(windows))
+
+
+def _down(d, w, windows, snap, now) -> DrillStep:
+    return DrillStep(d, tuple(windows), start_exit=now - (d.down_at or now) >= d.downtime_s)
+
+
+def _exiting(d, w, windows, snap, now) -> DrillStep:
+    if w is not None:
+        return DrillStep(d, tuple(windows))
+    d = d if d.up_at is not None else replace(d, up_at=now)
+    if d.clean_at is not None:
+        return _end(d, windows, DONE, "every OSD of %s up, every PG active+clean"
+                    % d.bucket, now)
+    if now - d.up_at > CLEAN_WAIT_S:
+        return _end(d, windows, DONE, "every OSD of %s up; PGs not all clean after %gs"
+                    % (d.bucket, CLEAN_WAIT_S), now)
+    return DrillStep(d, tuple(windows))
+
+
+def _aborting(d, w, windows, snap, now) -> DrillStep:
+    mine = M.under(d.bucket, snap)
+    down = [o for o in mine if not o.up]
+    if down:
+        acts = tuple(GrantStart(osd=o.id, host=o.host, reason="drill %s aborted (%s): start "
+                                "every OSD of %s" % (d.id, d.reason, d.bucket))
+                     for o in down if o.process != PROC_RUNNING)
+        return DrillStep(d, tuple(windows), acts)
+    if M.NOOUT in (snap.bucket_flags.get(d.bucket) or ()) and not d.noout_before:
+        return DrillStep(d, tuple(windows), (UnsetGroupFlag(
+            bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
+            % (d.id, d.bucket)),))
+    d = d if d.up_at is not None else replace(d, up_at=now)
+    return _end(d, windows, ABORTED, d.reason, now)
+
+
+def _end(d: Drill, windows, phase: str, why: str, now: float) -> DrillStep:
+    d = replace(d, phase=phase, ended_at=now, reason=why)
+    ok = phase == DONE
+    out = M.Outcome("drill %s" % d.id, ok, "done" if ok else "aborted",
+                    "drill %s on %s %s: %s" % (d.id, d.bucket, phase, why), now)
+    return DrillStep(d, tuple(windows), outcome=out)
+
+
+# ------------------------------------------------------------------ timeline
+def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
+    """This tick's sample and peaks; first-all-active / first-clean times after the exit."""
+    if d.phase in FINAL:
+        return d
+    peaks = dict(d.peaks)
+    mem: Dict[str, Optional[int]] = {}
+    for h in snap.hosts:
+        if h.mem_used is not None:
+            peaks[h.name] = max(int(h.mem_used), int(peaks.get(h.name, 0)))
+        if h.name in d.hosts:
+            mem[h.name] = None if h.mem_used is None else int(h.mem_used)
+    mine = M.under(d.bucket, snap)
+    s = {"t": round(now - d.started_at, 1), "phase": d.phase,
+         "osds_up": sum(1 for o in snap.osds if o.up), "osds_total": len(snap.osds),
+         "bucket_up": sum(1 for o in mine if o.up), "pgs_total": snap.pgs_total,
+         "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
+         "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
+    samples = tuple(d.samples)
+    if len(samples) >= sample_limit(len(d.hosts)):
+        samples = samples[::2]
+    d = replace(d, peaks=peaks, samples=samples + (s,))
+    if d.exit_at is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
+            and all(o.up for o in mine):
+        d = replace(d, active_at=now)
+    if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:
+        d = replace(d, clean_at=now)
+    return d
+
+
+def sample_limit(hosts: int) -> int:
+    """Samples kept: MAX_SAMPLES, fewer when the bucket spans many hosts (each sample carries
+    one memory figure per host), so that the timeline stays within TIMELINE_BYTES."""
+    return max(16, min(MAX_SAMPLES, TIMELINE_BYTES // (200 + 40 * hosts)))
+
+
+# ------------------------------------------------------------------ report
+def _since(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else round(b - a, 1)
+
+
+def report(d: Drill) -> Dict[str, Any]:
+    """`drill report -f json`: the drill, its measured times, per-host peak vs budget and
+    the timeline."""
+    hosts = {h: {"peak_bytes": d.peaks.get(h), "budget_bytes": d.budgets.get(h),
+                 "peak_over_budget": (d.peaks.get(h) is not None and d.budgets.get(h)
+                                      is not None and d.peaks[h] > d.budgets[h])}
+             for h in sorted(set(d.peaks) | set(d.budgets))}
+    out = drill_to_dict(d)
+    out.update({"outcome": d.phase, "downtime_s": _since(d.down_at, d.exit_at),
+                "time_to_all_up_s": _since(d.exit_at, d.up_at),
+                "time_to_all_active_s": _since(d.exit_at, d.active_at),
+                "time_to_clean_s": _since(d.exit_at, d.clean_at), "hosts": hosts,
+                "timeline": [dict(s) for s in d.samples]})
+    del out["samples"]
+    return out
+
+
+def _gib(n: Optional[int]) -> str:
+    if n is None:
+        return "-"
+    return "%.1fG" % (n / 2.0 ** 30) if n >= 2 ** 30 else "%dM" % (n // 2 ** 20)
+
+
+def summary_line(d: Drill) -> str:
+    """`drill report` plain: one line."""
+    r = report(d)
+
+    def sec(v: Optional[float]) -> str:
+        return "-" if v is None else M.fmt_duration(v)
+    peaks = " ".join("%s %s/%s" % (h, _gib(v["peak_bytes"]), _gib(v["budget_bytes"]))
+                     for h, v in r["hosts"].items() if h in d.hosts)
+    return ("drill %s on %s: %s%s; downtime %s, all active after %s, clean after %s; "
+            "peak/budget %s" % (d.id, d.bucket, d.phase, " (%s)" % d.reason if d.reason
+                                else "", sec(r["downtime_s"]), sec(r["time_to_all_active_s"]),
+                                sec(r["time_to_clean_s"]), peaks or "-"))
+
+
+# ------------------------------------------------------------------ persistence
+_FLOATS = ("down_at", "exit_at", "up_at", "active_at", "clean_at", "ended_at",
+           "inactive_since")
+
+
+def drill_to_dict(d: Drill) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "id": d.id, "bucket": d.bucket, "downtime_s": d.downtime_s,
+        "started_at": d.started_at, "budget": d.budget, "concurrency": d.concurrency,
+        "phase": d.phase, "osds": list(d.osds), "hosts": list(d.hosts),
+        "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
+        "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
+        "samples": [dict(s) for s in d.samples]}
+    for k in _FLOATS:
+        out[k] = getattr(d, k)
+    return out
+
+
+def drill_from_dict(x: Mapping[str, Any]) -> Drill:
+    """ValueError on a malformed entry (the shell reports the state as unreadable)."""
+    if not isinstance(x, Mapping) or x.get("phase") not in PHASES or not x.get("id"):
+        raise ValueError("drill: bad entry %r" % (x,))
+    opt = {k: (None if x.get(k) is None else float(x[k])) for k in _FLOATS}
+    return Drill(id=str(x["id"]), bucket=str(x["bucket"]), downtime_s=float(x["downtime_s"]),
+                 started_at=float(x["started_at"]), budget=str(x.get("budget", "")),
+                 concurrency=str(x.get("concurrency", "")), phase=str(x["phase"]),
+                 osds=tuple(int(i) for i in x.get("osds", ())),
+                 hosts=tuple(str(h) for h in x.get("hosts", ())),
+                 noout_before=bool(x.get("noout_before", False)),
+                 budgets={str(k): int(v) for k, v in (x.get("budgets") or {}).items()},
+                 exit_run=str(x.get("exit_run", "")),
+                 abort_requested=str(x.get("abort_requested", "")),
+                 reason=str(x.get("reason", "")),
+                 peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
+                 samples=tuple(dict(s) for s in x.get("samples", ())), **opt)

@@ -1,0 +1,252 @@
+"""Drills, pure core: snapshots in, exact ordered action lists and drill phases out."""
+from __future__ import annotations
+
+import errno
+import json
+from dataclasses import replace
+
+import pytest
+
+from ceph_recovery import drill as D
+from ceph_recovery import maintenance as M
+from ceph_recovery.actions import GrantStart, UnsetGroupFlag
+from ceph_recovery.model import HostMem, OsdState, Snapshot
+
+NOW = 1000.0
+OK = (True, [], "ok-to-stop")
+GIB = 2 ** 30
+
+
+def snap(down=(), flags=None, active=None, clean=None, total=64, running=()):
+    """3 racks x 2 hosts x 2 OSDs: h2 (r1) holds osd.2, osd.3. Hosts use 2 GiB + 1 GiB per
+    up OSD."""
+    osds, hosts = [], []
+    for h in range(6):
+        name = "h%d" % (h + 1)
+        for k in range(2):
+            i = 2 * h + k
+            dn = i in down
+            osds.append(OsdState(id=i, host=name, crush_path=("default", "r%d" % (h // 2 + 1),
+                                                               name), up=not dn,
+                                 process="running" if (not dn or i in running) else "stopped"))
+        used = 2 * GIB + GIB * sum(1 for k in range(2) if 2 * h + k not in down)
+        hosts.append(HostMem(name=name, mem_total=16 * GIB, mem_used=used,
+                             mem_available=16 * GIB - used))
+    return Snapshot(epoch=10, osds=tuple(osds), hosts=tuple(hosts),
+                    bucket_flags={k: frozenset(v) for k, v in (flags or {}).items()},
+                    pgs_total=total, pgs_active=total if active is None else active,
+                    pgs_clean=total if clean is None else clean)
+
+
+HELD = {"h2": ["noout", "noup"]}
+
+
+def start(s=None, verdict=OK, drills=(), windows=(), run_active=False, downtime=30.0):
+    return D.check_start("d1000", "h2", downtime, s or snap(), list(windows), list(drills),
+                         run_active, verdict, {"h2": 12 * GIB}, "80%", "", NOW)
+
+
+def kinds(actions):
+    return [(a.kind, getattr(a, "bucket", None) or getattr(a, "osd", None),
+             getattr(a, "flag", None)) for a in actions]
+
+
+def tick(s, d, windows, t, health="HEALTH_OK"):
+    return D.plan_drill(s, d, list(windows), D.Observed(health=health, degraded_objects=7),
+                        NOW + t)
+
+
+def open_drill(t=5.0):
+    """A drill whose window is open: h2's OSDs down and stopped, held, noout."""
+    d, w = start()
+    st = tick(snap(down=(2, 3), flags=HELD), d, [replace(w, phase=M.OPEN)], t)
+    assert st.drill.phase == D.DOWN and st.actions == () and not st.start_exit
+    return st.drill, st.windows
+
+
+# ------------------------------------------------------------------ start
+def test_start_refused_when_ok_to_stop_does_not_clear_the_bucket():
+    verdict = M.ok_to_stop_verdict(-errno.EBUSY, {"ok_to_stop": False,
+                                                  "bad_become_inactive": ["1.7"]})
+    with pytest.raises(M.Refused) as e:
+        start(verdict=verdict)
+    assert e.value.errno == errno.EBUSY and "1.7" in e.value.message
+
+
+def test_start_refused_while_another_drill_goes_on_and_on_a_bad_downtime():
+    d, _w = start()
+    with pytest.raises(M.Refused) as e:
+        start(drills=[d])
+    assert e.value.errno == errno.EBUSY and "d1000" in e.value.message
+    with pytest.raises(M.Refused) as e:
+        start(downtime=0.0)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_start_makes_a_window_with_the_drill_as_reason():
+    d, w = start()
+    assert (d.phase, d.osds, d.hosts, d.downtime_s) == (D.ENTERING, (2, 3), ("h2",), 30.0)
+    assert (w.bucket, w.phase, w.reason, w.osds) == ("h2", M.ENTERING, "drill d1000", (2, 3))
+
+
+# ------------------------------------------------------------------ normal course
+def test_downtime_elapsed_asks_for_the_exit_and_not_before():
+    d, ws = open_drill(t=5.0)
+    early = tick(snap(down=(2, 3), flags=HELD), d, ws, 5.0 + 29.0)
+    assert not early.start_exit and early.actions == ()
+    due = tick(snap(down=(2, 3), flags=HELD), early.drill, ws, 5.0 + 30.0)
+    assert due.start_exit and due.actions == () and due.drill.phase == D.DOWN
+
+
+def test_exit_then_window_closed_then_clean_ends_done_with_times():
+    d, ws = open_drill(t=5.0)
+    d = D.exit_started(d, "r1035", NOW + 35.0)
+    ws = [M.exiting(ws[0], "r1035")]
+    st = tick(snap(down=(3,), active=60, clean=50), d, ws, 40.0)      # one OSD back
+    assert st.drill.phase == D.EXITING and st.actions == () and st.outcome is None
+    st = tick(snap(clean=50), st.drill, [], 50.0)                      # window closed
+    assert st.drill.phase == D.EXITING and st.drill.up_at == NOW + 50.0
+    assert st.drill.active_at == NOW + 50.0 and st.drill.clean_at is None
+    st = tick(snap(), st.drill, [], 70.0)
+    assert st.drill.phase == D.DONE and st.outcome.ok and st.outcome.what == "drill d1000"
+    r = D.report(st.drill)
+    assert (r["downtime_s"], r["time_to_all_active_s"], r["time_to_clean_s"]) == (
+        30.0, 15.0, 35.0)
+    assert r["hosts"]["h2"] == {"peak_bytes": 4 * GIB, "budget_bytes": 12 * GIB,
+                                "peak_over_budget": False}
+    assert [s["bucket_up"] for s in r["timeline"]] == [0, 1, 2, 2]
+    assert r["timeline"][1]["degraded_objects"] == 7 and "mem_used" in r["timeline"][1]
+    line = D.summary_line(st.drill)
+    assert "done" in line and "downtime 30s" in line and "4.0G/12.0G" in line
+    assert D.summary_line(replace(st.drill, peaks={"h2": 300 << 20})).endswith("h2 300M/12.0G")
+
+
+# ------------------------------------------------------------------ aborts
+def abort_list(st):
+    return kinds(st.actions)
+
+
+def test_inactive_pg_past_the_grace_aborts_and_starts_every_osd_at_once():
+    d, ws = open_drill(t=5.0)
+    s = snap(down=(2, 3), flags=HELD, active=60)
+    st = tick(s, d, ws, 6.0)                          # inactive: within the grace
+    assert st.drill.phase == D.DOWN and st.drill.inactive_since == NOW + 6.0
+    st = tick(s, st.drill, ws, 6.0 + D.INACTIVE_GRACE_S)
+    assert st.drill.phase == D.DOWN
+    st = tick(s, st.drill, ws, 6.0 + D.INACTIVE_GRACE_S + 1)
+    assert st.drill.phase == D.ABORTING and "4 PG(s) inactive" in st.drill.reason
+    assert st.windows == ()                           # the hold goes with the window
+    assert abort_list(st) == [("grant_start", 2, None), ("grant_start", 3, None)]
+    assert not st.abort_run                           # no exit run yet
+    # all up: noout (set by the drill) unset, then aborted
+    st = tick(snap(flags={"h2": ["noout"]}), st.drill, (), 40.0)
+    assert abort_list(st) == [("unset_group_flag", "h2", "noout")]
+    st = tick(snap(), st.drill, (), 42.0)
+    assert st.drill.phase == D.ABORTED and st.actions == ()
+    assert not st.outcome.ok and st.outcome.errno == errno.ECANCELED
+
+
+def test_pgs_active_again_within_the_grace_do_not_abort():
+    d, ws = open_drill(t=5.0)
+    st = tick(snap(down=(2, 3), flags=HELD, active=60), d, ws, 6.0)
+    st = tick(snap(down=(2, 3), flags=HELD), st.drill, ws, 10.0)
+    st = tick(snap(down=(2, 3), flags=HELD, active=60), st.drill, ws, 12.0)
+    st = tick(snap(down=(2, 3), flags=HELD, active=60), st.drill, ws, 12.0 + 15.0)
+    assert st.drill.phase == D.DOWN and st.actions == ()
+
+
+def test_health_err_aborts_at_once_and_aborts_the_exit_run():
+    d, ws = open_drill(t=5.0)
+    d = D.exit_started(d, "r1035", NOW + 35.0)
+    ws = [M.exiting(ws[0], "r1035")]
+    st = tick(snap(down=(2, 3), running=(2,)), d, ws, 36.0, health="HEALTH_ERR")
+    assert st.drill.phase == D.ABORTING and st.drill.reason == "HEALTH_ERR appeared"
+    assert st.abort_run and st.windows == ()
+    # osd.2's process runs already: only osd.3 gets a start instruction
+    assert abort_list(st) == [("grant_start", 3, None)]
+
+
+def test_operator_abort_while_entering():
+    d, w = start()
+    d = D.check_abort([d], "operator abort")
+    st = tick(snap(down=(2,), flags=HELD), d, [w], 3.0)
+    assert st.drill.phase == D.ABORTING and st.drill.reason == "operator: operator abort"
+    assert abort_list(st) == [("grant_start", 2, None)]
+    with pytest.raises(M.Refused) as e:
+        D.check_abort([st.drill], "again")
+    assert e.value.errno == errno.EBUSY
+
+
+def test_abort_and_report_refusals():
+    with pytest.raises(M.Refused) as e:
+        D.check_abort([], "x")
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(M.Refused) as e:
+        D.find([], None)
+    assert e.value.errno == errno.ENOENT
+    d, _w = start()
+    with pytest.raises(M.Refused) as e:
+        D.find([d], "d1")
+    assert e.value.errno == errno.ENOENT and "d1000" in e.value.message
+
+
+def test_a_failed_exit_aborts_the_drill():
+    d, ws = open_drill(t=5.0)
+    d = D.exit_started(d, "r1035", NOW + 35.0)
+    back = replace(ws[0], phase=M.ENTERING, note="exit run r1035 aborted")
+    st = tick(snap(down=(3,)), d, [back], 60.0)
+    assert st.drill.phase == D.ABORTING and "exit run r1035 aborted" in st.drill.reason
+    assert abort_list(st) == [("grant_start", 3, None)] and st.abort_run
+
+
+def test_noout_set_before_the_drill_is_kept_on_abort():
+    d, w = start(s=snap(flags={"h2": ["noout"]}))
+    assert d.noout_before
+    d = D.check_abort([d], "stop")
+    st = tick(snap(flags={"h2": ["noout"]}), d, [w], 3.0)
+    assert st.drill.phase == D.ABORTED and st.actions == ()
+
+
+# ------------------------------------------------------------------ persistence, bounds
+def test_mgr_failover_mid_drill_resumes_from_the_persisted_state():
+    d, ws = open_drill(t=5.0)
+    st = tick(snap(down=(2, 3), flags=HELD), d, ws, 20.0)
+    text = json.dumps(D.drill_to_dict(st.drill))          # what the module persisted
+    back = D.drill_from_dict(json.loads(text))
+    assert back == st.drill
+    # the new mgr's first tick past the downtime asks for the exit, as the old one would
+    due = tick(snap(down=(2, 3), flags=HELD), back, ws, 35.0)
+    assert due.start_exit and due.actions == ()
+
+
+def test_the_timeline_stays_bounded_and_covers_the_whole_drill():
+    d, ws = open_drill(t=5.0)
+    d = replace(d, downtime_s=1e9)
+    for k in range(3 * D.MAX_SAMPLES):
+        d = tick(snap(down=(2, 3), flags=HELD), d, ws, 6.0 + k).drill
+    assert len(d.samples) <= D.MAX_SAMPLES
+    assert d.samples[0]["t"] == 5.0 and d.samples[-1]["t"] == 6.0 + 3 * D.MAX_SAMPLES - 1
+    assert len(json.dumps(D.drill_to_dict(d))) < 60000     # one state-store chunk
+
+
+def test_a_malformed_persisted_drill_is_rejected():
+    with pytest.raises(ValueError):
+        D.drill_from_dict({"id": "d1", "phase": "nonsense"})
+
+
+def test_a_bucket_of_many_hosts_keeps_fewer_samples_within_one_chunk():
+    hosts = tuple("h%d" % i for i in range(1, 7))
+    osds = tuple(OsdState(id=i, host="h%d" % (i + 1), crush_path=("default", "big",
+                                                                   "h%d" % (i + 1)), up=False)
+                 for i in range(6))
+    s = Snapshot(epoch=1, osds=osds, hosts=tuple(
+        HostMem(name=h, mem_total=1 << 40, mem_used=(1 << 40) - 1, mem_available=1)
+        for h in hosts), pgs_total=8, pgs_active=8, pgs_clean=8)
+    d = D.Drill(id="d1", bucket="big", downtime_s=1e9, started_at=NOW, phase=D.DOWN,
+                down_at=NOW, hosts=hosts, osds=tuple(range(6)))
+    for k in range(1000):
+        d = D.plan_drill(s, d, [M.Window(bucket="big", phase=M.OPEN)], D.Observed(),
+                         NOW + 1e6 + k).drill
+    assert len(d.samples) <= D.sample_limit(len(hosts)) <= D.MAX_SAMPLES
+    assert len(json.dumps([dict(x) for x in d.samples])) <= D.TIMELINE_BYTES
+    assert D.sample_limit(500) == 16 and D.sample_limit(1) == D.MAX_SAMPLES

@@ -1,0 +1,142 @@
+"""Drills through the mgr shell (engine + maint.py + drillcli.py) on recorded lab dumps with
+the real plan(): mon commands, helper instructions, persisted drills across a restarted
+module, `ceph recovery wait` and `drill report`. Ceph is the recording fake of the
+maintenance shell tests."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+
+from recovery import drillcli, maint, state as state_mod  # see conftest.py
+
+from ceph_recovery import drill as D
+
+_here = os.path.dirname(os.path.abspath(__file__))
+import importlib.util  # noqa: E402  (the sibling test module, importlib mode)
+_spec = importlib.util.spec_from_file_location(
+    "maint_engine_cases", os.path.join(_here, "test_maintenance_engine.py"))
+ME = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ME)
+
+world = ME.world
+make, tick, helpers, set_up = ME.make, ME.tick, ME.helpers, ME.set_up
+HEALTH_OK = {"json": json.dumps({"status": "HEALTH_OK"})}
+
+
+def observe(eng, world, health=HEALTH_OK):
+    eng.observed = drillcli.observed(health, world["pgs"])
+
+
+def enter_and_stop(eng, mon, world, t0=1000.0):
+    """drill start h2, then ticks until both OSDs are down and stopped (window open)."""
+    helpers(eng, t0)
+    tick(eng, world, t0)                     # the hosts' memory is known before the start
+    rc, out, err = drillcli.start(eng, "h2", "30s", "80%", None, "plain", t0)
+    assert rc == 0, err
+    assert out.startswith("drill d1000: accepted; stopping h2 (osd.2, osd.3) for 30s")
+    observe(eng, world)
+    helpers(eng, t0 + 1)
+    tick(eng, world, t0 + 1)
+    tick(eng, world, t0 + 2)
+    ids = [i["id"] for i in eng.run.open_instructions()]
+    assert [(i["op"], i["osd"]) for i in eng.run.open_instructions()] == [("stop", 2),
+                                                                         ("stop", 3)]
+    set_up(world, 2, False)
+    set_up(world, 3, False)
+    helpers(eng, t0 + 3, h2=(False, False), done=ids)
+    tick(eng, world, t0 + 3)                 # the window opens
+    tick(eng, world, t0 + 4)                 # the drill sees it open
+    (d,) = eng.run.drills
+    assert d.phase == D.DOWN and d.down_at == t0 + 4
+    return d
+
+
+def test_start_refused_unless_ok_to_stop_clears_the_bucket_and_changes_nothing(world):
+    eng, mon = make(world, {"ok_to_stop": False, "osds": [2, 3],
+                            "bad_become_inactive": ["1.3"]})
+    rc, out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0)
+    assert rc == -errno.EBUSY and "1.3" in err and out == ""
+    assert eng.run.drills == [] and eng.run.windows == []
+
+
+@pytest.mark.parametrize("args,code", [(("nosuch", "30s", None), errno.ENOENT),
+                                       (("h2", "soon", None), errno.EINVAL),
+                                       (("h2", "30s", "200%"), errno.EINVAL)])
+def test_start_bad_input(world, args, code):
+    eng, mon = make(world)
+    rc, _out, err = drillcli.start(eng, args[0], args[1], args[2], None, "plain", 1000.0)
+    assert rc == -code and err and eng.run.drills == [] and eng.run.windows == []
+    assert mon.mutations() == []
+
+
+def test_abort_and_report_without_a_drill(world):
+    eng, _mon = make(world)
+    assert drillcli.abort(eng, "plain", 1000.0)[0] == -errno.ENOENT
+    assert drillcli.report(eng, None, "plain")[0] == -errno.ENOENT
+
+
+def test_downtime_then_exit_run_survives_a_failover_then_operator_abort(world):
+    eng, mon = make(world)
+    enter_and_stop(eng, mon, world)
+    assert maint.wait(eng, 1, "plain", sleep=lambda s: None)[0] == -errno.ETIMEDOUT
+    tick(eng, world, 1020.0)                          # 17 s down: not yet
+    assert not eng.active
+    # failover: the new module resumes the drill from the persisted state
+    eng2, mon2 = make(world)
+    eng2.run = state_mod.RunState.loads(eng.run.dumps())
+    observe(eng2, world)
+    helpers(eng2, 1034.0, h2=(False, False))
+    tick(eng2, world, 1033.0)                         # 29 s down: not yet
+    assert not eng2.active
+    tick(eng2, world, 1034.0)                         # 30 s down: the exit starts
+    (d,) = eng2.run.drills
+    assert d.phase == D.EXITING and eng2.active and d.exit_run == eng2.run.progress.run_id
+    assert eng2.run.intent.scope == ("h2",)
+    # the operator aborts: the exit run is aborted, every OSD of h2 gets a start
+    rc, out, _ = drillcli.abort(eng2, "plain", 1035.0)
+    assert rc == 0 and out.startswith("drill d1000: abort accepted")
+    mon2.calls.clear()
+    for k in range(10):
+        now = 1036.0 + 2 * k
+        reply = helpers(eng2, now, h2=(False, False))
+        tick(eng2, world, now)
+        if [i for i in eng2.run.open_instructions() if i["op"] == "start"]:
+            break
+    starts = sorted(i["osd"] for i in eng2.run.open_instructions() if i["op"] == "start")
+    assert starts == [2, 3] and eng2.run.windows == []
+    assert eng2.run.drills[0].phase == D.ABORTING
+    set_up(world, 2, True)
+    set_up(world, 3, True)
+    for k in range(4):
+        reply = helpers(eng2, 1060.0 + k, done=[i.id for i in reply.instructions])
+        tick(eng2, world, 1060.0 + k)
+    assert "h2" not in world["map"]["crush_node_flags"]         # noout and noup gone
+    (d,) = eng2.run.drills
+    assert d.phase == D.ABORTED and d.reason == "operator: operator abort"
+    rc, _out, err = maint.wait(eng2, 1, "plain")
+    assert rc == -errno.ECANCELED and "drill d1000" in err
+    rc, line, _ = drillcli.report(eng2, None, "plain")
+    assert rc == 0 and line.startswith("drill d1000 on h2: aborted") and "\n" not in line
+    rep = json.loads(drillcli.report(eng2, "d1000", "json")[1])
+    assert rep["outcome"] == "aborted" and rep["downtime_s"] == 30.0
+    assert set(rep["timeline"][0]) == {"t", "phase", "osds_up", "osds_total", "bucket_up",
+                                       "pgs_total", "pgs_active", "pgs_clean",
+                                       "degraded_objects", "mem_used"}
+    assert rep["timeline"][0]["degraded_objects"] == 300
+    # 80% of the 8 GiB the helper reports; the peak is the helper's 200 MiB used
+    assert rep["hosts"]["h2"] == {"budget_bytes": int(0.8 * (8 << 30)),
+                                  "peak_bytes": 200 << 20, "peak_over_budget": False}
+
+
+def test_health_err_aborts_the_drill_at_once(world):
+    eng, mon = make(world)
+    enter_and_stop(eng, mon, world)
+    observe(eng, world, {"json": json.dumps({"status": "HEALTH_ERR"})})
+    helpers(eng, 1005.0, h2=(False, False))
+    tick(eng, world, 1005.0)
+    (d,) = eng.run.drills
+    assert d.phase == D.ABORTING and d.reason == "HEALTH_ERR appeared"
+    assert sorted(i["osd"] for i in eng.run.open_instructions() if i["op"] == "start") == [2, 3], list(eng.run.journal)[-5:]
