@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import asdict
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
-from ceph_recovery.model import Budget, Intent, Observation, Progress
+from ceph_recovery.model import (PHASE_ABORTING, PHASE_PAUSED, PHASE_RUNNING,
+                                 RUN_CLUSTER_FLAGS, Budget, Intent, Observation, Progress)
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
@@ -107,6 +108,9 @@ class RunState(object):
         self.starts: Dict[int, int] = {}      # osd -> start/restart instructions carried out
         self.pgs_seen: Dict[int, int] = {}    # osd -> PG count last seen while it was up
         self.down_seen: Dict[int, float] = {}  # osd -> when this module first saw it down
+        # what a run whose state was lost left on the cluster: {"run_id", "flags", "noup"}
+        # (see leftovers_from); the next run takes it over as its own and restores it
+        self.leftovers: Optional[Dict[str, Any]] = None
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -198,7 +202,8 @@ class RunState(object):
             "heap_support": {str(k): v for k, v in self.heap_support.items()},
             "starts": {str(k): v for k, v in self.starts.items()},
             "pgs_seen": {str(k): v for k, v in self.pgs_seen.items()},
-            "down_seen": {str(k): v for k, v in self.down_seen.items()}}, sort_keys=True)
+            "down_seen": {str(k): v for k, v in self.down_seen.items()},
+            "leftovers": self.leftovers}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -216,4 +221,60 @@ class RunState(object):
         st.starts = {int(k): int(v) for k, v in d.get("starts", {}).items()}
         st.pgs_seen = {int(k): int(v) for k, v in d.get("pgs_seen", {}).items()}
         st.down_seen = {int(k): float(v) for k, v in d.get("down_seen", {}).items()}
+        st.leftovers = d.get("leftovers")
         return st
+
+    def takeover_progress(self, cluster_flags: FrozenSet[str], now: float) -> Optional[Progress]:
+        """The progress a new run starts from when a lost run left flags and per-OSD noup:
+        that lost run, still going on, so the new run takes it over (the core keeps a taken
+        over run's saved flags and held OSDs) and restores what it set. Without leftovers:
+        None (a fresh run, whose saved flags are the cluster's flags at its start)."""
+        left = self.leftovers
+        if not left or not (left.get("flags") or left.get("noup")):
+            return None
+        saved = frozenset(cluster_flags) - frozenset(left.get("flags") or ())
+        return Progress(run_id=str(left.get("run_id") or "lost"), phase=PHASE_RUNNING,
+                        started_at=now, saved_flags=saved,
+                        held_osds=frozenset(int(x) for x in left.get("noup") or ()))
+
+
+ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
+MAX_MARK_OSDS = 4096      # held OSD ids kept in the marks (the entry stays below ~40 KB)
+
+
+def marks_of(text: str) -> Optional[str]:
+    """The small record kept beside the state (its own config-key entry): which run, its
+    phase, the cluster flags saved at its start, the OSDs it holds by per-OSD noup, and any
+    leftovers it has not taken over yet. Enough to tell what a run set when the state itself
+    is lost or corrupt. None for a text that is not a run state."""
+    try:
+        d = json.loads(text)
+        p = d["progress"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return json.dumps({"run_id": p.get("run_id"), "phase": p.get("phase"),
+                       "saved_flags": p.get("saved_flags"),
+                       "held_osds": sorted(p.get("held_osds") or ())[:MAX_MARK_OSDS],
+                       "leftovers": d.get("leftovers")}, sort_keys=True)
+
+
+def leftovers_from(marks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """What the run described by `marks` may have left on the cluster: the RUN_CLUSTER_FLAGS
+    it set (not among its saved flags) and its per-OSD noup, when it was active; plus the
+    leftovers it carried itself. None when nothing is known to be left."""
+    try:
+        m = json.loads(marks) if marks else None
+    except ValueError:
+        return None
+    if not isinstance(m, dict):
+        return None
+    old = m.get("leftovers") if isinstance(m.get("leftovers"), dict) else {}
+    flags, noup = set(old.get("flags") or ()), set(old.get("noup") or ())
+    saved = m.get("saved_flags")
+    if m.get("phase") in ACTIVE and isinstance(saved, list):
+        flags |= set(RUN_CLUSTER_FLAGS) - set(saved)
+        noup |= set(int(x) for x in m.get("held_osds") or ())
+    if not flags and not noup:
+        return None
+    return {"run_id": m.get("run_id") or old.get("run_id"), "flags": sorted(flags),
+            "noup": sorted(noup)}
