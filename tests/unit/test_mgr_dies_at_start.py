@@ -38,3 +38,25 @@ def test_an_osd_that_dies_at_start_is_granted_a_bounded_number_of_times():
     assert starts[4] >= 1
     health = [h for h in eng.plan_out.health if h.code == "RECOVERY_START_FAILED"]
     assert health and "gave up" in " ".join(str(h) for h in health), health
+
+
+def test_osds_left_held_by_an_abort_stay_named_after_the_mode_goes_idle():
+    """Found by the fault matrix: after an abort the engine sets the mode back to idle, and
+    RECOVERY_ABORTED (naming the OSDs the run left with noup) vanished one tick later, while
+    the noup stayed."""
+    world = {"map": cases.load("osdmap_h3down.json"), "tree": cases.load("tree_h3down.json"),
+             "pgs": cases.load("pgdump_h3down.json")}
+    eng, _ceph = cases.make_engine(world["map"])
+    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    tick(eng, world, 1001.0)
+    eng.set_mode("abort", 1002.0)
+    for k in range(4):
+        all_helpers(eng, 1003.0 + k, [STOPPED(4), STOPPED(5)])
+        tick(eng, world, 1003.0 + k)
+    assert eng.run.progress.phase == "aborted" and eng.run.intent.mode == "idle"
+    noup = sorted(o["osd"] for o in world["map"]["osds"] if "noup" in o["state"])
+    assert noup == [4, 5]
+    named = [str(h) for h in eng.health_checks() if h.code == "RECOVERY_ABORTED"]
+    assert named and "osd.4" in named[0] and "osd.5" in named[0], named
