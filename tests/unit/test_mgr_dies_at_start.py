@@ -17,13 +17,19 @@ _spec.loader.exec_module(cases)
 STOPPED, all_helpers, tick = cases.STOPPED, cases.all_helpers, cases.tick
 
 
-def test_an_osd_that_dies_at_start_is_granted_a_bounded_number_of_times():
+def run_begun():
+    """A run begun at t=1000 with osd.4 and osd.5 of h3 down."""
     world = {"map": cases.load("osdmap_h3down.json"), "tree": cases.load("tree_h3down.json"),
              "pgs": cases.load("pgdump_h3down.json")}
     eng, _ceph = cases.make_engine(world["map"])
     all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
     eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    return world, eng
+
+
+def test_an_osd_that_dies_at_start_is_granted_a_bounded_number_of_times():
+    world, eng = run_begun()
     starts, done = {4: 0, 5: 0}, ()
     now = 1001.0
     while now < 1001.0 + 8 * GRANT_RETRY_S:
@@ -44,12 +50,7 @@ def test_osds_left_held_by_an_abort_stay_named_after_the_mode_goes_idle():
     """Found by the fault matrix: after an abort the engine sets the mode back to idle, and
     RECOVERY_ABORTED (naming the OSDs the run left with noup) vanished one tick later, while
     the noup stayed."""
-    world = {"map": cases.load("osdmap_h3down.json"), "tree": cases.load("tree_h3down.json"),
-             "pgs": cases.load("pgdump_h3down.json")}
-    eng, _ceph = cases.make_engine(world["map"])
-    all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
-    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
-    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    world, eng = run_begun()
     tick(eng, world, 1001.0)
     eng.set_mode("abort", 1002.0)
     for k in range(4):
