@@ -269,22 +269,15 @@ class Engine(HelperProtocol):
         self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
         old = self.run.progress
         self.run.intent = intent
-        lost = self.run.takeover_progress(
-            self.snapshot.cluster_flags if self.snapshot else frozenset(), now)
+        epoch = self.snapshot.epoch if self.snapshot else 0
+        lost = self.run.take_over_leftovers(
+            intent.run_id, self.snapshot.cluster_flags if self.snapshot else frozenset(),
+            now, epoch)
         self.run.progress = replace(lost or Progress(), run_id=(lost or intent).run_id,
                                     epoch=old.epoch, observations=old.observations,
                                     peaks=old.peaks, restarted=old.restarted,
                                     heap_released=old.heap_released)
-        if lost is not None:
-            self.run.record(now, self.snapshot.epoch if self.snapshot else 0, {
-                "kind": "leftovers_taken_over", "reason": "run %s takes over what lost run %s "
-                "set: flags %s, noup on %s" % (intent.run_id, lost.run_id,
-                                               sorted(self.run.leftovers["flags"]),
-                                               sorted(self.run.leftovers["noup"])),
-                "flags": sorted(self.run.leftovers["flags"]),
-                "noup": sorted(self.run.leftovers["noup"])}, "accepted")
-            self.run.leftovers = None
-        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+        self.run.record(now, epoch,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
                          "scope %s concurrency %d" % (intent.run_id, intent.budget.value,
                                                       list(intent.scope), intent.concurrency)},

@@ -224,18 +224,26 @@ class RunState(object):
         st.leftovers = d.get("leftovers")
         return st
 
-    def takeover_progress(self, cluster_flags: FrozenSet[str], now: float) -> Optional[Progress]:
+    def take_over_leftovers(self, run_id: str, cluster_flags: FrozenSet[str], now: float,
+                            epoch: int) -> Optional[Progress]:
         """The progress a new run starts from when a lost run left flags and per-OSD noup:
         that lost run, still going on, so the new run takes it over (the core keeps a taken
-        over run's saved flags and held OSDs) and restores what it set. Without leftovers:
-        None (a fresh run, whose saved flags are the cluster's flags at its start)."""
+        over run's saved flags and held OSDs) and restores what it set. Journaled, and the
+        leftovers are then the new run's. Without leftovers: None (a fresh run, whose saved
+        flags are the cluster's flags at its start)."""
         left = self.leftovers
         if not left or not (left.get("flags") or left.get("noup")):
             return None
-        saved = frozenset(cluster_flags) - frozenset(left.get("flags") or ())
-        return Progress(run_id=str(left.get("run_id") or "lost"), phase=PHASE_RUNNING,
-                        started_at=now, saved_flags=saved,
-                        held_osds=frozenset(int(x) for x in left.get("noup") or ()))
+        flags = sorted(left.get("flags") or ())
+        noup = sorted(int(x) for x in left.get("noup") or ())
+        lost = str(left.get("run_id") or "lost")
+        self.record(now, epoch, {"kind": "leftovers_taken_over", "flags": flags, "noup": noup,
+                                 "reason": "run %s takes over what lost run %s set: flags %s, "
+                                 "noup on %s" % (run_id, lost, flags, noup)}, "accepted")
+        self.leftovers = None
+        return Progress(run_id=lost, phase=PHASE_RUNNING, started_at=now,
+                        saved_flags=frozenset(cluster_flags) - frozenset(flags),
+                        held_osds=frozenset(noup))
 
 
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
