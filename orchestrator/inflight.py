@@ -11,8 +11,9 @@ Timing constants (seconds):
                    is counted finished anyway: its remaining inactive PGs wait for other OSDs
                    (e.g. two replicas in the same held domain), and holding its slot would
                    deadlock the host.
-  GRANT_RETRY_S    a granted OSD whose process never ran is granted again after this long
-                   (the instruction was lost); its slot and reservation stay the same.
+  GRANT_RETRY_S    a granted OSD whose process is not running this long after its grant is a
+                   failed start (it died before any report showed it, or the instruction was
+                   lost): admitted again like any failed start.
 A granted OSD whose process died after it ran (OOM kill, crash) is a failed start: its peak so
 far becomes an Observation (so the footprint policy learns it was bigger than predicted), it
 goes back to the candidates (held, re-admitted with the new prediction), and after
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .actions import AllowBoot, GrantStart
+from .actions import AllowBoot
 from .model import PROC_STOPPED, Observation
 from .tick import Tick, fmt_bytes, peak_from_load
 from .view import RESTART_SETTLE_S
@@ -205,16 +206,17 @@ def clear_stale_noup(t: Tick) -> None:
 
 def regrants(t: Tick) -> None:
     """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
-    gets its GrantStart again (a lost instruction, or a process that died): same slot."""
+    is a failed start (its process died before a report showed it running, or the start
+    instruction was lost): counted like any failed start, so it is granted again at most
+    MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, never once per tick."""
     for osd_id in sorted(t.granted):
         o = t.view.by_id[osd_id]
         if o.up or o.process != PROC_STOPPED or t.now - t.granted[osd_id] < GRANT_RETRY_S:
             continue
         if o.id in t.view.op_held or t.view.helper_missing(o.host) or o.host in t.over:
             continue
-        t.emit("grants", GrantStart(osd=osd_id, host=o.host, predicted_bytes=t.predict(osd_id),
-                                    reason="re-grant: process not running %.0fs after grant"
-                                    % (t.now - t.granted[osd_id])))
+        fail_start(t, o, "process not running %.0fs after its grant (it died at start, or "
+                   "the start instruction was lost)" % (t.now - t.granted[osd_id]))
 
 
 def _observe(t: Tick, o) -> None:

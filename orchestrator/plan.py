@@ -261,8 +261,11 @@ def _tail(t: Tick) -> None:
         incomplete_report(t)
         if t.saved_config:
             restore_settings(t, "after the run")
-    if t.phase == PHASE_ABORTED and t.i.mode == MODE_ABORT:
-        left = sorted(o.id for o in v.candidates if o.id not in t.booting)
+    # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
+    # noup stay named until a new run starts (or their noup goes)
+    if t.phase == PHASE_ABORTED and t.i.mode in (MODE_ABORT, MODE_IDLE):
+        left = sorted(o.id for o in v.candidates if o.id not in t.booting and (
+            t.i.mode == MODE_ABORT or "noup" in o.flags))
         if left:
             t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
                 "osd.%d%s" % (x, " (started, preboot)" if x in t.granted else "")

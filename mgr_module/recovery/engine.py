@@ -24,7 +24,7 @@ from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
 from . import maint
-from .state import RunState
+from .state import RunState, leftovers_from
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
 # checks about a run's budget and progress: raised only while a run is active (the last run's
@@ -236,14 +236,17 @@ class Engine(HelperProtocol):
             h for h in self.plan_out.health if h.code not in RUN_ONLY_CHECKS)
         return health + self.maint_health
 
-    def state_unreadable(self, why: str, now: float) -> None:
+    def state_unreadable(self, why: str, now: float, marks: Optional[str] = None) -> None:
         """The stored run state could not be read: say so until the next run starts, since
-        flags and per-OSD noup a lost run set may still be on the cluster."""
+        flags and per-OSD noup a lost run set may still be on the cluster. What the state's
+        marks show that run set is kept: the next run takes it over and restores it."""
+        self.run.leftovers = leftovers_from(marks)
         self.shell_checks["RECOVERY_STATE_UNREADABLE"] = (
             "recovery run state unreadable: flags or noup a lost run set may be left over",
             [why, "check `ceph osd dump` (flags, per-OSD noup) and `ceph osd tree` (group "
                   "noup); clear what no operator set, then start a new run"])
-        self.run.record(now, 0, {"kind": "state_unreadable", "reason": why}, "noted")
+        self.run.record(now, 0, {"kind": "state_unreadable", "reason": why,
+                                 "leftovers": self.run.leftovers}, "noted")
 
     def shell_health(self) -> Dict[str, Dict[str, Any]]:
         """The shell's own checks, shaped for MgrModule.set_health_checks."""
@@ -275,10 +278,15 @@ class Engine(HelperProtocol):
         self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
         old = self.run.progress
         self.run.intent = intent
-        self.run.progress = Progress(run_id=intent.run_id, epoch=old.epoch,
-                                     observations=old.observations, peaks=old.peaks,
-                                     restarted=old.restarted, heap_released=old.heap_released)
-        self.run.record(now, self.snapshot.epoch if self.snapshot else 0,
+        epoch = self.snapshot.epoch if self.snapshot else 0
+        lost = self.run.take_over_leftovers(
+            intent.run_id, self.snapshot.cluster_flags if self.snapshot else frozenset(),
+            now, epoch)
+        self.run.progress = replace(lost or Progress(), run_id=(lost or intent).run_id,
+                                    epoch=old.epoch, observations=old.observations,
+                                    peaks=old.peaks, restarted=old.restarted,
+                                    heap_released=old.heap_released)
+        self.run.record(now, epoch,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
                          "scope %s concurrency %d%s" % (
                              intent.run_id, intent.budget.value, list(intent.scope),

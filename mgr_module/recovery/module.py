@@ -20,7 +20,7 @@ from .maintcli import MaintenanceCommands
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
     from .inputs import InputError
-    from .state import STORE_KEY, RunState
+    from .state import STORE_KEY, RunState, leftovers_from, marks_of
     from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
@@ -84,7 +84,8 @@ class Module(MaintenanceCommands, MgrModule):
         self._wake = threading.Event()
         self._stopping = False
         self._saved = ""
-        self._store = ChunkedStore(STORE_KEY) if IMPORT_ERROR is None else None
+        self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
+            leftovers_from(m))) if IMPORT_ERROR is None else None
         self._progress_ev = ""
         self._maint_ev: Dict[str, str] = {}
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
@@ -146,7 +147,7 @@ class Module(MaintenanceCommands, MgrModule):
                        phase=self.engine.run.progress.phase)
         except (StateCorrupt, ValueError, TypeError, KeyError) as e:
             self.log.error("recovery: ignoring unreadable run state: %s", e)
-            self.engine.state_unreadable(str(e), time.time())
+            self.engine.state_unreadable(str(e), time.time(), self._store.found_marks)
 
     def _persist(self) -> None:
         """Write the run state in chunks below the mon's entry limit; a state too large to

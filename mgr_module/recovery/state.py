@@ -13,7 +13,8 @@ from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ceph_recovery import drill as drill_core
 from ceph_recovery import maintenance as maint
-from ceph_recovery.model import Budget, Intent, Observation, Progress
+from ceph_recovery.model import (PHASE_ABORTING, PHASE_PAUSED, PHASE_RUNNING,
+                                 RUN_CLUSTER_FLAGS, Budget, Intent, Observation, Progress)
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
@@ -113,6 +114,9 @@ class RunState(object):
         self.windows: List[maint.Window] = []  # maintenance windows (ceph_recovery.maintenance)
         self.outcomes: Deque[maint.Outcome] = deque(maxlen=KEEP_OUTCOMES)
         self.drills: List[drill_core.Drill] = []   # the last KEEP_DRILLS drills (drillcli.py)
+        # what a run whose state was lost left on the cluster: {"run_id", "flags", "noup"}
+        # (see leftovers_from); the next run takes it over as its own and restores it
+        self.leftovers: Optional[Dict[str, Any]] = None
 
     # --- journal -------------------------------------------------------------------------
     def resize_journal(self, n: int) -> None:
@@ -209,7 +213,8 @@ class RunState(object):
             "down_seen": {str(k): v for k, v in self.down_seen.items()},
             "windows": [maint.window_to_dict(w) for w in self.windows],
             "outcomes": [maint.outcome_to_dict(o) for o in self.outcomes],
-            "drills": [drill_core.drill_to_dict(x) for x in self.drills]}, sort_keys=True)
+            "drills": [drill_core.drill_to_dict(x) for x in self.drills],
+            "leftovers": self.leftovers}, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
@@ -230,4 +235,68 @@ class RunState(object):
         st.windows = [maint.window_from_dict(w) for w in d.get("windows", [])]
         st.outcomes.extend(maint.outcome_from_dict(o) for o in d.get("outcomes", []))
         st.drills = [drill_core.drill_from_dict(x) for x in d.get("drills", [])]
+        st.leftovers = d.get("leftovers")
         return st
+
+    def take_over_leftovers(self, run_id: str, cluster_flags: FrozenSet[str], now: float,
+                            epoch: int) -> Optional[Progress]:
+        """The progress a new run starts from when a lost run left flags and per-OSD noup:
+        that lost run, still going on, so the new run takes it over (the core keeps a taken
+        over run's saved flags and held OSDs) and restores what it set. Journaled, and the
+        leftovers are then the new run's. Without leftovers: None (a fresh run, whose saved
+        flags are the cluster's flags at its start)."""
+        left = self.leftovers
+        if not left or not (left.get("flags") or left.get("noup")):
+            return None
+        flags = sorted(left.get("flags") or ())
+        noup = sorted(int(x) for x in left.get("noup") or ())
+        lost = str(left.get("run_id") or "lost")
+        self.record(now, epoch, {"kind": "leftovers_taken_over", "flags": flags, "noup": noup,
+                                 "reason": "run %s takes over what lost run %s set: flags %s, "
+                                 "noup on %s" % (run_id, lost, flags, noup)}, "accepted")
+        self.leftovers = None
+        return Progress(run_id=lost, phase=PHASE_RUNNING, started_at=now,
+                        saved_flags=frozenset(cluster_flags) - frozenset(flags),
+                        held_osds=frozenset(noup))
+
+
+ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
+MAX_MARK_OSDS = 4096      # held OSD ids kept in the marks (the entry stays below ~40 KB)
+
+
+def marks_of(text: str) -> Optional[str]:
+    """The small record kept beside the state (its own config-key entry): which run, its
+    phase, the cluster flags saved at its start, the OSDs it holds by per-OSD noup, and any
+    leftovers it has not taken over yet. Enough to tell what a run set when the state itself
+    is lost or corrupt. None for a text that is not a run state."""
+    try:
+        d = json.loads(text)
+        p = d["progress"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return json.dumps({"run_id": p.get("run_id"), "phase": p.get("phase"),
+                       "saved_flags": p.get("saved_flags"),
+                       "held_osds": sorted(p.get("held_osds") or ())[:MAX_MARK_OSDS],
+                       "leftovers": d.get("leftovers")}, sort_keys=True)
+
+
+def leftovers_from(marks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """What the run described by `marks` may have left on the cluster: the RUN_CLUSTER_FLAGS
+    it set (not among its saved flags) and its per-OSD noup, when it was active; plus the
+    leftovers it carried itself. None when nothing is known to be left."""
+    try:
+        m = json.loads(marks) if marks else None
+    except ValueError:
+        return None
+    if not isinstance(m, dict):
+        return None
+    old = m.get("leftovers") if isinstance(m.get("leftovers"), dict) else {}
+    flags, noup = set(old.get("flags") or ()), set(old.get("noup") or ())
+    saved = m.get("saved_flags")
+    if m.get("phase") in ACTIVE and isinstance(saved, list):
+        flags |= set(RUN_CLUSTER_FLAGS) - set(saved)
+        noup |= set(int(x) for x in m.get("held_osds") or ())
+    if not flags and not noup:
+        return None
+    return {"run_id": m.get("run_id") or old.get("run_id"), "flags": sorted(flags),
+            "noup": sorted(noup)}

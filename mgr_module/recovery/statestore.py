@@ -7,6 +7,10 @@ two alternating slots: the chunks of the slot the current header does not name f
 header (slot, count, sha256). A mgr killed mid-write leaves the previous header pointing at the
 previous, complete slot. A state that would need more than MAX_CHUNKS chunks is not written
 at all (StateTooLarge: the module raises a health check).
+An optional `marks(text)` gives a small summary written to its own entry `<key>.marks` before
+the chunks: when the header or a chunk is lost or corrupt, the summary still tells what the
+run had set (read() keeps it in `found_marks`). A missing header whose marks show a run still
+going on is a lost state (StateCorrupt), not "no state".
 Pure: `get(key) -> str | None` and the returned writes are the module's I/O.
 """
 from __future__ import annotations
@@ -42,8 +46,14 @@ class ChunkedStore(object):
     """Remembers what was written so unchanged chunks are not rewritten."""
 
     def __init__(self, key: str, chunk_bytes: int = CHUNK_BYTES,
-                 max_chunks: int = MAX_CHUNKS) -> None:
+                 max_chunks: int = MAX_CHUNKS,
+                 marks: Optional[Callable[[str], Optional[str]]] = None,
+                 lost: Optional[Callable[[str], bool]] = None) -> None:
         self.key = key
+        self.marks_key = key + ".marks"
+        self.marks = marks
+        self.lost = lost            # marks -> whether a missing header means a lost state
+        self.found_marks: Optional[str] = None
         self.chunk_bytes = chunk_bytes
         self.max_chunks = max_chunks
         self.slot = "b"                 # the slot of the last header written
@@ -59,6 +69,9 @@ class ChunkedStore(object):
                                    self.chunk_bytes))
         slot = "a" if self.slot == "b" else "b"
         out: List[Tuple[str, Optional[str]]] = []
+        summary = self.marks(text) if self.marks is not None else None
+        if summary is not None and self.written.get(self.marks_key) != summary:
+            out.append((self.marks_key, summary))
         for i, part in enumerate(parts):
             k = chunk_key(self.key, slot, i)
             if self.written.get(k) != part:
@@ -84,8 +97,12 @@ class ChunkedStore(object):
         """The stored state text (None when there is none); StateCorrupt when the header
         names chunks that are missing or do not match its digest. A plain (unchunked) state
         from an older version is returned as it is."""
+        self.found_marks = get(self.marks_key) if self.marks is not None else None
         head = get(self.key)
         if not head:
+            if self.found_marks and self.lost is not None and self.lost(self.found_marks):
+                raise StateCorrupt("run state lost: no header, but its marks show a run "
+                                   "that had set flags or noup: %s" % self.found_marks[:200])
             return None
         try:
             h = json.loads(head)
@@ -108,4 +125,5 @@ class ChunkedStore(object):
             raise StateCorrupt("run state chunks do not match the header's digest")
         self.slot = slot
         self.written[self.key] = head
+        self.written[self.marks_key] = self.found_marks
         return text

@@ -32,8 +32,8 @@ def configure_logging(level: str = "info") -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--conf", "-c", default=None, help="ceph.conf (default %s, or the lab's)"
-                   % DEFAULT_CONF)
+    p.add_argument("--conf", "-c", default=None, help="ceph.conf (default: the lab's, else "
+                   "$CEPH_CONF, else %s)" % DEFAULT_CONF)
     p.add_argument("--name", "-n", default=HELPER_NAME, help="cephx name (default %(default)s)")
     p.add_argument("--keyring", "-k", default=None, help="keyring (default: from ceph.conf, "
                    "or the lab's helper keyring)")
@@ -89,7 +89,9 @@ def _lab(args) -> Optional[Dict[str, Any]]:
 def _resolve(args, host: Optional[str]) -> Dict[str, Any]:
     """conf/keyring/state dir/cgroup from the flags, filled in from the lab when given."""
     lab = _lab(args)
-    out = {"conf": args.conf or (lab["conf"] if lab else DEFAULT_CONF),
+    # like the ceph CLI: -c/--conf, else (the lab's, else) $CEPH_CONF, else the default
+    out = {"conf": args.conf or (lab["conf"] if lab else None)
+           or os.environ.get("CEPH_CONF") or DEFAULT_CONF,
            "keyring": args.keyring or (lab.get("helper_keyring") if lab else None),
            "state_dir": args.state_dir, "cgroup": getattr(args, "cgroup", None), "lab": lab}
     if lab and host:
@@ -171,6 +173,11 @@ def cmd_run(args) -> int:
     from ceph_recovery import protocol
     from . import daemon, launchers
     conf = _resolve(args, args.host)
+    if not os.path.isfile(conf["conf"]):
+        print("ceph-recovery-helper run: ceph.conf %s not found (from %s)" % (
+            conf["conf"], "--conf" if args.conf else "--lab-dir" if args.lab_dir else
+            "$CEPH_CONF" if os.environ.get("CEPH_CONF") else "the default"), file=sys.stderr)
+        return EXIT_ERROR
     kind = args.launcher or ("process" if args.lab_dir else "systemd")
     if kind == "process":
         if not args.lab_dir:

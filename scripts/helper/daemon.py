@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -121,6 +122,30 @@ class Helper:
             self.cluster = client.connect(o.conf, o.name, o.keyring, o.timeout)
         return self.cluster
 
+    def _mgr(self, prefix: str, **args: Any) -> Tuple[int, Any, str]:
+        """A mgr command that cannot hang the helper: librados' mgr_command has no timeout
+        (the binding ignores it), and a command lost in a mgr failover waits forever, so this
+        host would stop reporting. The call runs in a thread; past its deadline the handle is
+        abandoned (shutdown would wait for the stuck call) and the next cycle connects again."""
+        cluster, box = self._connected(), {}
+
+        def call() -> None:
+            try:
+                box["v"] = client.mgr_json(cluster, prefix, self.opts.timeout, **args)
+            except BaseException as exc:   # noqa: BLE001 - re-raised in the caller's thread
+                box["e"] = exc
+        worker = threading.Thread(target=call, name="mgr-command", daemon=True)
+        worker.start()
+        deadline = self.opts.timeout * 3 + 10      # the retry policy's 3 attempts, and slack
+        worker.join(deadline)
+        if worker.is_alive():
+            self.cluster = None
+            raise client.ClusterUnreachable("mgr command %r: no answer within %.0fs (lost in "
+                                            "a mgr failover?); connecting again" % (prefix, deadline))
+        if "e" in box:
+            raise box["e"]
+        return box["v"]
+
     def _disconnect(self) -> None:
         if self.cluster is not None:
             try:
@@ -133,8 +158,7 @@ class Helper:
         """Ask `ceph osd ok-to-stop` (a mgr command) right before stopping: the mgr's answer
         may be a few seconds old. Unanswered counts as not ok: never stop without clearance."""
         try:
-            rc, out, outs = client.mgr_json(self._connected(), "osd ok-to-stop", self.opts.timeout,
-                                            ids=[str(osd)])
+            rc, out, outs = self._mgr("osd ok-to-stop", ids=[str(osd)])
         except Exception as exc:   # noqa: BLE001 - any failure means no clearance
             return False, "ok-to-stop unanswered: %s" % exc
         if isinstance(out, dict) and out.get("ok_to_stop") is True:
@@ -190,8 +214,7 @@ class Helper:
         rep = self.build(now, list(view.get("osds", [])))
         # `host` is what a per-host key's cap pins (`with host=<h>`); the module checks it
         # names the report's host
-        rc, reply, outs = client.mgr_json(self._connected(), REPORT_PREFIX, self.opts.timeout,
-                                          report=json.dumps(rep), host=self.opts.host)
+        rc, reply, outs = self._mgr(REPORT_PREFIX, report=json.dumps(rep), host=self.opts.host)
         if rc != 0:
             self._problem("report_rejected", rc=rc, error=outs or "(no message)")
             return None

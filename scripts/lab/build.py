@@ -23,6 +23,9 @@ class LabExists(RuntimeError):
     """The directory already holds a lab cluster."""
 
 
+MGR_IDS = ("x", "y", "z")
+
+
 class LabUsageError(ValueError):
     """Options that cannot make a lab (nothing was created)."""
 
@@ -41,6 +44,7 @@ class LabOptions:
     health_timeout: float = 300
     mtu: int = 9000
     ceph: str = "pacific"
+    mgrs: int = 1          # mgr.x active, then standbys mgr.y, mgr.z
 
 
 def holds_cluster(lab_dir: str) -> bool:
@@ -180,7 +184,8 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
     save_state(state["dir"], state)
     start_mon(state, opts)
     with_module = bootstrap.prepare_module_path(state)
-    bootstrap.bootstrap_mgr(state)
+    for ident in MGR_IDS[:opts.mgrs]:
+        bootstrap.bootstrap_mgr(state, ident)
     log.info("mon and mgr started", mon=state["mon_addr"], t=round(time.monotonic() - t0, 1))
     bootstrap.create_osds(state)
     launch.wait_all_up(state, timeout=opts.health_timeout, require_running=True)

@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--ceph", choices=release.RELEASES, default="pacific",
                     help="Ceph release: pacific (host packages) or reef/tentacle (a Debian chroot "
                          "built once by chroot.sh and cached)")
+    up.add_argument("--mgrs", type=int, choices=(1, 2, 3), default=1,
+                    help="mgr daemons (mgr.x active, the others standby)")
     up.add_argument("--pg-num", type=_positive, default=32)
     up.add_argument("--mtu", type=_positive, default=9000)
     up.add_argument("--timeout", type=_positive, default=300,
@@ -65,7 +67,8 @@ def options_from(args: argparse.Namespace) -> build.LabOptions:
         hosts=args.hosts, racks=args.racks, osds_per_host=args.osds_per_host,
         objectstore=args.objectstore, host_mem_limit=args.host_mem_limit, netns=args.netns,
         helpers=args.helpers, module_dir=module_dir, pg_num=args.pg_num,
-        health_timeout=args.timeout, mtu=args.mtu, ceph=args.ceph)
+        health_timeout=args.timeout, mtu=args.mtu, ceph=args.ceph,
+        mgrs=args.mgrs)
 
 
 def cmd_up(args: argparse.Namespace) -> int:

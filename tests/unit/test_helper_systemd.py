@@ -62,11 +62,13 @@ def test_units_verify_clean(tmp_path):
 
 @needs_analyze
 def test_dropin_is_applied_to_ceph_osd_instances(tmp_path):
-    """Negative control: point the drop-in's ExecCondition at a missing binary; verify of
+    """Negative control: point the drop-in's ExecCondition at a missing shell; verify of
     ceph-osd@3 must complain about exactly that command, proving the drop-in is parsed."""
-    d = _unit_dir(tmp_path, "/nonexistent/ceph-recovery-helper")
+    d = _unit_dir(tmp_path, _helper_bin())
+    bad = (d / DROPIN).read_text().replace("ExecCondition=/bin/sh ", "ExecCondition=/nonexistent/sh ")
+    (d / DROPIN).write_text(bad)
     res = _verify(d, "ceph-osd@3.service")
-    assert "Command /nonexistent/ceph-recovery-helper is not executable" in res.stderr
+    assert "Command /nonexistent/sh is not executable" in res.stderr
     assert res.returncode != 0
 
 
@@ -82,7 +84,8 @@ def test_verify_catches_a_misspelt_directive(tmp_path):
 def test_dropin_and_helper_unit_contents():
     with open(os.path.join(UNITS, DROPIN)) as f:
         dropin = f.read()
-    assert "[Service]\nExecCondition=/usr/bin/ceph-recovery-helper gate %i " in dropin
+    assert "[Service]\nExecCondition=/bin/sh -c " in dropin
+    assert "' /usr/bin/ceph-recovery-helper %i --conf " in dropin
     with open(os.path.join(UNITS, HELPER_UNIT)) as f:
         unit = f.read()
     assert "\nRestart=always\n" in unit and "--name client.recovery-helper" in unit

@@ -1,0 +1,179 @@
+"""The fault matrix's shared parts (tests/integration/test_fault_matrix.py): a row's outage,
+its objects, its poller of OSD processes and module command latency, and the checks every row
+ends with. Loaded by file path (not a test module)."""
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from ceph_recovery_tools.drill.objects import ObjectSet
+from ceph_recovery_tools.lab import launch
+from ceph_recovery_tools.lab.launch import CephError
+
+RESULTS: Dict[str, Any] = {}
+COMMAND_TIMEOUT = 30.0        # mgr/recovery/mon_command_timeout (default)
+RUN_FLAGS = ("noout", "norebalance")
+
+
+def status(state, timeout=60) -> Dict[str, Any]:
+    return launch.ceph(state, "recovery", "status", timeout=timeout)
+
+
+def osd_dump(state) -> Dict[str, Any]:
+    return launch.ceph(state, "osd", "dump")
+
+
+def wait_for(pred, timeout, what, every=1.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = pred()
+        except CephError:            # a mgr failover or mon outage: try again
+            last = None
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def active_mgr(state) -> Optional[str]:
+    d = launch.ceph(state, "mgr", "dump", timeout=30)
+    return d.get("active_name") if d.get("available") else None
+
+
+def journal(state, since: float) -> List[Dict[str, Any]]:
+    return [j for j in status(state)["journal"] if j["time"] >= since - 1]
+
+
+def kinds(entries, kind, osd=None):
+    return [j for j in entries if j["action"].get("kind") == kind
+            and (osd is None or j["action"].get("osd") == osd)]
+
+
+def excerpt(entries, n=12) -> List[str]:
+    """Short journal lines for the table: kind, osd, result (waits and repeats left out)."""
+    out = []
+    for j in entries:
+        a = j["action"]
+        if a.get("kind") in ("wait", "query_ok_to_stop", "heap_release"):
+            continue
+        osd = " osd.%s" % a["osd"] if "osd" in a else ""
+        flag = " %s" % a["flag"] if "flag" in a else ""
+        out.append("%s%s%s: %s" % (a.get("kind"), osd, flag, str(j.get("result"))[:60]))
+    return out[-n:] if len(out) > n else out
+
+
+# ------------------------------------------------------------------ one row
+class Row(object):
+    """A fault row: outage of `osds`, objects written before and during it, a poller for
+    process pids and module command latency, and the common checks at the end."""
+
+    def __init__(self, state, name: str, osds: List[int]) -> None:
+        self.state, self.name, self.osds = state, name, sorted(osds)
+        self.t0 = time.time()
+        self.objs: ObjectSet = state["_objects"]
+        self.pids: Dict[int, set] = {int(o): set() for o in state["osds"]}
+        self.calls: List[Dict[str, float]] = []
+        self.no_mgr: List[List[float]] = []      # windows without an active mgr (planned)
+        self.stop = threading.Event()
+        self.result: Dict[str, Any] = {"osds": self.osds}
+        self.remembered: Dict[str, Dict[str, Any]] = {}   # journal entries seen so far
+        self.before = {o: launch.osd_pid(state, o) for o in self.pids}
+        self.poller = threading.Thread(target=self._poll, daemon=True)
+        self.poller.start()
+
+    def _poll(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            for o in self.pids:
+                pid = launch.osd_pid(self.state, o)
+                if pid is not None:
+                    self.pids[o].add(pid)
+            if n % 3 == 0:
+                t = time.time()
+                try:
+                    launch.ceph(self.state, "recovery", "status", timeout=120)
+                    ok = True
+                except CephError:
+                    ok = False
+                self.calls.append({"t": t, "s": time.time() - t, "ok": ok})
+            n += 1
+            self.stop.wait(1.0)
+
+    def remember(self) -> List[Dict[str, Any]]:
+        """The journal since the row began, merged with what was seen earlier: a state lost
+        with a mgr keeps no journal, but what it did still counts."""
+        for j in journal(self.state, self.t0):
+            self.remembered[json.dumps([j["time"], j["action"]], sort_keys=True)] = j
+        return sorted(self.remembered.values(), key=lambda j: j["time"])
+
+    def write(self, prefix: str, n: int = 150) -> None:
+        self.objs.write_aio("%s-%s" % (self.name, prefix), n)
+
+    def outage(self) -> None:
+        self.write("before")
+        for o in self.osds:
+            launch.stop_osd(self.state, o, signal.SIGKILL, 10)
+        wait_for(lambda: all(not x["up"] for x in osd_dump(self.state)["osds"]
+                             if x["osd"] in self.osds), 90, "the row's OSDs down")
+        self.write("during")
+
+    def start_run(self) -> None:
+        launch.ceph(self.state, "recovery", "start-controlled", json_out=False, timeout=60)
+        self.t_run = time.time()
+
+    def wait_done(self, timeout: float = 240) -> Dict[str, Any]:
+        s = wait_for(lambda: (lambda x: x if x["phase"] in ("done", "aborted") and
+                              not x["active"] else None)(status(self.state)),
+                     timeout, "the run to end", every=2.0)
+        assert s["phase"] == "done", s["phase"]
+        return s
+
+    def finish(self, t_fault: float, single_start: bool = True) -> Dict[str, Any]:
+        st = self.state
+        launch.wait_all_up(st, 180)
+        launch.wait_pgs_clean(st, 240)
+        health = launch.wait_health_ok(st, 180)
+        t_ok = time.time()
+        self.stop.set()
+        self.poller.join(10)
+        entries = self.remember()
+        # data
+        ok, bad = self.objs.verify()
+        assert not bad and ok == len(self.objs.sums), bad[:5]
+        # starts: nothing outside the plan, none twice
+        for o, seen in self.pids.items():
+            new = seen - {self.before[o]}
+            if o not in self.osds:
+                assert not new, "osd.%d restarted outside the plan: %s" % (o, sorted(new))
+                continue
+            done = [j for j in kinds(entries, "helper_done", o) if j["action"].get("op")
+                    in ("start", "restart")]
+            assert len(new) <= len(done), (o, sorted(new), len(done))
+            if single_start:
+                assert len(done) == 1 and len(new) == 1, (o, len(done), sorted(new))
+        # flags restored
+        m = osd_dump(st)
+        assert not set(RUN_FLAGS) & set(m["flags"].split(",")), m["flags"]
+        assert not [x["osd"] for x in m["osds"] if "noup" in x["state"]]
+        assert not {b: f for b, f in (m.get("crush_node_flags") or {}).items() if f}
+        assert health["status"] == "HEALTH_OK", health
+        # module commands bounded by their timeout
+        # a call in flight when the mgr died waits for the next one: not the module's
+        mine = [c for c in self.calls if not any(a - 5 <= c["t"] <= b for a, b in self.no_mgr)]
+        slow = [c for c in mine if c["s"] > COMMAND_TIMEOUT]
+        assert not slow, slow
+        self.result.update({
+            "recover_s": round(t_ok - t_fault, 1), "objects_verified": ok,
+            "objects_total": len(self.objs.sums), "status_calls": len(mine),
+            "status_max_s": round(max([c["s"] for c in mine] or [0]), 2),
+            "journal": excerpt(entries), "wall_s": round(time.time() - self.t0, 1)})
+        RESULTS[self.name] = self.result
+        return self.result
+
+    def close(self) -> None:
+        self.stop.set()

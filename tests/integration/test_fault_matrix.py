@@ -1,0 +1,330 @@
+"""The fault matrix of issue 11 on ONE real lab (3 hosts x 2 OSDs, BlueStore, 2 mgrs): one
+test per fault, each in the middle of a controlled run that brings a failed OSD back.
+
+Every row checks, after the fault clears:
+- every object written so far (before the outage and during it, by every row) reads back with
+  its checksum (scripts/drill/objects.py);
+- no OSD process started outside the plan or twice: an OSD outside the row's outage keeps its
+  process; each row OSD has as many new processes as start instructions the helper carried
+  out for it (journal `helper_done`), and exactly one where the fault does not kill starts;
+- every flag the run changed is restored (no noout/norebalance, no per-OSD noup, no group
+  noup) and the cluster is HEALTH_OK; a row that leaves something on purpose checks the
+  health check that names it first;
+- no `ceph recovery status` call, polled every few seconds through the row, took longer than
+  the module's mon_command_timeout (calls while no mgr is active are not the module's).
+
+The measured numbers (time to recover, journal excerpts, objects) are written to
+$CEPH_RECOVERY_FAULT_MATRIX_OUT (default /tmp/fault-matrix.json) for docs/reliability.md.
+"""
+from __future__ import annotations
+
+import errno
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import time
+from typing import List
+
+import pytest
+
+from ceph_recovery_tools.drill.objects import ObjectSet
+from ceph_recovery_tools.helper import caps
+from ceph_recovery_tools.lab import launch, procs
+from ceph_recovery_tools.lab.launch import CephError
+from ceph_recovery_tools.lab.restore import restore
+
+pytestmark = pytest.mark.integration
+OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
+BEACON_GRACE = 10             # mon_mgr_beacon_grace: a SIGKILLed mgr is replaced after this
+_spec = importlib.util.spec_from_file_location(
+    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
+fr = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fr)
+RESULTS, RUN_FLAGS, Row = fr.RESULTS, fr.RUN_FLAGS, fr.Row
+status, osd_dump, wait_for, active_mgr = fr.status, fr.osd_dump, fr.wait_for, fr.active_mgr
+journal, kinds = fr.journal, fr.kinds
+
+
+# ------------------------------------------------------------------ lab and shared fixtures
+@pytest.fixture(scope="module")
+def flab(lab_factory):
+    state = lab_factory(mgrs=2)
+    t0 = time.monotonic()
+    launch.ceph(state, "config", "set", "mgr", "mgr/recovery/network_holds_starts", "false",
+                json_out=False)   # no netns: probes over the shared loopback say nothing
+    launch.ceph(state, "config", "set", "mon", "mon_mgr_beacon_grace", str(BEACON_GRACE),
+                json_out=False)
+    import rados
+    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
+    cluster.connect(timeout=30)
+    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
+    state["_objects"] = ObjectSet(ioctx)
+    RESULTS["lab"] = {"up_seconds": state.get("up_seconds"),
+                      "setup_seconds": round(time.monotonic() - t0, 1)}
+    try:
+        yield state
+    finally:
+        ioctx.close()
+        cluster.shutdown()
+        with open(OUT, "w") as f:
+            json.dump(RESULTS, f, indent=1, sort_keys=True)
+        print("fault matrix results: %s" % OUT)
+        lab_factory.down()
+
+
+@pytest.fixture
+def row(flab, request):
+    rows: List[Row] = []
+
+    def make(osds):
+        r = Row(flab, request.node.name, osds)
+        rows.append(r)
+        return r
+    yield make
+    for r in rows:
+        r.close()
+    restore(flab, 300)          # a failed row must not break the next one
+    for h in flab["hosts"]:
+        if not procs.alive(flab.get("pids", {}).get("helper.%s" % h),
+                           ("ceph-recovery-helper", flab["dir"])):
+            launch.start_helper(flab, h)
+
+
+# ------------------------------------------------------------------ the rows
+def test_active_mgr_sigkilled_mid_run_standby_takes_over(flab, row):
+    r = row([2])
+    r.outage()
+    r.start_run()
+    wait_for(lambda: kinds(journal(flab, r.t0), "grant_start", 2), 60, "the grant of osd.2")
+    r.remember()
+    old = active_mgr(flab)
+    pid = launch.mgr_pid(flab, old)
+    t_fault = time.time()
+    os.kill(pid, signal.SIGKILL)
+    r.write("mgr-dead", 100)                   # client I/O does not need the mgr
+    new = wait_for(lambda: (lambda n: n if n and n != old else None)(active_mgr(flab)),
+                   BEACON_GRACE * 6, "a standby mgr active")
+    wait_for(lambda: status(flab, timeout=30), 60, "the module answering on the new mgr")
+    r.no_mgr.append([t_fault, time.time()])
+    r.wait_done()
+    res = r.finish(t_fault)
+    entries = r.remember()
+    resumed = [j["time"] for j in kinds(entries, "state_resumed")]
+    assert resumed, "the standby did not load the run state"
+    assert [j for j in entries if j["time"] > resumed[-1]
+            and j["action"].get("kind") in ("grant_start", "allow_boot", "helper_done", "done")]
+    assert len(kinds(entries, "grant_start", 2)) == 1
+    res.update({"fault": "active mgr.%s SIGKILLed after the grant; mgr.%s took over" % (old, new),
+                "takeover_s": round(r.no_mgr[-1][1] - t_fault, 1)})
+    launch.start_mgr(flab, old)                # back as a standby for the next rows
+
+
+def test_helper_sigkilled_mid_instruction_then_restarted(flab, row):
+    r = row([4])
+    host = flab["osds"]["4"]["host"]
+    r.outage()
+    r.start_run()
+    wait_for(lambda: kinds(journal(flab, r.t0), "grant_start", 4), 60, "the grant of osd.4",
+             every=0.3)
+    t_fault = time.time()
+    pid = flab["pids"]["helper.%s" % host]
+    os.kill(pid, signal.SIGKILL)
+    r.write("helper-dead", 100)
+    time.sleep(8)
+    launch.start_helper(flab, host)
+    r.wait_done()
+    res = r.finish(t_fault, single_start=False)
+    entries = journal(flab, r.t0)
+    starts = [j for j in kinds(entries, "helper_done", 4)]
+    assert len(starts) == 1, [j["action"] for j in starts]   # carried out once, not twice
+    res["fault"] = "helper of %s SIGKILLed right after the start instruction, restarted 8 s later" \
+        % host
+
+
+def test_osd_that_dies_at_start_is_given_up_then_aborted_and_restarted(flab, row):
+    r = row([3])
+    data = flab["osds"]["3"]["data"]
+    r.outage()
+    os.rename(os.path.join(data, "block"), os.path.join(data, "block.away"))
+    try:
+        t_fault = time.time()
+        r.start_run()
+        failed = wait_for(lambda: [h for h in status(flab)["health"]
+                                   if "RECOVERY_START_FAILED" in json.dumps(h)], 150,
+                          "RECOVERY_START_FAILED for osd.3", every=2.0)
+        r.write("dying", 100)
+        launch.ceph(flab, "recovery", "abort", json_out=False)
+        s = wait_for(lambda: (lambda x: x if x["phase"] == "aborted" else None)(status(flab)),
+                     60, "the run aborted")
+        m = osd_dump(flab)
+        assert not set(RUN_FLAGS) & set(m["flags"].split(",")), m["flags"]
+        held = [x["osd"] for x in m["osds"] if "noup" in x["state"]]
+        assert held in ([], [3]), held
+        if held:                               # the noup the run leaves is named
+            wait_for(lambda: (lambda c: "RECOVERY_ABORTED" in c and "osd.3" in c)(json.dumps(
+                launch.health(flab).get("checks", {}))), 30, "RECOVERY_ABORTED naming osd.3")
+        grants = len(kinds(journal(flab, r.t0), "grant_start", 3))
+        assert 1 <= grants <= 3, grants           # bounded: MAX_START_FAILURES
+    finally:
+        os.rename(os.path.join(data, "block.away"), os.path.join(data, "block"))
+    r.start_run()                              # a second run after the abort brings it back
+    r.wait_done()
+    res = r.finish(t_fault, single_start=False)
+    res.update({"fault": "osd.3 dies at start (BlueStore block file missing); abort; fixed; "
+                "new run", "grants_while_dying": grants,
+                "health_while_dying": str(failed[0])[:200], "held_after_abort": held})
+
+
+def _corrupt_state(state) -> str:
+    head = launch.ceph(state, "config-key", "get", "mgr/recovery/run_state", json_out=False)
+    slot = json.loads(head)["slot"]
+    key = "mgr/recovery/run_state.%s.0" % slot
+    launch.ceph(state, "config-key", "set", key, "corrupt{", json_out=False)
+    return key
+
+
+def test_stored_state_corrupt_then_failover_next_run_restores_leftovers(flab, row):
+    r = row([1])
+    r.outage()
+    r.start_run()
+    wait_for(lambda: kinds(journal(flab, r.t0), "helper_done", 1), 90,
+             "the start of osd.1 carried out")
+    r.remember()
+    old = active_mgr(flab)
+    t_fault = time.time()
+    os.kill(launch.mgr_pid(flab, old), signal.SIGKILL)
+    key = _corrupt_state(flab)                 # nobody writes it until the standby is active
+    new = wait_for(lambda: (lambda n: n if n and n != old else None)(active_mgr(flab)),
+                   BEACON_GRACE * 6, "a standby mgr active")
+    s = wait_for(lambda: status(flab, timeout=30), 60, "the module answering")
+    r.no_mgr.append([t_fault, time.time()])
+    checks = wait_for(lambda: (lambda c: c if "RECOVERY_STATE_UNREADABLE" in c else None)(
+        launch.health(flab).get("checks", {})), 60, "RECOVERY_STATE_UNREADABLE")
+    m = osd_dump(flab)
+    assert "noout" in m["flags"]              # the lost run's flag is still there, and named
+    r.write("state-lost", 100)
+    r.start_run()
+    entries = r.remember()
+    took = kinds(entries, "leftovers_taken_over")
+    assert took and took[-1]["action"]["flags"] == list(RUN_FLAGS), took
+    r.wait_done()
+    res = r.finish(t_fault, single_start=False)
+    res.update({"fault": "mgr.%s SIGKILLed mid-run, %s overwritten with garbage; mgr.%s "
+                "loads it; a new run" % (old, key, new),
+                "health_after_load": sorted(checks), "taken_over": took[-1]["action"]})
+    launch.start_mgr(flab, old)
+
+
+def _report(host: str, **over) -> str:
+    rep = {"version": 1, "host": host, "time": time.time(), "seq": 1,
+           "memory": {"total": 8 << 30, "used": 1 << 20, "available": 6 << 30, "limit": None,
+                      "source": "host"}, "osds": [], "done": []}
+    rep.update(over)
+    return json.dumps(rep)
+
+
+def test_hostile_and_malformed_reports_mid_run(flab, row, tmp_path):
+    r = row([5])
+    host = flab["osds"]["5"]["host"]
+    other = sorted(h for h in flab["hosts"] if h != host)[0]
+    r.outage()
+    keyring = str(tmp_path / "k")
+    name = caps.helper_name(other)
+    launch.ceph(flab, "auth", "get-or-create", name, *caps.caps_args(caps.helper_caps(other)),
+                "-o", keyring, json_out=False)
+    t_fault = time.time()
+    r.start_run()
+    shared = dict(name="client.recovery-helper", keyring=flab["helper_keyring"], timeout=30)
+    refused = []
+    try:
+        # a key pinned to another host cannot speak for the run's host: Ceph refuses it
+        with pytest.raises(CephError) as e:
+            launch.ceph(flab, "recovery", "helper-report", _report(host, osds=[
+                {"id": 5, "process": "running", "rss": 1 << 40}]), host, name=name,
+                keyring=keyring, timeout=30)
+        assert e.value.rc == errno.EACCES
+        refused.append("pinned key of %s for %s: EACCES" % (other, host))
+        bad = [_report(host, osds=[{"id": 5, "process": "running", "rss": "x"}]),
+               _report(host, memory={"total": "Infinity"}).replace('"Infinity"', "Infinity"),
+               _report(host, osds=[{"id": 5, "process": "running", "rss": -1}]),
+               _report(host, osds=[{"id": i, "process": "stopped"} for i in range(2000)]),
+               _report("../../etc"), _report(host, done=["x" * 500]),
+               _report(host, osds=[{"id": 5, "process": "running", "rss": 2 ** 70}]),
+               "{not json", json.dumps({"version": 1}),
+               _report("no-such-host")]
+        for text in bad:
+            with pytest.raises(CephError) as e:
+                launch.ceph(flab, "recovery", "helper-report", text, **shared)
+            assert e.value.rc in (errno.EINVAL, errno.ENOENT, errno.EACCES), (
+                e.value.rc, e.value.stderr[-300:])
+            refused.append("%s: %s" % (text[:40], errno.errorcode[e.value.rc]))
+    finally:
+        launch.ceph(flab, "auth", "del", name, json_out=False)
+    r.write("hostile", 100)
+    r.wait_done()
+    res = r.finish(t_fault)
+    assert len(kinds(journal(flab, r.t0), "grant_start", 5)) == 1
+    res.update({"fault": "a pinned key of %s reports for %s; %d malformed reports" % (
+        other, host, len(bad)), "refused": refused})
+
+
+def test_helper_with_ceph_conf_in_its_environment(flab, row):
+    """Defect 8: a helper started by hand with CEPH_CONF exported (as the lab docs say) runs,
+    reports and carries out the run's start."""
+    r = row([0])
+    host = flab["osds"]["0"]["host"]
+    assert launch.stop_helper(flab, host)
+    env = dict(os.environ, CEPH_CONF=flab["conf"])
+    log = open(os.path.join(flab["dir"], "log", "helper.%s.ceph_conf.log" % host), "w")
+    p = subprocess.Popen([launch.helper_executable(), "run", "--lab-dir", flab["dir"], "--host",
+                          host, "--launcher", "process"], env=env, stdout=log,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        once = subprocess.run([launch.helper_executable(), "run", "--once", "--lab-dir",
+                               flab["dir"], "--host", host, "--launcher", "process",
+                               "--state-dir", os.path.join(flab["dir"], "helper-once")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert once.returncode == 0, (once.returncode, once.stderr[-500:])
+        t_fault = time.time()
+        r.outage()
+        r.start_run()
+        r.wait_done()
+        assert p.poll() is None, "the helper with CEPH_CONF exited: %s" % p.returncode
+        res = r.finish(t_fault)
+        res["fault"] = "helper of %s started by hand with CEPH_CONF exported" % host
+        res["helper_alive_s"] = round(time.time() - r.t0, 1)
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        log.close()
+        launch.start_helper(flab, host)
+    assert p.returncode in (0, -signal.SIGTERM), p.returncode   # never SIGABRT
+
+
+def test_mon_stopped_for_60s_mid_run(flab, row):
+    """The only mon is frozen (SIGSTOP) for 60 s after the grant: every mon command of the
+    module times out meanwhile; once it is back, the run goes on and ends."""
+    r = row([2])
+    r.outage()
+    r.start_run()
+    wait_for(lambda: kinds(journal(flab, r.t0), "grant_start", 2), 60, "the grant of osd.2")
+    r.remember()
+    mon = flab["pids"]["mon.a"]
+    t_fault = time.time()
+    os.kill(mon, signal.SIGSTOP)
+    try:
+        time.sleep(60)
+    finally:
+        os.kill(mon, signal.SIGCONT)
+    r.no_mgr.append([t_fault, time.time()])   # no CLI reaches the mgr without the mon
+    s = wait_for(lambda: status(flab, timeout=30), 90, "the module answering")
+    r.write("mon-back", 100)
+    r.wait_done()
+    res = r.finish(t_fault)
+    res.update({"fault": "mon.a SIGSTOPped for 60 s after the grant of osd.2",
+                "module_error_after": s.get("error")})
