@@ -37,7 +37,7 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
     old = View(snapshot, intent, base, now)
     new = View(snapshot, intent, newp, now)
     errs += _in_flight(actions, intent, newp, new)
-    errs += _grants(actions, intent, base, old, summary, policies)
+    errs += _grants(actions, intent, base, old, summary, policies, newp)
     errs += _restarts(actions, snapshot, intent, base, now)
     errs += _prefix(actions, intent, newp, old)
     errs += _modes(actions, intent, progress, newp,
@@ -70,7 +70,7 @@ def _in_flight(actions, intent, newp, new: View) -> List[str]:
             for h in sorted(touched) if len(flight.get(h, ())) > intent.concurrency]
 
 
-def _grants(actions, intent, progress, old: View, summary, policies) -> List[str]:
+def _grants(actions, intent, progress, old: View, summary, policies, newp) -> List[str]:
     errs: List[str] = []
     need: Dict[str, int] = {}
     probes: Dict[str, int] = {}
@@ -101,7 +101,7 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
             budget = policies.budget(hm, intent.budget)
         else:
             budget = (summary.get("hosts", {}).get(h) or {}).get("budget")
-        if budget is not None and probes[h] == 1 and _probe(old, progress, h) and \
+        if budget is not None and probes[h] == 1 and _probe(old, progress, newp, h) and \
                 hm.mem_used + n * PROBE_LOAD_FRACTION <= budget:
             continue        # a probe: only its load must fit (admission._probe_fits)
         if budget is None or hm.mem_used + n > budget:
@@ -110,9 +110,11 @@ def _grants(actions, intent, progress, old: View, summary, policies) -> List[str
     return errs
 
 
-def _probe(old: View, progress, host: str) -> bool:
-    """Nothing of this run in flight or settling on `host` (where a probe start may go)."""
-    return not old.in_flight(progress.granted).get(host) and \
+def _probe(old: View, progress, newp, host: str) -> bool:
+    """Nothing of this run in flight or settling on `host` (where a probe start may go). A
+    grant this tick ended (a failed start given up, a finished one) is not in flight."""
+    kept = {o: t for o, t in progress.granted.items() if o in newp.granted}
+    return not old.in_flight(kept).get(host) and \
         not any(old.host_of(x) == host for x in progress.settling) and \
         not any(o.up or o.process != PROC_STOPPED for o in old.by_host.get(host, ()))
 
