@@ -6,7 +6,8 @@ Reports are read in the order given (a run's position matters: the module learns
 lab's OSDs grow, from one run to the next). Prints three tables: one row per run (h2's kernel
 peak and per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
 predicted vs observed peak with the summary (measures.summarize); every heap release's rss
-before and after. Nothing in them is typed by hand.
+before and after. With --returning: per returning OSD its load-time rss, peak and the run's
+times. Nothing in them is typed by hand.
 """
 from __future__ import annotations
 
@@ -81,6 +82,23 @@ def predictions_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
     return rows
 
 
+def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
+    """Per returning OSD: the rss it loaded in preboot (journal allow_boot, controlled runs),
+    its peak, and the run's times to all up / all PGs active / clean."""
+    rows = ["| run | osd | load-time rss MiB | peak MiB | all up s | all PGs active s | clean s |",
+            "|---|---|---|---|---|---|---|"]
+    for label, r in reports:
+        loads = {j["action"]["osd"]: j.get("load_rss_bytes") for j in r.get("journal") or []
+                 if (j.get("action") or {}).get("kind") == "allow_boot"}
+        for o in r.get("failed_osds") or []:
+            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s |" % (
+                label, o, _mib(loads.get(o)),
+                _mib((r.get("peak_rss_bytes_by_osd") or {}).get(str(o))),
+                _s(r.get("time_to_all_up_s")), _s(r.get("time_to_all_pgs_active_s")),
+                _s(r.get("time_to_all_pgs_clean_s"))))
+    return rows
+
+
 def heap_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
     rows = ["| run | osd | supported | rss before MiB | lowest rss after MiB |",
             "|---|---|---|---|---|"]
@@ -96,6 +114,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="ceph-recovery-drill-tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--release", default=None, help="heading: the reports' Ceph release")
+    p.add_argument("--returning", action="store_true",
+                   help="only the returning OSDs' table (load, peak, times)")
     p.add_argument("reports", nargs="+", help="[LABEL=]drill report JSON, in run order")
     a = p.parse_args(argv)
     try:
@@ -105,6 +125,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if a.release:
         print("### %s\n" % a.release)
+    if a.returning:
+        print("\n".join(returning_table(reports)))
+        return 0
     print("\n".join(runs_table(reports) + [""] + predictions_table(reports) + [""]
                     + heap_table(reports)))
     return 0

@@ -68,3 +68,16 @@ def test_tables_print_every_start_and_release(tmp_path, capsys):
     assert "| fit | osd.3 | 160 | 170 | -6 % |" in out
     assert "| fit | osd.2 | True | 95 | 40 |" in out
     assert tables.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_returning_table_reads_the_load_the_module_booted_on(tmp_path, capsys):
+    r = {"failed_osds": [2, 3], "peak_rss_bytes_by_osd": {"2": 150 * MiB, "3": 170 * MiB},
+         "journal": [{"action": {"kind": "allow_boot", "osd": 2}, "load_rss_bytes": 60 * MiB}],
+         "time_to_all_up_s": 12.0, "time_to_all_pgs_active_s": 14.0,
+         "time_to_all_pgs_clean_s": 30.0}
+    path = tmp_path / "low.json"
+    path.write_text(json.dumps(r))
+    assert tables.main(["--returning", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| low | osd.2 | 60 | 150 | 12 | 14 | 30 |" in out
+    assert "| low | osd.3 | - | 170 | 12 | 14 | 30 |" in out
