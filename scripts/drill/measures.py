@@ -4,7 +4,8 @@
 - `predictions`: for every start the module granted (a grant_start that is not a re-grant), the
   peak it was admitted on (`predicted_bytes`) against the peak rss that OSD reached from its
   grant until its next start, restart or stop (or the end of the drill); error = predicted /
-  observed - 1 (> 0: an overestimate). A start whose OSD never ran has no observed peak.
+  observed - 1 (> 0: an overestimate). A start whose OSD never booted (never ran, or a probe
+  kept in preboot: its rss is its load, not a peak) has no error.
 - `heap_release_effects`: for every heap release, the OSD's rss the snapshot showed when the
   module asked (journal `observed.rss_bytes`) and the lowest sampled rss within
   HEAP_AFTER_S after it.
@@ -45,12 +46,16 @@ def predictions(samples: List[Dict[str, Any]], journal: List[Dict[str, Any]],
         ends = [k["time"] for k in journal[i + 1:]
                 if (k.get("action") or {}).get("osd") == osd and (
                     _is_start(k) or _kind(k) in ENDS_WINDOW[1:])]
-        observed = _peak(samples, str(osd), j["time"], ends[0] if ends else None)
+        end = ends[0] if ends else None
+        observed = _peak(samples, str(osd), j["time"], end)
         predicted = int(j["action"].get("predicted_bytes") or 0)
+        booted = any(_kind(k) == "allow_boot" and k["action"].get("osd") == osd
+                     and (end is None or k["time"] < end) for k in journal[i + 1:])
         out.append({"osd": osd, "time": j["time"], "predicted_bytes": predicted,
-                    "observed_peak_bytes": observed or None,
+                    "observed_peak_bytes": observed or None, "booted": booted,
                     "probe": str(j["action"].get("reason", "")).startswith("probe"),
-                    "error": round(predicted / observed - 1.0, 4) if observed else None})
+                    "error": round(predicted / observed - 1.0, 4)
+                    if observed and booted else None})
     return out
 
 

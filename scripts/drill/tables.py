@@ -67,14 +67,15 @@ def predictions_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
     rows = ["| run | osd | predicted MiB | observed peak MiB | error |", "|---|---|---|---|---|"]
     for label, r in reports:
         for p in r.get("predictions") or []:
-            rows.append("| %s | osd.%s%s | %s | %s | %s |" % (
+            rows.append("| %s | osd.%s%s%s | %s | %s | %s |" % (
                 label, p["osd"], " (probe)" if p.get("probe") else "",
+                "" if p.get("booted", True) else " (not booted)",
                 _mib(p["predicted_bytes"]), _mib(p["observed_peak_bytes"]),
                 "-" if p["error"] is None else "%+.0f %%" % (100 * p["error"])))
     s = summarize(r for _, r in reports)
     pct = (lambda v: "-" if v is None else "%.0f %%" % (100 * v))
     rows.append("")
-    rows.append("Starts with an observed peak: %d. |error| median %s, worst %s; from the second "
+    rows.append("Starts that booted: %d. |error| median %s, worst %s; from the second "
                 "start on: median %s, worst %s." % (
                     s["starts"], pct(s["median_abs_error"]), pct(s["worst_abs_error"]),
                     pct(s["median_abs_error_from_second"]),

@@ -22,10 +22,11 @@ SAMPLES = [sample(100, o2=0, o3=0), sample(101, o2=60, o3=0), sample(104, o2=150
            sample(115, o2=70, o3=130)]
 JOURNAL = [grant(100.5, 2, 200), {"time": 101, "action": {"kind": "allow_boot", "osd": 2}},
            grant(107.5, 3, 160), grant(109, 3, 160, reason="re-grant: process not running"),
+           {"time": 109.5, "action": {"kind": "allow_boot", "osd": 3}},
            {"time": 111.0, "action": {"kind": "heap_release", "osd": 2},
             "answer": {"heap_supported": True}, "observed": {"rss_bytes": 95 * MiB}},
            {"time": 113.5, "action": {"kind": "restart_osd", "osd": 2}},
-           grant(114, 2, 120)]
+           grant(114, 2, 120), {"time": 114.5, "action": {"kind": "allow_boot", "osd": 2}}]
 
 
 def test_each_start_against_the_peak_until_its_next_start_restart_or_stop():
@@ -36,9 +37,13 @@ def test_each_start_against_the_peak_until_its_next_start_restart_or_stop():
                               (2, 120, 70, round(120 / 70 - 1, 4))]
 
 
-def test_a_start_that_never_ran_has_no_error():
+def test_a_start_that_never_ran_or_never_booted_has_no_error():
     got = measures.predictions([sample(100, o2=0)], [grant(100.5, 2, 200)], t_start=100.0)
     assert got[0]["observed_peak_bytes"] is None and got[0]["error"] is None
+    kept = measures.predictions([sample(101, o2=60)], [grant(100.5, 2, 200, reason="probe: x")],
+                                t_start=100.0)
+    assert kept[0]["observed_peak_bytes"] == 60 * MiB and kept[0]["probe"]
+    assert kept[0]["booted"] is False and kept[0]["error"] is None
 
 
 def test_heap_release_rss_before_and_lowest_after():
