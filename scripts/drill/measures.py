@@ -59,6 +59,23 @@ def predictions(samples: List[Dict[str, Any]], journal: List[Dict[str, Any]],
     return out
 
 
+def mark_booted(report: Dict[str, Any]) -> Dict[str, Any]:
+    """Reports written before predictions carried `booted`: derive it from their journal."""
+    journal = report.get("journal") or []
+    for p in report.get("predictions") or []:
+        if "booted" in p:
+            continue
+        ends = [k["time"] for k in journal if k["time"] > p["time"]
+                and (k.get("action") or {}).get("osd") == p["osd"]
+                and (_is_start(k) or _kind(k) in ENDS_WINDOW[1:])]
+        p["booted"] = any(_kind(k) == "allow_boot" and k["action"].get("osd") == p["osd"]
+                          and k["time"] > p["time"] and (not ends or k["time"] < ends[0])
+                          for k in journal)
+        if not p["booted"]:
+            p["error"] = None
+    return report
+
+
 def heap_release_effects(samples: List[Dict[str, Any]],
                          journal: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     out = []

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from .measures import summarize
+from .measures import mark_booted, summarize
 
 MiB = 1 << 20
 
@@ -35,7 +35,7 @@ def load(args: List[str]) -> List[Tuple[str, Dict[str, Any]]]:
     for a in args:
         label, _, path = a.rpartition("=")
         with open(path) as f:
-            r = json.load(f)
+            r = mark_booted(json.load(f))
         out.append((label or os.path.splitext(os.path.basename(path))[0], r))
     return out
 

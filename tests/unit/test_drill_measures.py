@@ -86,3 +86,13 @@ def test_returning_table_reads_the_load_the_module_booted_on(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| low | osd.2 | 60 | 150 | 12 | 14 | 30 |" in out
     assert "| low | osd.3 | - | 170 | 12 | 14 | 30 |" in out
+
+
+def test_an_older_report_gets_booted_from_its_journal():
+    r = {"predictions": [{"osd": 2, "time": 100.5, "error": 0.5},
+                         {"osd": 3, "time": 107.5, "error": 0.1}],
+         "journal": [{"time": 101, "action": {"kind": "allow_boot", "osd": 2}},
+                     {"time": 108, "action": {"kind": "restart_osd", "osd": 3}},
+                     {"time": 109, "action": {"kind": "allow_boot", "osd": 3}}]}
+    got = measures.mark_booted(r)["predictions"]
+    assert [(p["booted"], p["error"]) for p in got] == [(True, 0.5), (False, None)]
