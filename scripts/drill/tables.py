@@ -3,8 +3,9 @@
   python3 -m ceph_recovery_tools.drill.tables [--release NAME] [LABEL=]REPORT.json ...
 
 Reports are read in the order given (a run's position matters: the module learns, and the
-lab's OSDs grow, from one run to the next). Prints three tables: one row per run (h2's kernel
-peak and per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
+lab's OSDs grow, from one run to the next). Prints three tables: one row per run (the failed
+hosts' sampled peak usage (the kernel's memory.peak covers the cgroup's whole life) and
+per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
 predicted vs observed peak with the summary (measures.summarize); every heap release's rss
 before and after. With --returning: per returning OSD its load-time rss, peak and the run's
 times. Nothing in them is typed by hand.
@@ -41,7 +42,7 @@ def load(args: List[str]) -> List[Tuple[str, Dict[str, Any]]]:
 
 
 def runs_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
-    rows = ["| run | mode | budget MiB | cgroup limit MiB | peak MiB (kernel) | OSD peaks MiB | "
+    rows = ["| run | mode | budget MiB | cgroup limit MiB | host peak MiB (sampled) | OSD peaks MiB | "
             "OOM kills | starts | restarts | heap releases | all up s | clean s |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, r in reports:
@@ -52,8 +53,7 @@ def runs_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
         rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s |" % (
             label, r.get("mode"), ", ".join(_mib(budgets.get(h)) for h in hosts),
             _mib(r.get("host_mem_limit")),
-            ", ".join(_mib((r.get("kernel_peak_mem_bytes_by_host") or {}).get(h))
-                      for h in hosts),
+            ", ".join(_mib((r.get("peak_mem_bytes_by_host") or {}).get(h)) for h in hosts),
             ", ".join("osd.%s %s" % (o, _mib(peaks.get(str(o)))) for o in osds),
             sum(int(v or 0) for h, v in (r.get("oom_kills_by_host") or {}).items()
                 if h in hosts),
