@@ -1,8 +1,10 @@
 """Memory on the real lab, through ceph-recovery-drill (data written during the outage makes
-the returning OSDs grow, as docs/design.md measured). Every run rewrites the same 40,000 object
-names and the returning OSDs peak higher from one run to the next (+15-25 % a run over four
-identical naive runs, with or without capped PG logs or smaller RocksDB write buffers: the lab's
-OSDs run glibc malloc, no tcmalloc, and keep what they allocated).
+the returning OSDs grow, as docs/design.md measured), on the release CEPH_RECOVERY_FULL_RELEASE
+names (conftest; default pacific). Every run rewrites the same 40,000 object names and the
+returning OSDs peak higher from one run to the next (+15-25 % a run over four identical naive
+runs on Pacific, whose OSDs run glibc malloc and keep what they allocated; on Tentacle's
+tcmalloc they still grow, the caches filling under the 4 GiB osd_memory_target:
+docs/releases.md).
 
 1. measure: a naive start of the failed host's two OSDs without a limit (P2: what the two
    fresh OSDs need together), then a controlled run with the default budget ("warm", asserted
@@ -19,9 +21,9 @@ OSDs run glibc malloc, no tcmalloc, and keep what they allocated).
 5. restart: controlled, no cgroup limit, budget 1.9 x the heaviest fresh OSD seen (room for a
    restarted OSD beside a fresh one): completes (an expected failure only on the exact stall
    described in known_gap_budget_too_small).
-The over-budget path - heap release (Debian's ceph-osd has no tcmalloc: recorded as
-unsupported), then a restart of the heaviest OSD that ok-to-stop cleared, both in the journal
-with reasons - is asserted on the fit-first run, whose budget (~1.05 x one OSD's predicted
+The over-budget path - heap release (answered supported on Reef/Tentacle's tcmalloc; Debian's
+Pacific ceph-osd has none: recorded as unsupported), then a restart of the heaviest OSD that
+ok-to-stop cleared, both in the journal with reasons - is asserted on the fit-first run, whose budget (~1.05 x one OSD's predicted
 peak) is always below what the two fresh OSDs of that run need together.
 Every run ends with every object read back with its checksum.
 """
