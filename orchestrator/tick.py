@@ -123,10 +123,9 @@ class Tick:
         return self._budgets[host]
 
     def predict(self, osd_id: int) -> int:
-        """The footprint policy's prediction (until WARMUP_OBSERVATIONS real peaks are known,
-        never below what the policy predicts from the real peaks alone: lower bounds may raise
-        it, not lower it; three OSDs seen at 2x their load while their peaks were 5x would
-        teach it half the truth), floored at the
+        """The footprint policy's prediction (never below its prior until WARMUP_OBSERVATIONS
+        real peaks are known: lower bounds may raise it, not lower it; three OSDs seen at 2x
+        their load while their peaks were 5x would teach it half the truth), floored at the
         median rss of the running OSDs
         on the same host (peer_floor) and, once this OSD was allowed to boot, at
         load_bound(): its measured load-time rss voids a prediction below it."""
@@ -137,7 +136,7 @@ class Tick:
                             missed_entries=self.missed.get(osd_id, o.missed_entries))
             pred = self.footprint(o, self.learning())
             if self.final_observations() < WARMUP_OBSERVATIONS:
-                pred = max(pred, self.footprint(o, self.final_only()))
+                pred = max(pred, self.footprint(o, ()))
             self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id))
         return self._pred[osd_id]
 
@@ -196,10 +195,6 @@ class Tick:
                                             missed_entries=self.missed.get(osd_id)))
             self._learn = self.observations + live
         return self._learn
-
-    def final_only(self) -> List[Observation]:
-        """The recorded observations of real peaks (not those of OSDs still settling)."""
-        return [ob for ob in self.observations if ob.osd not in self.settling]
 
     def final_observations(self) -> int:
         """Observations of real peaks: not those of OSDs still settling (made when the OSD

@@ -3,16 +3,11 @@ process start until its PGs are active.
 
 `static` is the conservative prior alone; `learned` scales the prior by what this cluster's
 starts actually peaked at: k = the max of (Observation.peak_bytes / prior of that start) over
-the last LEARN_WINDOW starts x LEARN_MARGIN, and x FEW_OBS_MARGIN more while fewer than
-LEARN_MIN_OBS starts were observed. The max, not a high percentile: the first starts to
+the last LEARN_WINDOW starts x LEARN_MARGIN; with fewer than LEARN_MIN_OBS observations k never
+goes below 1 (the prior stays the floor). The max, not a high percentile: the first starts to
 finish are the ones with the least history (they peer fastest), so the early observations are
 biased low, and with concurrency > 1 an under-prediction is multiplied by the starts in flight
-(simulator, 6,000 OSDs, concurrency 4: p90 gave 1.07 x budget, the max 1.02). One observed
-start of this cluster is a better guide than any prior (lab, Tentacle 20.2.4 with 20,000
-objects: the prior capped by the running OSDs said 447-483 MiB, the returning OSDs peaked at
-234-268 MiB): the core keeps one start in flight per host until WARMUP_OBSERVATIONS starts
-were measured (so no early observation is multiplied), and FEW_OBS_MARGIN covers the lab's
-start-to-start variation (15-25 %) on top of LEARN_MARGIN.
+(simulator, 6,000 OSDs, concurrency 4: p90 gave 1.07 x budget, the max 1.02).
 
 Where the prior's numbers come from:
 - BASE_BYTES 360 MiB: on the lab (docs/design.md, Ceph 16.2.15 BlueStore) idle OSDs sit at ~70 MB,
@@ -47,9 +42,9 @@ the survivors serve the outage's writes and a returning OSD re-peers every PG it
 static numbers above come from Pacific's glibc heap (lab: 486 MiB predicted for Tentacle OSDs
 that peaked at 106-166 MB, 487 MiB for a Pacific OSD of a small cluster that loaded 53 MiB),
 so without the cap a first start under a tight budget was refused where it would have fit.
-The cap only lowers the prior, never raises it; it is what learned() predicts with no
-observation, and an underestimate is bounded by the core's other gates (the load bound at
-boot, the brake).
+The cap only lowers the prior, never raises it; it is the floor of learned() below
+LEARN_MIN_OBS observations (instead of the static prior), and an underestimate is bounded by
+the core's other gates (the load bound at boot, the brake).
 """
 from __future__ import annotations
 
@@ -74,8 +69,7 @@ MIN_FOOTPRINT = 64 * MiB
 MAX_FOOTPRINT = 1 << 40         # sanity bound: 1 TiB
 
 LEARN_WINDOW = 32       # most recent observations used
-LEARN_MIN_OBS = 3       # below this many, FEW_OBS_MARGIN more
-FEW_OBS_MARGIN = 1.1    # 1.15 x 1.1 = 1.27 x the largest peak: the lab's +15-25 % per start
+LEARN_MIN_OBS = 3       # below this many, learning may only raise the prior, never lower it
 LEARN_QUANTILE_PCT = 100  # nearest-rank percentile of peak/prior: the max (see below)
 LEARN_MARGIN = 1.15     # safety margin over that ratio (the budget keeps its own headroom)
 
@@ -130,20 +124,20 @@ def static(osd: OsdState, observations: Sequence[Observation], now: float,
 
 def learned(osd: OsdState, observations: Sequence[Observation], now: float,
             running_rss: Optional[int] = None) -> int:
-    """Static prior x (largest peak/static-prior ratio of the recent starts) x margin (x
-    FEW_OBS_MARGIN below LEARN_MIN_OBS starts); with none, the prior capped by the cluster's
-    own size."""
+    """Static prior x (largest peak/static-prior ratio of the recent starts) x margin; below
+    LEARN_MIN_OBS observations never under the prior capped by the cluster's own size."""
     p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries)
+    floor = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries,
+                  running_rss)
     ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s, ob.missed_entries)
               for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
     if not ratios:
-        return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now),
-                            osd.missed_entries, running_rss))
+        return _bound(floor)
     ratios.sort()
-    k = ratios[max(0, -(-len(ratios) * LEARN_QUANTILE_PCT // 100) - 1)] * LEARN_MARGIN
+    pred = p * ratios[max(0, -(-len(ratios) * LEARN_QUANTILE_PCT // 100) - 1)] * LEARN_MARGIN
     if len(ratios) < LEARN_MIN_OBS:
-        k *= FEW_OBS_MARGIN
-    return _bound(p * k)
+        pred = max(pred, floor)
+    return _bound(pred)
 
 
 for _fn in (learned, static):

@@ -1,10 +1,9 @@
-"""The footprint prior capped by the cluster's own size (running_rss) and its first observations."""
+"""The footprint prior capped by the cluster's own size (running_rss) and its learned floor."""
 from __future__ import annotations
 
 from ceph_recovery.model import Observation, OsdState
-from ceph_recovery.policies.footprint import (DOWNTIME_EXTRA, FEW_OBS_MARGIN,
-                                              HISTORY_BYTES_PER_ENTRY, LEARN_MARGIN,
-                                              PEERING_PEAK, learned, prior, static)
+from ceph_recovery.policies.footprint import (DOWNTIME_EXTRA, HISTORY_BYTES_PER_ENTRY,
+                                              LEARN_MARGIN, PEERING_PEAK, learned, prior, static)
 
 MiB = 1 << 20
 NOW = 10000.0
@@ -41,9 +40,10 @@ def test_static_and_learned_without_history_use_the_capped_prior():
     assert learned(o, (), NOW) == prior(16, 0, 600.0)
 
 
-def test_one_observed_start_replaces_the_capped_prior():
+def test_below_three_observations_the_capped_prior_is_the_floor_not_the_static_one():
     o = osd()
+    floor = prior(16, 0, 600.0, running_rss=120 * MiB)
     low = Observation(osd=2, pgs=16, downtime_s=600.0, pg_log_entries=0, peak_bytes=90 * MiB)
-    want = int(90 * MiB * LEARN_MARGIN * FEW_OBS_MARGIN)
-    assert want < prior(16, 0, 600.0, running_rss=120 * MiB)
-    assert abs(learned(o, [low], NOW, running_rss=120 * MiB) - want) <= 2
+    assert learned(o, [low], NOW, running_rss=120 * MiB) == floor          # 1.15 x 90 < floor
+    high = Observation(osd=2, pgs=16, downtime_s=600.0, pg_log_entries=0, peak_bytes=160 * MiB)
+    assert learned(o, [high], NOW, running_rss=120 * MiB) == int(160 * MiB * LEARN_MARGIN)

@@ -8,7 +8,7 @@ from ceph_recovery.model import (Budget, HostMem, Intent, Observation, OsdState,
                                  Snapshot)
 from ceph_recovery.persist import intent_from_dict
 from ceph_recovery.policies import REGISTRY, resolve
-from ceph_recovery.policies.footprint import FEW_OBS_MARGIN, LEARN_MARGIN, prior
+from ceph_recovery.policies.footprint import LEARN_MARGIN, prior
 
 MiB, GiB = 1 << 20, 1 << 30
 SO, BU, FP, OB = (REGISTRY[k] for k in ("start_order", "budget", "footprint", "over_budget"))
@@ -81,13 +81,12 @@ def test_prior_covers_the_lab_peak():
     assert prior(100, 600000, 0) > prior(100, 0, 0)     # a known long log costs more
 
 
-def test_learned_below_three_observations_adds_the_few_observations_margin():
+def test_learned_needs_three_observations_to_go_below_the_prior():
     x = o(1, pgs=16, down_since=0.0)
     small = Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=200 * MiB)
     p = FP["static"](x, (), 60.0)
     assert FP["learned"](x, (), 60.0) == p
-    two = FP["learned"](x, (small,) * 2, 60.0)
-    assert two == pytest.approx(200 * MiB * LEARN_MARGIN * FEW_OBS_MARGIN, abs=2)
+    assert FP["learned"](x, (small,) * 2, 60.0) == p
     three = FP["learned"](x, (small,) * 3, 60.0)
     assert three == pytest.approx(200 * MiB * LEARN_MARGIN, abs=2)
 
@@ -95,8 +94,7 @@ def test_learned_below_three_observations_adds_the_few_observations_margin():
 def test_learned_rises_above_a_peak_bigger_than_predicted():
     x = o(1, pgs=16, down_since=0.0)
     big = Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=2 * GiB)
-    assert FP["learned"](x, (big,), 60.0) == pytest.approx(
-        2 * GiB * LEARN_MARGIN * FEW_OBS_MARGIN, abs=2)
+    assert FP["learned"](x, (big,), 60.0) == pytest.approx(2 * GiB * LEARN_MARGIN, abs=2)
 
 
 HOST = HostMem("h0", 4 * GiB, 4 * GiB, 0)

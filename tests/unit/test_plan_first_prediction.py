@@ -13,12 +13,10 @@ from dataclasses import replace
 
 from ceph_recovery.actions import AllowBoot, GrantStart
 from ceph_recovery.inflight import BOOT_OBSERVE_MAX_S
-from ceph_recovery.model import (Budget, HostMem, Intent, Observation, OsdState, Progress,
-                                 Snapshot)
+from ceph_recovery.model import Budget, HostMem, Intent, OsdState, Progress, Snapshot
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
-from ceph_recovery.policies.footprint import (DOWNTIME_EXTRA, DOWNTIME_FULL_S, FEW_OBS_MARGIN,
-                                              LEARN_MARGIN, PEERING_PEAK, prior)
+from ceph_recovery.policies.footprint import DOWNTIME_EXTRA, DOWNTIME_FULL_S, PEERING_PEAK, prior
 from ceph_recovery.tick import Tick
 
 MiB = 1 << 20
@@ -114,19 +112,3 @@ def test_an_osd_this_run_started_is_not_the_clusters_own_size():
     t = Tick(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
     assert t.running_rss() == 130 * MiB
     assert t.predict(3) == own_size_prior(130 * MiB)
-
-
-def test_the_second_start_is_predicted_from_the_first_ones_real_peak():
-    """osd.3 settled at 120 MiB (a final observation): osd.2 is predicted 120 x LEARN_MARGIN x
-    FEW_OBS_MARGIN (152 MiB), not the capped prior (168 MiB), and not while osd.3 still settles (then its
-    live bound 2 x its 100 MiB load, 200 MiB, may only raise the prediction)."""
-    seen = Observation(osd=3, pgs=16, downtime_s=DOWN_S, pg_log_entries=0, peak_bytes=120 * MiB)
-    s = snap(osd(3, up=True, process="running", rss_bytes=120 * MiB, flags=frozenset(),
-                 down_since=None))
-    done = replace(RUNNING, finished=frozenset({3}), observations=(seen,))
-    t = Tick(s, INTENT, done, resolve(INTENT), NOW)
-    want = int(120 * MiB * LEARN_MARGIN * FEW_OBS_MARGIN)
-    assert abs(t.predict(2) - want) <= 2 and want < own_size_prior(140 * MiB)
-    settling = replace(done, settling={3: NOW - 5}, load_rss={3: 100 * MiB})
-    t = Tick(s, INTENT, settling, resolve(INTENT), NOW)
-    assert t.predict(2) >= 200 * MiB * LEARN_MARGIN
