@@ -53,7 +53,7 @@ def watch(t: Tick) -> None:
 def _admitted(t: Tick, o) -> int:
     """The peak this OSD's start was admitted on: the footprint policy on the recorded
     observations (not the live bounds of learning(), which follow the OSD's own growth)."""
-    return max(int(t.pol.footprint(o, t.observations, t.now)), t.load_bound(o.id))
+    return max(t.footprint(o, t.observations), t.load_bound(o.id))
 
 
 def brake(t: Tick, host: str) -> bool:

@@ -12,7 +12,10 @@ Signatures (every policy is a pure, deterministic function that mutates nothing)
   budget(host: HostMem, budget: Budget) -> int
       bytes of `host.mem_used` allowed on this host (>= 0)
   footprint(osd: OsdState, observations: Sequence[Observation], now: float) -> int
-      predicted peak RSS in bytes of this OSD from process start until its PGs are active (> 0)
+      predicted peak RSS in bytes of this OSD from process start until its PGs are active (> 0);
+      a footprint function with the attribute `takes_running_rss = True` is also passed
+      running_rss=: the largest rss of the cluster's up OSDs the run did not start (None: none),
+      the cluster's own size for its prior
   over_budget(host, osds_on_host, snapshot, progress, intent, now) -> Optional[Action]
       one of HeapRelease / QueryOkToStop / RestartOsd / Wait, or None (nothing helps)
 """

@@ -8,11 +8,11 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .actions import Action
 from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, Progress, Snapshot)
+from .model import (HealthCheck, Intent, Observation, OsdState, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
 from .view import View
@@ -110,6 +110,7 @@ class Tick:
         self._learn: Optional[List[Observation]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
+        self._running: Optional[int] = None
 
     # ------------------------------------------------------------------ helpers
     def emit(self, stage: str, action: Action) -> None:
@@ -136,11 +137,30 @@ class Tick:
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
                 o = replace(o, down_since=self.now - self.downtime[osd_id],
                             missed_entries=self.missed.get(osd_id, o.missed_entries))
-            pred = int(self.pol.footprint(o, self.learning(), self.now))
+            pred = self.footprint(o, self.learning())
             if self.final_observations() < WARMUP_OBSERVATIONS:
-                pred = max(pred, int(self.pol.footprint(o, (), self.now)))
+                pred = max(pred, self.footprint(o, ()))
             self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id))
         return self._pred[osd_id]
+
+    def footprint(self, o: OsdState, observations: Sequence[Observation]) -> int:
+        """The footprint policy, told the cluster's own size (running_rss()) if it takes it
+        (policy_types: the attribute `takes_running_rss`)."""
+        if getattr(self.pol.footprint, "takes_running_rss", False):
+            return int(self.pol.footprint(o, observations, self.now,
+                                          running_rss=self.running_rss()))
+        return int(self.pol.footprint(o, observations, self.now))
+
+    def running_rss(self) -> Optional[int]:
+        """The largest rss of the cluster's up, running OSDs this run did not start (any host:
+        same release and configuration), None when none runs: the footprint policy caps its
+        prior by it (policies/footprint.py)."""
+        if self._running is None:
+            rss = [o.rss_bytes for o in self.view.by_id.values()
+                   if o.up and o.rss_bytes > 0 and o.id not in self.granted
+                   and o.id not in self.finished]
+            self._running = max(rss) if rss else 0
+        return self._running or None
 
     def load_bound(self, osd_id: int) -> int:
         """Lower bound of the peak of an OSD this run let boot, until its real peak is known

@@ -32,6 +32,19 @@ Where the prior's numbers come from:
 - Downtime, when the missed entries are unknown: missing sets grow with the history an OSD
   missed: +50 % at 1 h of downtime or more, linear before (field: "above all with how long
   the OSD was down").
+
+The cluster's own size (`running_rss`, from the snapshot: the largest RSS of the cluster's up,
+running OSDs that this run did not start) caps the prior: the same rules applied to what this
+cluster's OSDs (same release, allocator, cache target and PG count class) actually weigh
+instead of BASE_BYTES, i.e. running_rss x (1 + PEERING_PEAK) x the downtime factor, or with
+missed entries known (running_rss + history) x (1 + PEERING_PEAK). The largest, not the median:
+the survivors serve the outage's writes and a returning OSD re-peers every PG it holds. The
+static numbers above come from Pacific's glibc heap (lab: 486 MiB predicted for Tentacle OSDs
+that peaked at 106-166 MB, 487 MiB for a Pacific OSD of a small cluster that loaded 53 MiB),
+so without the cap a first start under a tight budget was refused where it would have fit.
+The cap only lowers the prior, never raises it; it is the floor of learned() below
+LEARN_MIN_OBS observations (instead of the static prior), and an underestimate is bounded by
+the core's other gates (the load bound at boot, the brake).
 """
 from __future__ import annotations
 
@@ -62,8 +75,25 @@ LEARN_MARGIN = 1.15     # safety margin over that ratio (the budget keeps its ow
 
 
 def prior(pgs: int, pg_log_entries: int, downtime_s: float,
-          missed_entries: Optional[int] = None) -> int:
-    """The conservative prior in bytes (see the module docstring for every number)."""
+          missed_entries: Optional[int] = None, running_rss: Optional[int] = None) -> int:
+    """The conservative prior in bytes (see the module docstring for every number), capped by
+    the cluster's own size when `running_rss` (bytes, > 0) is known."""
+    static = _static_prior(pgs, pg_log_entries, downtime_s, missed_entries)
+    if not running_rss or running_rss <= 0:
+        return static
+    if missed_entries is not None and missed_entries >= 0:
+        own = (running_rss + missed_entries * HISTORY_BYTES_PER_ENTRY) * (1.0 + PEERING_PEAK)
+    else:
+        own = running_rss * (1.0 + PEERING_PEAK) * _downtime_factor(downtime_s)
+    return int(min(static, own))
+
+
+def _downtime_factor(downtime_s: float) -> float:
+    return 1.0 + DOWNTIME_EXTRA * min(max(downtime_s, 0.0), DOWNTIME_FULL_S) / DOWNTIME_FULL_S
+
+
+def _static_prior(pgs: int, pg_log_entries: int, downtime_s: float,
+                  missed_entries: Optional[int]) -> int:
     pgs = pgs if pgs > 0 else DEFAULT_PGS
     entries = pg_log_entries
     if entries <= 0:
@@ -74,8 +104,7 @@ def prior(pgs: int, pg_log_entries: int, downtime_s: float,
     if missed_entries is not None and missed_entries >= 0:
         history = missed_entries * HISTORY_BYTES_PER_ENTRY
         return int((BASE_KNOWN_BYTES + load + history) * (1.0 + PEERING_PEAK))
-    factor = 1.0 + DOWNTIME_EXTRA * min(max(downtime_s, 0.0), DOWNTIME_FULL_S) / DOWNTIME_FULL_S
-    return int((BASE_BYTES + load) * factor)
+    return int((BASE_BYTES + load) * _downtime_factor(downtime_s))
 
 
 def _downtime(osd: OsdState, now: float) -> float:
@@ -86,23 +115,31 @@ def _bound(n: float) -> int:
     return int(min(MAX_FOOTPRINT, max(MIN_FOOTPRINT, n)))
 
 
-def static(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
-    """The prior alone: no learning."""
-    return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries))
+def static(osd: OsdState, observations: Sequence[Observation], now: float,
+           running_rss: Optional[int] = None) -> int:
+    """The prior alone (capped by the cluster's own size when known): no learning."""
+    return _bound(prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries,
+                        running_rss))
 
 
-def learned(osd: OsdState, observations: Sequence[Observation], now: float) -> int:
-    """Prior x (largest peak/prior ratio of the recent starts) x margin."""
+def learned(osd: OsdState, observations: Sequence[Observation], now: float,
+            running_rss: Optional[int] = None) -> int:
+    """Static prior x (largest peak/static-prior ratio of the recent starts) x margin; below
+    LEARN_MIN_OBS observations never under the prior capped by the cluster's own size."""
     p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries)
+    floor = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries,
+                  running_rss)
     ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s, ob.missed_entries)
               for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
     if not ratios:
-        return _bound(p)
+        return _bound(floor)
     ratios.sort()
-    k = ratios[max(0, -(-len(ratios) * LEARN_QUANTILE_PCT // 100) - 1)] * LEARN_MARGIN
+    pred = p * ratios[max(0, -(-len(ratios) * LEARN_QUANTILE_PCT // 100) - 1)] * LEARN_MARGIN
     if len(ratios) < LEARN_MIN_OBS:
-        k = max(k, 1.0)
-    return _bound(p * k)
+        pred = max(pred, floor)
+    return _bound(pred)
 
 
+for _fn in (learned, static):
+    _fn.takes_running_rss = True    # type: ignore[attr-defined]  # see policy_types
 FOOTPRINT = {"learned": learned, "static": static}

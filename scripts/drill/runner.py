@@ -13,7 +13,7 @@ from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
 
-from . import cgroup_limit, report
+from . import cgroup_limit, measures, report
 from .objects import ObjectSet
 from .sampler import Sampler, mgr_json, pg_summary
 
@@ -370,6 +370,8 @@ class Drill(object):
             "final_health": self._health(), "journal": journal,
             "samples": len(samples)})
         r.update(report.recovery_times(samples, t_start))
+        r["predictions"] = measures.predictions(samples, journal, t_start)
+        r["heap_release_effects"] = measures.heap_release_effects(samples, journal)
         r["timeline_png"] = os.path.splitext(self.o.json_out)[0] + ".png"
         report.plot(r["timeline_png"], samples, t_start, budgets, "%s recovery after %s" % (
             r["mode"], self.o.fail))

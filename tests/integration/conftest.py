@@ -7,6 +7,7 @@
 - `lab_factory`: session-scoped `make(**LabOptions fields) -> state` for an extra lab with other
   options (netns=True, host_mem_limit=..., objectstore="memstore", ...). At most one extra lab
   lives at a time: `make` tears down the previous one; `make.down()` tears it down early.
+Every lab runs the release CEPH_RECOVERY_FULL_RELEASE names (default pacific; see full_release).
 
 A skipped integration test fails the session (exit 1): the tier proves nothing when it does
 not run (non-root, Ceph missing). CEPH_RECOVERY_ALLOW_SKIP=1 allows skips explicitly.
@@ -23,7 +24,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ceph_recovery_tools.lab import bootstrap, build, teardown
+from ceph_recovery_tools.lab import bootstrap, build, release, teardown
 from ceph_recovery_tools.lab.restore import restore
 
 pytestmark = pytest.mark.integration
@@ -72,8 +73,19 @@ def _require_root() -> None:
         pytest.skip("Ceph is not installed (run scripts/bootstrap.sh)")
 
 
+def full_release() -> str:
+    """The Ceph release of the integration tier's labs: CEPH_RECOVERY_FULL_RELEASE (pacific,
+    reef or tentacle; default pacific, the host's packages). A reef/tentacle chroot is built on
+    first use; one that cannot be built fails the lab fixture with the reason."""
+    name = os.environ.get("CEPH_RECOVERY_FULL_RELEASE", "pacific").strip() or "pacific"
+    if name not in release.RELEASES:
+        raise ValueError(f"CEPH_RECOVERY_FULL_RELEASE: unknown {name!r}; one of {release.RELEASES}")
+    return name
+
+
 def _options(**overrides: Any) -> build.LabOptions:
     module_dir = bootstrap.module_dir_from(None, REPO_ROOT)
+    overrides.setdefault("ceph", full_release())
     return build.LabOptions(module_dir=module_dir, **overrides)
 
 

@@ -1,0 +1,138 @@
+"""Markdown tables from drill reports (the JSON of ceph-recovery-drill --json), for docs:
+
+  python3 -m ceph_recovery_tools.drill.tables [--release NAME] [LABEL=]REPORT.json ...
+
+Reports are read in the order given (a run's position matters: the module learns, and the
+lab's OSDs grow, from one run to the next). Prints three tables: one row per run (the failed
+hosts' sampled peak usage (the kernel's memory.peak covers the cgroup's whole life) and
+per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
+predicted vs observed peak with the summary (measures.summarize); every heap release's rss
+before and after. With --returning: per returning OSD its load-time rss, peak and the run's
+times. Nothing in them is typed by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+from .measures import mark_booted, summarize
+
+MiB = 1 << 20
+
+
+def _mib(n: Optional[float]) -> str:
+    return "-" if n is None else "%.0f" % (float(n) / MiB)
+
+
+def _s(n: Optional[float]) -> str:
+    return "-" if n is None else "%.0f" % n
+
+
+def load(args: List[str]) -> List[Tuple[str, Dict[str, Any]]]:
+    out = []
+    for a in args:
+        label, _, path = a.rpartition("=")
+        with open(path) as f:
+            r = mark_booted(json.load(f))
+        out.append((label or os.path.splitext(os.path.basename(path))[0], r))
+    return out
+
+
+def runs_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
+    rows = ["| run | mode | budget MiB | cgroup limit MiB | host peak MiB (sampled) | OSD peaks MiB | "
+            "OOM kills | starts | restarts | heap releases | all up s | clean s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, r in reports:
+        hosts = r.get("failed_hosts") or []
+        osds = r.get("failed_osds") or []
+        peaks = r.get("peak_rss_bytes_by_osd") or {}
+        budgets = r.get("budget_bytes_by_host") or {}
+        rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s |" % (
+            label, r.get("mode"), ", ".join(_mib(budgets.get(h)) for h in hosts),
+            _mib(r.get("host_mem_limit")),
+            ", ".join(_mib((r.get("peak_mem_bytes_by_host") or {}).get(h)) for h in hosts),
+            ", ".join("osd.%s %s" % (o, _mib(peaks.get(str(o)))) for o in osds),
+            sum(int(v or 0) for h, v in (r.get("oom_kills_by_host") or {}).items()
+                if h in hosts),
+            ", ".join("%s" % v for v in (r.get("process_starts_by_osd") or {}).values()),
+            len(r.get("restarts") or []), len(r.get("heap_release_effects") or []),
+            _s(r.get("time_to_all_up_s")), _s(r.get("time_to_all_pgs_clean_s"))))
+    return rows
+
+
+def predictions_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
+    rows = ["| run | osd | predicted MiB | observed peak MiB | error |", "|---|---|---|---|---|"]
+    for label, r in reports:
+        for p in r.get("predictions") or []:
+            rows.append("| %s | osd.%s%s%s | %s | %s | %s |" % (
+                label, p["osd"], " (probe)" if p.get("probe") else "",
+                "" if p.get("booted", True) else " (not booted)",
+                _mib(p["predicted_bytes"]), _mib(p["observed_peak_bytes"]),
+                "-" if p["error"] is None else "%+.0f %%" % (100 * p["error"])))
+    s = summarize(r for _, r in reports)
+    pct = (lambda v: "-" if v is None else "%.0f %%" % (100 * v))
+    rows.append("")
+    rows.append("Starts that booted: %d. |error| median %s, worst %s; from the second "
+                "start on: median %s, worst %s." % (
+                    s["starts"], pct(s["median_abs_error"]), pct(s["worst_abs_error"]),
+                    pct(s["median_abs_error_from_second"]),
+                    pct(s["worst_abs_error_from_second"])))
+    return rows
+
+
+def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
+    """Per returning OSD: the rss it loaded in preboot (journal allow_boot, controlled runs),
+    its peak, and the run's times to all up / all PGs active / clean."""
+    rows = ["| run | osd | load-time rss MiB | peak MiB | all up s | all PGs active s | clean s |",
+            "|---|---|---|---|---|---|---|"]
+    for label, r in reports:
+        loads = {j["action"]["osd"]: j.get("load_rss_bytes") for j in r.get("journal") or []
+                 if (j.get("action") or {}).get("kind") == "allow_boot"}
+        for o in r.get("failed_osds") or []:
+            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s |" % (
+                label, o, _mib(loads.get(o)),
+                _mib((r.get("peak_rss_bytes_by_osd") or {}).get(str(o))),
+                _s(r.get("time_to_all_up_s")), _s(r.get("time_to_all_pgs_active_s")),
+                _s(r.get("time_to_all_pgs_clean_s"))))
+    return rows
+
+
+def heap_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
+    rows = ["| run | osd | supported | rss before MiB | lowest rss after MiB |",
+            "|---|---|---|---|---|"]
+    for label, r in reports:
+        for e in r.get("heap_release_effects") or []:
+            rows.append("| %s | osd.%s | %s | %s | %s |" % (
+                label, e["osd"], e["supported"], _mib(e["rss_before_bytes"]),
+                _mib(e["rss_after_bytes"])))
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="ceph-recovery-drill-tables", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--release", default=None, help="heading: the reports' Ceph release")
+    p.add_argument("--returning", action="store_true",
+                   help="only the returning OSDs' table (load, peak, times)")
+    p.add_argument("reports", nargs="+", help="[LABEL=]drill report JSON, in run order")
+    a = p.parse_args(argv)
+    try:
+        reports = load(a.reports)
+    except (OSError, ValueError) as e:
+        print("ceph-recovery-drill-tables: %s" % e, file=sys.stderr)
+        return 2
+    if a.release:
+        print("### %s\n" % a.release)
+    if a.returning:
+        print("\n".join(returning_table(reports)))
+        return 0
+    print("\n".join(runs_table(reports) + [""] + predictions_table(reports) + [""]
+                    + heap_table(reports)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Drill measurements from samples and the journal (ceph_recovery_tools.drill.measures)."""
+from __future__ import annotations
+
+import json
+
+from ceph_recovery_tools.drill import measures, tables
+
+MiB = 1 << 20
+
+
+def sample(t, **rss):
+    return {"time": t, "rss": {k.lstrip("o"): v * MiB for k, v in rss.items()}}
+
+
+def grant(t, osd, pred, reason="used 0 + reserved 0 + predicted x <= budget y"):
+    return {"time": t, "action": {"kind": "grant_start", "osd": osd,
+                                  "predicted_bytes": pred * MiB, "reason": reason}}
+
+
+SAMPLES = [sample(100, o2=0, o3=0), sample(101, o2=60, o3=0), sample(104, o2=150, o3=0),
+           sample(108, o2=90, o3=50), sample(110, o2=95, o3=170), sample(112, o2=40, o3=120),
+           sample(115, o2=70, o3=130)]
+JOURNAL = [grant(100.5, 2, 200), {"time": 101, "action": {"kind": "allow_boot", "osd": 2}},
+           grant(107.5, 3, 160), grant(109, 3, 160, reason="re-grant: process not running"),
+           {"time": 109.5, "action": {"kind": "allow_boot", "osd": 3}},
+           {"time": 111.0, "action": {"kind": "heap_release", "osd": 2},
+            "answer": {"heap_supported": True}, "observed": {"rss_bytes": 95 * MiB}},
+           {"time": 113.5, "action": {"kind": "restart_osd", "osd": 2}},
+           grant(114, 2, 120), {"time": 114.5, "action": {"kind": "allow_boot", "osd": 2}}]
+
+
+def test_each_start_against_the_peak_until_its_next_start_restart_or_stop():
+    got = measures.predictions(SAMPLES, JOURNAL, t_start=100.0)
+    assert [(p["osd"], p["predicted_bytes"] // MiB, p["observed_peak_bytes"] // MiB, p["error"])
+            for p in got] == [(2, 200, 150, round(200 / 150 - 1, 4)),
+                              (3, 160, 170, round(160 / 170 - 1, 4)),
+                              (2, 120, 70, round(120 / 70 - 1, 4))]
+
+
+def test_a_start_that_never_ran_or_never_booted_has_no_error():
+    got = measures.predictions([sample(100, o2=0)], [grant(100.5, 2, 200)], t_start=100.0)
+    assert got[0]["observed_peak_bytes"] is None and got[0]["error"] is None
+    kept = measures.predictions([sample(101, o2=60)], [grant(100.5, 2, 200, reason="probe: x")],
+                                t_start=100.0)
+    assert kept[0]["observed_peak_bytes"] == 60 * MiB and kept[0]["probe"]
+    assert kept[0]["booted"] is False and kept[0]["error"] is None
+
+
+def test_heap_release_rss_before_and_lowest_after():
+    got = measures.heap_release_effects(SAMPLES, JOURNAL)
+    assert got == [{"osd": 2, "time": 111.0, "supported": True, "rss_before_bytes": 95 * MiB,
+                    "rss_after_bytes": 40 * MiB}]
+
+
+def test_summary_counts_the_goal_from_the_second_start_on():
+    r1 = {"predictions": measures.predictions(SAMPLES, JOURNAL, 100.0)}
+    s = measures.summarize([r1])
+    errs = sorted([200 / 150 - 1, abs(160 / 170 - 1), 120 / 70 - 1])
+    assert s["starts"] == 3 and s["first"]["osd"] == 2
+    assert s["median_abs_error"] == round(errs[1], 4)
+    assert s["worst_abs_error_from_second"] == round(120 / 70 - 1, 4)
+    assert s["median_abs_error_from_second"] == round((abs(160 / 170 - 1) + 120 / 70 - 1) / 2, 4)
+
+
+def test_tables_print_every_start_and_release(tmp_path, capsys):
+    r = {"mode": "controlled", "failed_hosts": ["h2"], "failed_osds": [2, 3],
+         "predictions": measures.predictions(SAMPLES, JOURNAL, 100.0),
+         "heap_release_effects": measures.heap_release_effects(SAMPLES, JOURNAL)}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(r))
+    assert tables.main(["--release", "tentacle", "fit=%s" % path]) == 0
+    out = capsys.readouterr().out
+    assert "| fit | osd.3 | 160 | 170 | -6 % |" in out
+    assert "| fit | osd.2 | True | 95 | 40 |" in out
+    assert tables.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_returning_table_reads_the_load_the_module_booted_on(tmp_path, capsys):
+    r = {"failed_osds": [2, 3], "peak_rss_bytes_by_osd": {"2": 150 * MiB, "3": 170 * MiB},
+         "journal": [{"action": {"kind": "allow_boot", "osd": 2}, "load_rss_bytes": 60 * MiB}],
+         "time_to_all_up_s": 12.0, "time_to_all_pgs_active_s": 14.0,
+         "time_to_all_pgs_clean_s": 30.0}
+    path = tmp_path / "low.json"
+    path.write_text(json.dumps(r))
+    assert tables.main(["--returning", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| low | osd.2 | 60 | 150 | 12 | 14 | 30 |" in out
+    assert "| low | osd.3 | - | 170 | 12 | 14 | 30 |" in out
+
+
+def test_an_older_report_gets_booted_from_its_journal():
+    r = {"predictions": [{"osd": 2, "time": 100.5, "error": 0.5},
+                         {"osd": 3, "time": 107.5, "error": 0.1}],
+         "journal": [{"time": 101, "action": {"kind": "allow_boot", "osd": 2}},
+                     {"time": 108, "action": {"kind": "restart_osd", "osd": 3}},
+                     {"time": 109, "action": {"kind": "allow_boot", "osd": 3}}]}
+    got = measures.mark_booted(r)["predictions"]
+    assert [(p["booted"], p["error"]) for p in got] == [(True, 0.5), (False, None)]
