@@ -149,12 +149,15 @@ def _loads(text: str) -> Any:
 
 def exit_(engine: Any, bucket: str, budget: Optional[str], concurrency: Optional[str],
           fmt: str, now: float) -> Answer:
-    """End a window by a controlled start of its bucket; noout restored at the end."""
+    """End a window by a controlled start of its bucket; noout restored at the end. One OSD
+    at a time per host unless --concurrency says otherwise: a planned exit has time, and its
+    OSDs' peaks are what the next window's exit learns from."""
     try:
         with engine.lock:
             name = _bucket(engine, bucket)
             w = M.check_exit(name, engine.run.windows, engine.active)
-            intent = engine.start(budget, [name], concurrency, now)
+            intent = engine.start(budget, [name], "1" if concurrency is None else concurrency,
+                                  now)
             engine.begin(intent, now)
             engine.run.windows = [M.exiting(x, intent.run_id) if x is w else x
                                   for x in engine.run.windows]

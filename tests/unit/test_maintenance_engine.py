@@ -211,6 +211,7 @@ def test_wait_times_out_while_going_and_reports_an_abort(world):
         set_up(world, i, False)
     helpers(eng, 1001.0, h2=(False, False))
     assert maint.exit_(eng, "h2", None, None, "json", 1002.0)[0] == 0
+    assert eng.run.intent.concurrency == 1            # exit's default: one at a time per host
     assert maint.exit_(eng, "h2", None, None, "plain", 1002.0)[0] == -errno.EBUSY
     tick(eng, world, 1003.0)
     eng.set_mode("abort", 1004.0)
