@@ -19,7 +19,7 @@ from ceph_recovery import maintenance as M
 
 from . import core
 from .inputs import InputError
-from .maint import Answer, _answer, _bucket, _err, _loads
+from .maint import Answer, _answer, _bucket, _err, bucket_verdict
 
 
 # ------------------------------------------------------------------ observations (module.py)
@@ -132,12 +132,7 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
             name = _bucket(engine, fail)
             budgets = _budgets(engine, budget, name, concurrency, now)
             up = [o.id for o in M.under(name, engine.snapshot) if o.up]
-        rc, out = 0, {"ok_to_stop": True}
-        if up:
-            rc, text, _e = engine.executor.mon({"prefix": "osd ok-to-stop", "format": "json",
-                                                "ids": [str(i) for i in up]})
-            out = _loads(text)
-        verdict = M.ok_to_stop_verdict(rc, out)
+        verdict = bucket_verdict(engine, up)
         with engine.lock:
             drills = list(getattr(engine.run, "drills", []))
             d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,

@@ -116,12 +116,7 @@ def enter(engine: Any, bucket: str, reason: Optional[str], max_duration: Optiona
             secs = M.parse_duration(max_duration) if max_duration else \
                 M.DEFAULT_MAX_DURATION_S
             up = [o.id for o in M.under(name, engine.snapshot) if o.up]
-        rc, out = 0, {"ok_to_stop": True}
-        if up:      # every up OSD of the bucket together (not one by one)
-            rc, text, _e = engine.executor.mon({"prefix": "osd ok-to-stop", "format": "json",
-                                                "ids": [str(i) for i in up]})
-            out = _loads(text)
-        verdict = M.ok_to_stop_verdict(rc, out)
+        verdict = bucket_verdict(engine, up)
         with engine.lock:
             w = M.check_enter(name, engine.snapshot, engine.run.windows, engine.active,
                               verdict, reason or "", secs, now)
@@ -138,6 +133,17 @@ def enter(engine: Any, bucket: str, reason: Optional[str], max_duration: Optiona
     engine.wake()
     return _answer(M.window_to_dict(w), "maintenance enter %s: accepted; holding and "
                    "stopping %s" % (name, ", ".join("osd.%d" % i for i in w.osds)), fmt)
+
+
+def bucket_verdict(engine: Any, up: List[int]) -> Any:
+    """Ceph's ok-to-stop on every up OSD of a bucket together (not one by one: two OSDs of
+    one PG may each be cleared alone), asked outside the engine lock (a mon command)."""
+    rc, out = 0, {"ok_to_stop": True}
+    if up:
+        rc, text, _e = engine.executor.mon({"prefix": "osd ok-to-stop", "format": "json",
+                                            "ids": [str(i) for i in up]})
+        out = _loads(text)
+    return M.ok_to_stop_verdict(rc, out)
 
 
 def _loads(text: str) -> Any:
