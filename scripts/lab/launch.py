@@ -5,6 +5,7 @@ node helper's `process` launcher, by the drill and by the integration tests.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -12,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import psutil
 
@@ -59,6 +60,20 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
         return json.loads(proc.stdout) if proc.stdout.strip() else None
     except ValueError as exc:
         raise CephError(args, proc.returncode, proc.stdout, "not JSON: " + str(exc)) from exc
+
+
+def recovery_wait(state: Dict[str, Any], limit: float) -> Tuple[int, str]:
+    """`ceph recovery wait` in a loop while it answers ETIMEDOUT (it answers within 2 s: the
+    mgr runs a module's commands one at a time): (0, text) or (rc, its reason)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            return 0, ceph(state, "recovery", "wait", "--timeout", "2", json_out=False,
+                           timeout=30).strip()
+        except CephError as e:
+            if e.rc != errno.ETIMEDOUT:
+                return e.rc, e.stderr.strip()
+    raise TimeoutError("ceph recovery wait never ended within %ss" % limit)
 
 
 def daemon_argv(state: Dict[str, Any], kind: str, ident: str) -> List[str]:

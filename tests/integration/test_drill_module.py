@@ -31,16 +31,7 @@ def plain(state, *args):
 
 
 def recovery_wait(state, limit=300):
-    """`ceph recovery wait` in a loop while it answers ETIMEDOUT: (rc, text)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            return 0, launch.ceph(state, "recovery", "wait", "--timeout", "2",
-                                  json_out=False, timeout=30).strip()
-        except CephError as e:
-            if e.rc != errno.ETIMEDOUT:
-                return e.rc, e.stderr.strip()
-    raise AssertionError("ceph recovery wait never ended within %ss" % limit)
+    return launch.recovery_wait(state, limit)
 
 
 def report(state):
