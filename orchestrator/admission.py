@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
-from .tick import PROBE_LOAD_FRACTION, Tick, fmt_bytes, peak_from_load
+from .tick import PROBE_LOAD_FRACTION, Tick, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
@@ -154,7 +154,7 @@ def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
         # its live load voids a lower prediction before it boots too (Tick.load_bound counts
         # only from the boot on): with several starts in flight, the next grant is gated by
         # the load the ones before it show, which can exceed peaks learned on lighter starts
-        total += max(0, t.predict(osd_id) - rss, peak_from_load(rss) - rss)
+        total += max(0, t.predict(osd_id) - rss, t.peak_from_load(osd_id, rss) - rss)
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
         if o is not None and o.host == host:

@@ -51,9 +51,8 @@ def watch(t: Tick) -> None:
 
 
 def _admitted(t: Tick, o) -> int:
-    """The peak this OSD's start was admitted on: the footprint policy on the recorded
-    observations (not the live bounds of learning(), which follow the OSD's own growth)."""
-    return max(t.footprint(o, t.observations), t.load_bound(o.id))
+    """The peak this OSD's start was admitted on (Tick.admitted_peak)."""
+    return t.admitted_peak(o)
 
 
 def brake(t: Tick, host: str) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from .actions import AllowBoot
 from .model import PROC_STOPPED, Observation
-from .tick import Tick, fmt_bytes, peak_from_load
+from .tick import Tick, fmt_bytes
 from .view import RESTART_SETTLE_S
 
 BOOT_OBSERVE_S = 10.0
@@ -115,14 +115,15 @@ def _settled_observation(t: Tick, o) -> None:
     """The real peak of a settled OSD replaces the observation made when it finished (that one
     was provisional: at least its load bound, see _observe)."""
     peak = t.peaks.get(o.id, 0)
+    load = t.load_rss.get(o.id) or None
     for i in range(len(t.observations) - 1, -1, -1):
         ob = t.observations[i]
         if ob.osd == o.id:
-            if peak > 0 and peak != ob.peak_bytes:
-                t.observations[i] = replace(ob, peak_bytes=peak)
+            if peak > 0 and (peak, load) != (ob.peak_bytes, ob.load_bytes):
+                t.observations[i] = replace(ob, peak_bytes=peak, load_bytes=load)
                 t.learning_changed()
             return
-    _observe(t, o)
+    _observe(t, o, load)
 
 
 def _unsettle(t: Tick, osd_id: int) -> None:
@@ -164,22 +165,25 @@ def boots(t: Tick) -> None:
             continue
         if not again and not _boot_fits(t, o):
             continue
-        t.emit("boots", AllowBoot(osd=osd_id, reason="%s: load-time rss %.0f MiB %s" % (
-            "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0,
-            "flat after %.0fs in preboot" % ran if known else
-            "not flat yet after %.0fs in preboot (allowed anyway)" % ran)))
+        peak = None if again or o.rss_bytes <= 0 else t.boot_peak(o)
+        t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason=(
+            "%s: load-time rss %.0f MiB %s%s" % (
+                "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0,
+                "flat after %.0fs in preboot" % ran if known else
+                "not flat yet after %.0fs in preboot (allowed anyway)" % ran,
+                "" if peak is None else ", predicted peak %s" % fmt_bytes(peak)))))
         t.booting.setdefault(osd_id, t.now)
         if not again and o.rss_bytes > 0:
             t.record_load(osd_id, o.rss_bytes)
 
 
 def _boot_fits(t: Tick, o) -> bool:
-    """Gate 2: boot only if the growth still to come fits the host's budget. The peak is the
-    prediction, or peak_from_load(the preboot rss) when that is higher (a load above the
-    prediction voids it); the growth is that peak minus the rss already in `used`. Otherwise
-    the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says why."""
-    predicted = t.predict(o.id)
-    peak = max(predicted, peak_from_load(o.rss_bytes))
+    """Gate 2: boot only if the growth still to come fits the host's budget. The peak is
+    Tick.boot_peak (load + learned growth, or without a learned growth the larger of the
+    prediction and LOAD_TO_PEAK_MIN x the load); the growth is that peak minus the rss already
+    in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
+    why."""
+    peak = t.boot_peak(o)
     growth = max(0, peak - o.rss_bytes)
     hm = t.view.hostmem.get(o.host)
     if hm is None or hm.mem_used + growth <= t.budget(o.host):
@@ -219,15 +223,18 @@ def regrants(t: Tick) -> None:
                    "the start instruction was lost)" % (t.now - t.granted[osd_id]))
 
 
-def _observe(t: Tick, o) -> None:
+def _observe(t: Tick, o, load=None) -> None:
     """An observation of a finished (or failed) start: its peak so far, and at least its load
-    bound while its real peak is still to come (a run may end before its OSDs settle)."""
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_bound(o.id))
+    bound while its real peak is still to come (a run may end before its OSDs settle). `load`
+    (its preboot rss) only for a settled start: its peak is then real (Observation)."""
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_bound(o.id) if load is None else 0)
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),
             pg_log_entries=o.pg_log_entries, peak_bytes=peak,
-            missed_entries=t.missed.get(o.id)))
+            missed_entries=t.missed.get(o.id), load_bytes=load))
+        if load is not None:
+            t.learning_changed()
 
 
 def _failed_start(t: Tick, o) -> None:

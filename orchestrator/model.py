@@ -188,7 +188,11 @@ class Intent:
 
 @dataclass(frozen=True)
 class Observation:
-    """A measured start: used to learn footprints online."""
+    """A measured start: used to learn footprints online. `load_bytes` is the rss the OSD had
+    loaded in preboot when it was allowed to boot, set only once it settled (its peak_bytes is
+    then its real peak, not a lower bound): peak_bytes - load_bytes is what peering and
+    recovery added (Tick.peak_from_load learns from it). None: not settled, or an older
+    record."""
 
     osd: int
     pgs: int
@@ -196,6 +200,7 @@ class Observation:
     pg_log_entries: int
     peak_bytes: int
     missed_entries: Optional[int] = None
+    load_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ before a failover is never granted twice.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
 
@@ -35,13 +35,21 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d["held_buckets"] = sorted(p.held_buckets)
     d["auto_held"] = sorted(p.auto_held)
     d["saved_flags"] = None if p.saved_flags is None else sorted(p.saved_flags)
-    d["observations"] = [[o.osd, o.pgs, o.downtime_s, o.pg_log_entries, o.peak_bytes]
-                         + ([] if o.missed_entries is None else [o.missed_entries])
-                         for o in p.observations]
+    d["observations"] = [_observation(o) for o in p.observations]
     d["started_at"], d["finished_at"] = p.started_at, p.finished_at
     d["service_at"], d["stalled_since"] = p.service_at, p.stalled_since
     d["saved_config"] = {k: v for k, v in sorted(p.saved_config.items())}
     return d
+
+
+def _observation(o: Observation) -> List[Any]:
+    """[osd, pgs, downtime_s, pg_log_entries, peak_bytes(, missed_entries(, load_bytes))]:
+    the optional tail only as long as needed (missed_entries null when only the load is
+    known), so a record without a load reads the same as before load_bytes existed."""
+    out: List[Any] = [o.osd, o.pgs, o.downtime_s, o.pg_log_entries, o.peak_bytes]
+    if o.load_bytes is not None:
+        return out + [o.missed_entries, o.load_bytes]
+    return out + ([] if o.missed_entries is None else [o.missed_entries])
 
 
 def progress_to_json(p: Progress) -> str:
@@ -88,14 +96,18 @@ def _observations(d: Mapping[str, Any]):
         raise ValueError("progress: observations must be a list")
     out = []
     for i, ob in enumerate(raw):
-        if not isinstance(ob, list) or len(ob) not in (5, 6):
+        if not isinstance(ob, list) or len(ob) not in (5, 6, 7):
             raise ValueError("progress: observations[%d] must be [osd, pgs, downtime_s, "
-                             "pg_log_entries, peak_bytes(, missed_entries)]" % i)
+                             "pg_log_entries, peak_bytes(, missed_entries(, load_bytes))]" % i)
         w = "observations[%d]" % i
+        missed = ob[5] if len(ob) >= 6 else None
+        if missed is None and len(ob) == 6:
+            raise ValueError("progress: %s: missed_entries is null without a load_bytes" % w)
         out.append(Observation(osd=_num(ob[0], w, int), pgs=_num(ob[1], w, int),
                                downtime_s=_num(ob[2], w), pg_log_entries=_num(ob[3], w, int),
                                peak_bytes=_num(ob[4], w, int),
-                               missed_entries=_num(ob[5], w, int) if len(ob) == 6 else None))
+                               missed_entries=None if missed is None else _num(missed, w, int),
+                               load_bytes=_num(ob[6], w, int) if len(ob) == 7 else None))
     return tuple(out)
 
 

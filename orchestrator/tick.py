@@ -26,8 +26,12 @@ PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/desi
 PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
                                 # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
                                 # 1.18 of 6 GiB)
-LOAD_TO_PEAK_MIN = 2.0      # peering + recovery add at least load-time rss again (docs/design.md:
-                            # lab 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
+LOAD_TO_PEAK_MIN = 2.0      # prior of peak_from_load while no growth is learned: peering +
+                            # recovery add about the load-time rss again (docs/design.md: lab
+                            # 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
+GROWTH_WINDOW = 8           # settled observations with a load that peak_from_load learns from
+GROWTH_MARGIN = 1.15        # over the largest learned growth (as policies/footprint LEARN_MARGIN)
+GROWTH_FLOOR = 0.2          # of the load: peering alone adds about +20 % (field, docs/design.md)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
@@ -53,9 +57,35 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
                                     "hold the restored value"}
 
 
-def peak_from_load(rss: int) -> int:
-    """The least peak an OSD that loaded `rss` in preboot reaches (LOAD_TO_PEAK_MIN x it)."""
-    return int(rss * LOAD_TO_PEAK_MIN)
+def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
+    """(peak - load, missed entries) of the GROWTH_WINDOW most recent observations that carry
+    a load (settled starts: their peak is real, see Observation.load_bytes)."""
+    out = [(max(0, ob.peak_bytes - ob.load_bytes), ob.missed_entries)
+           for ob in observations if ob.load_bytes]
+    return out[-GROWTH_WINDOW:]
+
+
+def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
+                   missed: Optional[int] = None) -> int:
+    """The peak of an OSD that loaded `load` bytes in preboot: load + the learned growth, or
+    LOAD_TO_PEAK_MIN x load while `samples` (growth_samples) is empty.
+
+    Learned growth = the largest recent growth x GROWTH_MARGIN, at least GROWTH_FLOOR x load.
+    On the lab the growth after the load is about constant while the load varies run to run
+    (Pacific: loads 81-193 MiB, growths 128-155 MiB; a multiple of the load under-predicted
+    light loads by 25 % and over-predicted heavy ones), so it is added, not multiplied. Where
+    both this start's and a sample's missed entries are known, that sample's growth is scaled
+    up by the ratio when this start missed more (history memory grows per missed entry), never
+    down (part of the growth, peering structures and caches, does not depend on the history).
+    The largest, not a median: an under-prediction lets a peak past the budget (the brake is
+    the last line), an over-prediction only delays a start."""
+    if load <= 0:
+        return 0
+    if not samples:
+        return int(load * LOAD_TO_PEAK_MIN)
+    grown = max(g * max(1.0, missed / float(m)) if missed and m and missed > 0 and m > 0 else g
+                for g, m in samples)
+    return int(load + max(grown * GROWTH_MARGIN, load * GROWTH_FLOOR))
 
 
 def fmt_bytes(n: float) -> str:
@@ -108,6 +138,7 @@ class Tick:
         self._pred: Dict[int, int] = {}
         self._floor: Dict[str, int] = {}
         self._learn: Optional[List[Observation]] = None
+        self._growth: Optional[List[Tuple[int, Optional[int]]]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
         self._running: Optional[int] = None
@@ -131,15 +162,20 @@ class Tick:
         their load while their peaks were 5x would teach it half the truth), floored at the
         median rss of the running OSDs
         on the same host (peer_floor) and, once this OSD was allowed to boot, at
-        load_bound(): its measured load-time rss voids a prediction below it."""
+        load_bound(): its measured load-time rss voids a prediction below it. Once it was
+        allowed to boot and a growth is learned (growth_samples), the policy is left out:
+        load + learned growth is the prediction (peak_from_load), floored by peer_floor."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
                 o = replace(o, down_since=self.now - self.downtime[osd_id],
                             missed_entries=self.missed.get(osd_id, o.missed_entries))
-            pred = self.footprint(o, self.learning())
-            if self.final_observations() < WARMUP_OBSERVATIONS:
-                pred = max(pred, self.footprint(o, ()))
+            if self.load_rss.get(osd_id, 0) > 0 and self.growth_samples():
+                pred = 0      # its load and a learned growth say more than the policy
+            else:
+                pred = self.footprint(o, self.learning())
+                if self.final_observations() < WARMUP_OBSERVATIONS:
+                    pred = max(pred, self.footprint(o, ()))
             self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id))
         return self._pred[osd_id]
 
@@ -163,11 +199,46 @@ class Tick:
         return self._running or None
 
     def load_bound(self, osd_id: int) -> int:
-        """Lower bound of the peak of an OSD this run let boot, until its real peak is known
-        (it settled): LOAD_TO_PEAK_MIN x the rss it had loaded in preboot. A footprint learned
-        on lighter starts (less history missed) can predict less than the load alone; the next
-        start must not be admitted on that lower prediction."""
-        return peak_from_load(self.load_rss.get(osd_id, 0))
+        """The peak of an OSD this run let boot, from the rss it had loaded in preboot, until
+        its real peak is known (it settled): peak_from_load(). A footprint learned on lighter
+        starts (less history missed) can predict less than the load says; the next start must
+        not be admitted on that lower prediction. 0 before its boot."""
+        return self.peak_from_load(osd_id, self.load_rss.get(osd_id, 0))
+
+    def peak_from_load(self, osd_id: int, load: int) -> int:
+        """The one rule for a peak predicted from a preboot load (gate 2, reservations, the
+        load bound, the brake's admitted peak): peak_from_load() on this run's settled
+        observations, with this OSD's missed entries where known."""
+        missed = self.missed.get(osd_id)
+        if missed is None:
+            o = self.view.by_id.get(osd_id)
+            missed = o.missed_entries if o is not None else None
+        return peak_from_load(load, self.growth_samples(), missed)
+
+    def growth_samples(self) -> List[Tuple[int, Optional[int]]]:
+        if self._growth is None:
+            self._growth = growth_samples(self.observations)
+        return self._growth
+
+    def boot_peak(self, o: OsdState) -> int:
+        """Gate 2's predicted peak of a granted OSD sitting in preboot with its load in
+        o.rss_bytes: with a learned growth, load + that growth (peak_from_load) floored by
+        peer_floor, the same value predict() gives once it was let boot; with none, the larger
+        of the prediction its grant was admitted on and LOAD_TO_PEAK_MIN x the load (a load
+        above the prediction voids it)."""
+        by_load = self.peak_from_load(o.id, o.rss_bytes)
+        if self.growth_samples():
+            return max(by_load, self.peer_floor(o.host))
+        return max(self.predict(o.id), by_load)
+
+    def admitted_peak(self, o: OsdState) -> int:
+        """The peak an OSD this run let boot was admitted on: load + learned growth where a
+        growth is learned (what gate 2 and the reservations used), else the larger of the
+        footprint policy on the recorded observations (not the live bounds of learning(),
+        which follow the OSD's own growth) and its load bound."""
+        if self.load_rss.get(o.id, 0) > 0 and self.growth_samples():
+            return self.load_bound(o.id)
+        return max(self.footprint(o, self.observations), self.load_bound(o.id))
 
     def record_load(self, osd_id: int, rss: int) -> None:
         """The preboot rss of an OSD allowed to boot now."""
@@ -178,6 +249,7 @@ class Tick:
         """Predictions made earlier in this tick did not know the new load or observation."""
         self._pred.clear()
         self._learn = None
+        self._growth = None
 
     def learning(self) -> List[Observation]:
         """Observations for the footprint policy: the recorded ones plus, for every OSD this

@@ -99,9 +99,10 @@ def test_the_first_start_boots_on_its_load_where_the_static_prior_kept_it_in_pre
                  process_started_at=NOW - BOOT_OBSERVE_MAX_S - 1), h2_used=62 * MiB)
     progress = replace(RUNNING, granted={2: NOW - BOOT_OBSERVE_MAX_S - 2}, downtime={2: DOWN_S})
     res = run(s, progress)
-    assert res.actions == (AllowBoot(osd=2, reason=(
-        "preboot: load-time rss 60 MiB not flat yet after %.0fs in preboot (allowed anyway)"
-        % (BOOT_OBSERVE_MAX_S + 1))),)
+    want = own_size_prior(140 * MiB)
+    assert res.actions == (AllowBoot(osd=2, predicted_bytes=want, reason=(
+        "preboot: load-time rss 60 MiB not flat yet after %.0fs in preboot (allowed anyway), "
+        "predicted peak %.0f MiB" % (BOOT_OBSERVE_MAX_S + 1, want / MiB))),)
 
 
 def test_an_osd_this_run_started_is_not_the_clusters_own_size():

@@ -82,7 +82,9 @@ def boot_then_active(pol):
 
 def test_boot_records_the_load_time_rss_and_raises_the_prediction():
     first, _ = boot_then_active(POL)
-    assert [sig(a) for a in first.actions] == ["allow_boot osd=2"]
+    # nothing learned: the peak it boots on is LOAD_TO_PEAK_MIN x its load
+    assert [sig(a) for a in first.actions] == ["allow_boot osd=2 predicted_bytes=%d"
+                                               % (224 * MiB)]
     assert first.progress.load_rss == {2: 112 * MiB}
     assert first.summary["hosts"]["h2"]["in_flight_osds"] == [2]
     assert check_invariants(snap(PRE2, used=112 * MiB), BUDGET, GRANTED2, first) == []
@@ -140,7 +142,8 @@ def test_learned_prediction_of_the_next_osd_follows_the_load_bound():
     assert [sig(a) for a in before.actions] == ["wait"]
     assert before.summary["hosts"]["h2"]["predicted"] < 120 * MiB    # osd.3, as on CI
     first = plan(snap(PRE2, used=112 * MiB), BUDGET, start, pol, NOW)
-    assert [sig(a) for a in first.actions] == ["allow_boot osd=2"]
+    assert [sig(a) for a in first.actions] == ["allow_boot osd=2 predicted_bytes=%d"
+                                               % (224 * MiB)]
     second = plan(snap(ACTIVE2, used=82 * MiB, epoch=152), BUDGET, first.progress, pol, NOW + 2)
     assert second.summary["hosts"]["h2"]["predicted"] >= 224 * MiB
     assert [sig(a) for a in second.actions] == ["wait"]
