@@ -166,10 +166,10 @@ def settling_reserve(t: Tick, o: OsdState) -> int:
     """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
-    A peak below the OSD's load bound (Tick.load_bound) is not behind it: that was its
+    A peak below the OSD's load floor (Tick.load_floor) is not behind it: that was its
     preboot load; an OSD may shrink once active and grow past it again through recovery."""
     peak = t.peaks.get(o.id, 0)
-    if peak > 0 and peak >= t.load_bound(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
+    if peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
         return peak - o.rss_bytes
     return max(0, t.predict(o.id) - o.rss_bytes)
 

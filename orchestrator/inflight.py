@@ -225,9 +225,10 @@ def regrants(t: Tick) -> None:
 
 def _observe(t: Tick, o, load=None) -> None:
     """An observation of a finished (or failed) start: its peak so far, and at least its load
-    bound while its real peak is still to come (a run may end before its OSDs settle). `load`
-    (its preboot rss) only for a settled start: its peak is then real (Observation)."""
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_bound(o.id) if load is None else 0)
+    floor (Tick.load_floor) while its real peak is still to come (a run may end before its
+    OSDs settle). `load` (its preboot rss) only for a settled start: its peak is then real
+    (Observation)."""
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_floor(o.id) if load is None else 0)
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),

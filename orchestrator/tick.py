@@ -31,6 +31,8 @@ LOAD_TO_PEAK_MIN = 2.0      # prior of peak_from_load while no growth is learned
                             # 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
 GROWTH_WINDOW = 8           # settled observations with a load that peak_from_load learns from
 GROWTH_MARGIN = 1.15        # over the largest learned growth (as policies/footprint LEARN_MARGIN)
+HISTORY_BYTES_PER_ENTRY = 8 * 1024  # growth per missed PG log entry (lab: (401-71) MiB and
+                            # (370-68) MiB after ~39,000 missed writes; policies/footprint.py)
 GROWTH_FLOOR = 0.2          # of the load: peering alone adds about +20 % (field, docs/design.md)
 
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
@@ -74,18 +76,34 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
     On the lab the growth after the load is about constant while the load varies run to run
     (Pacific: loads 81-193 MiB, growths 128-155 MiB; a multiple of the load under-predicted
     light loads by 25 % and over-predicted heavy ones), so it is added, not multiplied. Where
-    both this start's and a sample's missed entries are known, that sample's growth is scaled
-    up by the ratio when this start missed more (history memory grows per missed entry), never
-    down (part of the growth, peering structures and caches, does not depend on the history).
-    The largest, not a median: an under-prediction lets a peak past the budget (the brake is
-    the last line), an over-prediction only delays a start."""
+    both this start's and a sample's missed entries are known, that sample's growth is moved
+    by HISTORY_BYTES_PER_ENTRY per entry of difference (only the history part of the growth
+    depends on them; scaling the whole growth by the ratio over-predicted in the simulator and
+    kept a last OSD out that fitted). The largest, not a median: an under-prediction lets a
+    peak past the budget (the brake is the last line), an over-prediction only delays a
+    start."""
     if load <= 0:
         return 0
     if not samples:
         return int(load * LOAD_TO_PEAK_MIN)
-    grown = max(g * max(1.0, missed / float(m)) if missed and m and missed > 0 and m > 0 else g
-                for g, m in samples)
+    grown = max(g + (missed - m) * HISTORY_BYTES_PER_ENTRY
+                if missed is not None and m is not None else g for g, m in samples)
     return int(load + max(grown * GROWTH_MARGIN, load * GROWTH_FLOOR))
+
+
+def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()) -> int:
+    """The least peak assumed for an OSD that loaded `load` bytes while its real peak is not
+    known: LOAD_TO_PEAK_MIN x load, or load + the smallest learned growth where that is lower.
+    A floor, not a prediction: provisional observations and "past its peak" use it, so that
+    the margin of peak_from_load never feeds back into what is learned (simulator, 1,200
+    OSDs: with the prediction as the live bound, ratio learning inflated and all PGs were
+    active after 3,405 s instead of 2,400 s)."""
+    if load <= 0:
+        return 0
+    floor = int(load * LOAD_TO_PEAK_MIN)
+    if samples:
+        floor = min(floor, load + min(g for g, _m in samples))
+    return floor
 
 
 def fmt_bytes(n: float) -> str:
@@ -205,6 +223,12 @@ class Tick:
         not be admitted on that lower prediction. 0 before its boot."""
         return self.peak_from_load(osd_id, self.load_rss.get(osd_id, 0))
 
+    def load_floor(self, osd_id: int) -> int:
+        """The least peak of an OSD this run let boot while its real peak is unknown
+        (floor_from_load of its preboot rss): the live bounds of learning(), a provisional
+        observation, and whether a settling OSD's peak is behind it. 0 before its boot."""
+        return floor_from_load(self.load_rss.get(osd_id, 0), self.growth_samples())
+
     def peak_from_load(self, osd_id: int, load: int) -> int:
         """The one rule for a peak predicted from a preboot load (gate 2, reservations, the
         load bound, the brake's admitted peak): peak_from_load() on this run's settled
@@ -254,14 +278,14 @@ class Tick:
     def learning(self) -> List[Observation]:
         """Observations for the footprint policy: the recorded ones plus, for every OSD this
         run let boot that is still in flight or settling, the larger of its peak so far and its
-        load_bound() when that is above its recorded peak (lower bounds of its real peak:
+        load_floor() when that is above its recorded peak (lower bounds of its real peak:
         predictions follow the growth the run is watching, not only finished starts)."""
         if self._learn is None:
             last = {ob.osd: ob.peak_bytes for ob in self.observations}
             live = []
             for osd_id in sorted(set(self.settling) | set(self.load_rss)):
                 o = self.view.by_id.get(osd_id)
-                peak = max(self.peaks.get(osd_id, 0), self.load_bound(osd_id))
+                peak = max(self.peaks.get(osd_id, 0), self.load_floor(osd_id))
                 if o is not None and peak > last.get(osd_id, 0):
                     live.append(Observation(osd=osd_id, pgs=o.pgs,
                                             downtime_s=self.downtime.get(osd_id, 0.0),
