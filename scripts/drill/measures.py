@@ -5,7 +5,10 @@
   peak it was admitted on (`predicted_bytes`) against the peak rss that OSD reached from its
   grant until its next start, restart or stop (or the end of the drill); error = predicted /
   observed - 1 (> 0: an overestimate). A start whose OSD never booted (never ran, or a probe
-  kept in preboot: its rss is its load, not a peak) has no error.
+  kept in preboot: its rss is its load, not a peak) has no error. Once it booted, also the
+  rss it had loaded in preboot (`load_bytes`, journal allow_boot `load_rss_bytes`) and the
+  peak gate 2 let it boot on (`boot_predicted_bytes`, allow_boot `predicted_bytes`: its
+  load + the learned growth), with `boot_error` the same way.
 - `heap_release_effects`: for every heap release, the OSD's rss the snapshot showed when the
   module asked (journal `observed.rss_bytes`) and the lowest sampled rss within
   HEAP_AFTER_S after it.
@@ -49,20 +52,35 @@ def predictions(samples: List[Dict[str, Any]], journal: List[Dict[str, Any]],
         end = ends[0] if ends else None
         observed = _peak(samples, str(osd), j["time"], end)
         predicted = int(j["action"].get("predicted_bytes") or 0)
-        booted = any(_kind(k) == "allow_boot" and k["action"].get("osd") == osd
-                     and (end is None or k["time"] < end) for k in journal[i + 1:])
+        boot = _boot(journal[i + 1:], osd, end)
+        booted = boot is not None
+        at_boot = (boot or {}).get("action", {}).get("predicted_bytes")
         out.append({"osd": osd, "time": j["time"], "predicted_bytes": predicted,
                     "observed_peak_bytes": observed or None, "booted": booted,
                     "probe": str(j["action"].get("reason", "")).startswith("probe"),
                     "error": round(predicted / observed - 1.0, 4)
-                    if observed and booted else None})
+                    if observed and booted else None,
+                    "load_bytes": (boot or {}).get("load_rss_bytes"),
+                    "boot_predicted_bytes": at_boot,
+                    "boot_error": round(at_boot / observed - 1.0, 4)
+                    if observed and at_boot else None})
     return out
+
+
+def _boot(after: List[Dict[str, Any]], osd: int, end: Optional[float]) -> Optional[Dict]:
+    """The first allow_boot of `osd` in `after` before `end` (None: it never booted)."""
+    return next((k for k in after if _kind(k) == "allow_boot" and k["action"].get("osd") == osd
+                 and (end is None or k["time"] < end)), None)
 
 
 def mark_booted(report: Dict[str, Any]) -> Dict[str, Any]:
     """Reports written before predictions carried `booted`: derive it from their journal."""
     journal = report.get("journal") or []
     for p in report.get("predictions") or []:
+        if "load_bytes" not in p:       # before loads were reported: from the journal
+            later = [k for k in journal if k["time"] > p["time"]]
+            boot = _boot(later, p["osd"], None)
+            p["load_bytes"] = (boot or {}).get("load_rss_bytes")
         if "booted" in p:
             continue
         ends = [k["time"] for k in journal if k["time"] > p["time"]
@@ -96,10 +114,17 @@ def heap_release_effects(samples: List[Dict[str, Any]],
 def summarize(reports: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
     """Predictions of `reports` in order: the first one, then median and worst |error| of all
     and of those from the second start on (starts with an observed peak only)."""
-    starts = [p for r in reports for p in r.get("predictions") or [] if p["error"] is not None]
+    every = [p for r in reports for p in r.get("predictions") or []]
+    starts = [p for p in every if p["error"] is not None]
     errs = [abs(p["error"]) for p in starts]
     rest = errs[1:]
+    boot = [abs(p["boot_error"]) for p in every[1:] if p.get("boot_error") is not None]
     return {
+        "boot_starts": len(boot),
+        "boot_median_abs_error_from_second": round(statistics.median(boot), 4) if boot else None,
+        "boot_worst_abs_error_from_second": round(max(boot), 4) if boot else None,
+        "kept_in_preboot": [p for p in every if not p.get("booted")
+                            and (p.get("observed_peak_bytes") or 0) > 0],
         "starts": len(starts),
         "first": starts[0] if starts else None,
         "median_abs_error": round(statistics.median(errs), 4) if errs else None,

@@ -6,8 +6,9 @@ Reports are read in the order given (a run's position matters: the module learns
 lab's OSDs grow, from one run to the next). Prints three tables: one row per run (the failed
 hosts' sampled peak usage (the kernel's memory.peak covers the cgroup's whole life) and
 per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
-predicted vs observed peak with the summary (measures.summarize); every heap release's rss
-before and after. With --returning: per returning OSD its load-time rss, peak and the run's
+predicted vs observed peak, at its grant and at its boot (its load + the learned growth; with
+--replay also the core's rule replayed on the reports), with the summary
+(measures.summarize); every heap release's rss before and after. With --returning: per returning OSD its load-time rss, peak and the run's
 times. Nothing in them is typed by hand.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -63,24 +65,89 @@ def runs_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
     return rows
 
 
-def predictions_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
-    rows = ["| run | osd | predicted MiB | observed peak MiB | error |", "|---|---|---|---|---|"]
+def _err(v: Optional[float]) -> str:
+    return "-" if v is None else "%+.0f %%" % (100 * v)
+
+
+def replay(reports: List[Tuple[str, Dict[str, Any]]]) -> None:
+    """Sets `replay_bytes` / `replay_error` on every booted start with a known load: the peak
+    the core's rule (ceph_recovery.tick.peak_from_load) predicts from that load and the
+    (peak - load) of the booted starts of the EARLIER reports, in the order given (a report
+    does not say when its own starts settled, so their growths count from the next report
+    on; missed entries are not in the reports). For reports written before the module
+    reported the peak it let an OSD boot on."""
+    from ceph_recovery.tick import GROWTH_WINDOW, peak_from_load
+    samples: List[Tuple[int, Optional[int]]] = []
+    for _label, r in reports:
+        done = []
+        for p in r.get("predictions") or []:
+            load, seen = p.get("load_bytes"), p.get("observed_peak_bytes")
+            if not p.get("booted"):     # kept in preboot: its rss is its load, no peak
+                if seen:
+                    p["replay_bytes"] = peak_from_load(int(seen), samples[-GROWTH_WINDOW:])
+                continue
+            if not load:
+                continue
+            p["replay_bytes"] = peak_from_load(int(load), samples[-GROWTH_WINDOW:])
+            p["replay_error"] = round(p["replay_bytes"] / seen - 1.0, 4) if seen else None
+            if seen:
+                done.append((max(0, int(seen) - int(load)), None))
+        samples += done
+
+
+def predictions_table(reports: List[Tuple[str, Dict[str, Any]]],
+                      with_replay: bool = False) -> List[str]:
+    """Every start: the peak its grant was admitted on, its preboot load, the peak gate 2 let
+    it boot on (load + learned growth), with --replay the rule replayed on older reports,
+    the observed peak and the errors."""
+    head = ["run", "osd", "predicted at grant MiB", "load MiB", "predicted at boot MiB"] + (
+        ["replayed MiB"] if with_replay else []) + [
+        "observed peak MiB", "error at grant", "error at boot"] + (
+        ["replay error"] if with_replay else [])
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, r in reports:
         for p in r.get("predictions") or []:
-            rows.append("| %s | osd.%s%s%s | %s | %s | %s |" % (
-                label, p["osd"], " (probe)" if p.get("probe") else "",
-                "" if p.get("booted", True) else " (not booted)",
-                _mib(p["predicted_bytes"]), _mib(p["observed_peak_bytes"]),
-                "-" if p["error"] is None else "%+.0f %%" % (100 * p["error"])))
+            cells = [label, "osd.%s%s%s" % (p["osd"], " (probe)" if p.get("probe") else "",
+                                             "" if p.get("booted", True) else " (not booted)"),
+                     _mib(p["predicted_bytes"]), _mib(p.get("load_bytes")),
+                     _mib(p.get("boot_predicted_bytes"))]
+            cells += [_mib(p.get("replay_bytes"))] if with_replay else []
+            cells += [_mib(p["observed_peak_bytes"]), _err(p["error"]), _err(p.get("boot_error"))]
+            cells += [_err(p.get("replay_error"))] if with_replay else []
+            rows.append("| " + " | ".join(cells) + " |")
+    return rows + [""] + _summary_lines(reports, with_replay)
+
+
+def _summary_lines(reports: List[Tuple[str, Dict[str, Any]]], with_replay: bool) -> List[str]:
     s = summarize(r for _, r in reports)
     pct = (lambda v: "-" if v is None else "%.0f %%" % (100 * v))
-    rows.append("")
-    rows.append("Starts that booted: %d. |error| median %s, worst %s; from the second "
-                "start on: median %s, worst %s." % (
-                    s["starts"], pct(s["median_abs_error"]), pct(s["worst_abs_error"]),
-                    pct(s["median_abs_error_from_second"]),
-                    pct(s["worst_abs_error_from_second"])))
-    return rows
+    out = ["Starts that booted: %d. |error| at grant: median %s, worst %s; from the second "
+           "start on: median %s, worst %s." % (
+               s["starts"], pct(s["median_abs_error"]), pct(s["worst_abs_error"]),
+               pct(s["median_abs_error_from_second"]), pct(s["worst_abs_error_from_second"])),
+           "|error| at boot (load + learned growth), from the second start on: %d starts, "
+           "median %s, worst %s." % (s["boot_starts"],
+                                     pct(s["boot_median_abs_error_from_second"]),
+                                     pct(s["boot_worst_abs_error_from_second"]))]
+    if with_replay:
+        errs = sorted(abs(p["replay_error"]) for _, r in reports
+                      for p in (r.get("predictions") or [])[:] if p.get("replay_error") is not None)
+        first = next((p for _, r in reports for p in r.get("predictions") or []), None)
+        if first is not None and first.get("replay_error") is not None:
+            errs.remove(abs(first["replay_error"]))
+        out.append("|error| of the replayed rule, from the second start on: %d starts, median "
+                   "%s, worst %s." % (len(errs), pct(statistics.median(errs)) if errs else "-",
+                                      pct(errs[-1]) if errs else "-"))
+    budget = {id(p): max([b for b in (r.get("budget_bytes_by_host") or {}).values() if b]
+                         or [None], key=lambda b: b or 0)
+              for _, r in reports for p in r.get("predictions") or []}
+    for p in s["kept_in_preboot"]:
+        out.append("Kept in preboot (never booted): osd.%s, preboot rss %s MiB, predicted at "
+                   "grant %s MiB%s, budget %s MiB." % (
+                       p["osd"], _mib(p["observed_peak_bytes"]), _mib(p["predicted_bytes"]),
+                       ", replayed peak from its load %s MiB" % _mib(p["replay_bytes"])
+                       if p.get("replay_bytes") else "", _mib(budget.get(id(p)))))
+    return out
 
 
 def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
@@ -117,6 +184,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--release", default=None, help="heading: the reports' Ceph release")
     p.add_argument("--returning", action="store_true",
                    help="only the returning OSDs' table (load, peak, times)")
+    p.add_argument("--replay", action="store_true",
+                   help="also replay the core's load + learned growth rule on the reports "
+                        "(for reports written before the module reported it)")
     p.add_argument("reports", nargs="+", help="[LABEL=]drill report JSON, in run order")
     a = p.parse_args(argv)
     try:
@@ -129,7 +199,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.returning:
         print("\n".join(returning_table(reports)))
         return 0
-    print("\n".join(runs_table(reports) + [""] + predictions_table(reports) + [""]
+    if a.replay:
+        replay(reports)
+    print("\n".join(runs_table(reports) + [""] + predictions_table(reports, a.replay) + [""]
                     + heap_table(reports)))
     return 0
 

@@ -70,7 +70,7 @@ def test_tables_print_every_start_and_release(tmp_path, capsys):
     path.write_text(json.dumps(r))
     assert tables.main(["--release", "tentacle", "fit=%s" % path]) == 0
     out = capsys.readouterr().out
-    assert "| fit | osd.3 | 160 | 170 | -6 % |" in out
+    assert "| fit | osd.3 | 160 | - | - | 170 | -6 % | - |" in out
     assert "| fit | osd.2 | True | 95 | 40 |" in out
     assert tables.main([str(tmp_path / "missing.json")]) == 2
 
@@ -96,3 +96,44 @@ def test_an_older_report_gets_booted_from_its_journal():
                      {"time": 109, "action": {"kind": "allow_boot", "osd": 3}}]}
     got = measures.mark_booted(r)["predictions"]
     assert [(p["booted"], p["error"]) for p in got] == [(True, 0.5), (False, None)]
+
+
+def booted(t, osd, load, pred=None):
+    return {"time": t, "action": {"kind": "allow_boot", "osd": osd, "predicted_bytes":
+                                  None if pred is None else pred * MiB},
+            "load_rss_bytes": load * MiB}
+
+
+def test_the_peak_an_osd_was_let_boot_on_against_its_observed_peak():
+    journal = [grant(100.5, 2, 200), booted(101, 2, 60, 140), grant(107.5, 3, 160),
+               booted(109.5, 3, 50)]
+    got = measures.predictions(SAMPLES, journal, t_start=100.0)
+    assert [(p["load_bytes"] // MiB, p["boot_predicted_bytes"], p["boot_error"])
+            for p in got] == [(60, 140 * MiB, round(140 / 150 - 1, 4)), (50, None, None)]
+    s = measures.summarize([{"predictions": got}])
+    assert (s["boot_starts"], s["boot_median_abs_error_from_second"]) == (0, None)  # 1st only
+    kept = measures.predictions([sample(101, o2=60)], [grant(100.5, 2, 200)], t_start=100.0)
+    assert measures.summarize([{"predictions": kept}])["kept_in_preboot"] == kept
+
+
+def test_replay_applies_the_cores_rule_with_the_growths_of_earlier_reports(tmp_path, capsys):
+    """Run 1: osd.2 loaded 60 MiB, peaked 150 (nothing learned: 2 x 60 = 120 MiB). Run 2:
+    osd.3 loaded 50 MiB: 50 + (150 - 60) x GROWTH_MARGIN."""
+    from ceph_recovery.tick import GROWTH_MARGIN
+    one = {"predictions": measures.predictions(
+        SAMPLES[:4], [grant(100.5, 2, 200), booted(101, 2, 60)], t_start=100.0)}
+    two = {"predictions": measures.predictions(
+        SAMPLES, [grant(107.5, 3, 160), booted(109.5, 3, 50)], t_start=107.0)}
+    reports = [("one", one), ("two", two)]
+    tables.replay(reports)
+    assert one["predictions"][0]["replay_bytes"] == 120 * MiB
+    want = int(50 * MiB + 90 * MiB * GROWTH_MARGIN)
+    assert two["predictions"][0]["replay_bytes"] == want
+    assert two["predictions"][0]["replay_error"] == round(want / (170 * MiB) - 1, 4)
+    for name, r in reports:
+        (tmp_path / ("%s.json" % name)).write_text(json.dumps(r))
+    assert tables.main(["--replay", str(tmp_path / "one.json"), str(tmp_path / "two.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| two | osd.3 | 160 | 50 | - | %.0f | 170 | -6 %% | - | %+.0f %% |" % (
+        want / MiB, 100 * (want / (170 * MiB) - 1)) in out
+    assert "replayed rule, from the second start on: 1 starts" in out
