@@ -13,9 +13,15 @@ Per-OSD PG counts (documented approach):
     for it: its start unblocks them); `pgs_degraded` is the number of degraded/undersized PGs
     of the cluster that list fewer OSDs than their pool size and none of them on the OSD's
     host (bounded by `pgs`), i.e. the PGs this host's return would make whole again.
-    `missed_entries` stays unknown (None): `pgs` x the mean `log_size` of those PGs (their logs
-    also hold what was written before the outage) predicted 1,058 MiB on the lab for an OSD
-    that peaked at 240 MB; the footprint policy then falls back to its downtime-based prior.
+    `missed_entries` (missed_entries()): per PG of the OSD, the versions its log advanced
+    since the OSD went down (pg_stats `version`, "epoch'version" of the PG's last update;
+    `last_update` on releases that name it so), each capped by the PG's `log_size` (past it
+    Ceph backfills instead of building a missing set), summed. It needs the versions of the
+    OSD's PGs from before it went down, which the shell keeps in memory (the engine: the
+    previous tick's versions, taken when it first sees the OSD down), so it is unknown (None)
+    for an OSD that went down before this mgr started. `pgs` x the mean `log_size` of its
+    PGs is no substitute (their logs also hold what was written before the outage: it
+    predicted 1,058 MiB on the lab for an OSD that peaked at 240 MB).
 
 PG membership (Snapshot.pg_map, pg_membership()): from the PG stats (`pg dump pgs_brief`:
 pgid, state, up, acting) and the pools of the OSD map (`osd dump`: pool, size, min_size).
@@ -153,6 +159,56 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
     return per, totals
 
 
+def _version(pg: Mapping[str, Any]) -> Optional[int]:
+    """The version part of a PG's last update ("45'1234" -> 1234), None if absent or bad."""
+    text = pg.get("version", pg.get("last_update"))
+    if not isinstance(text, str) or "'" not in text:
+        return None
+    v = text.rsplit("'", 1)[1]
+    return int(v) if v.isdigit() else None
+
+
+def pg_versions(pg_dump: Any) -> Dict[str, int]:
+    """pgid -> the version of its last update (see missed_entries)."""
+    out = {}
+    for pg in _pg_stats(pg_dump):
+        v = _version(pg)
+        if v is not None:
+            out[str(pg.get("pgid", ""))] = v
+    return out
+
+
+def missed_entries(pg_dump: Any, at_down: Mapping[int, Mapping[str, int]]) -> Dict[int, int]:
+    """Per OSD of `at_down` (osd -> {pgid: version when it went down}): the log entries its PGs
+    wrote since, each PG's count capped by its log_size, summed (see the module docstring)."""
+    now = {str(pg.get("pgid", "")): (_version(pg), int(pg.get("log_size", 0) or 0))
+           for pg in _pg_stats(pg_dump)}
+    out = {}
+    for osd, before in at_down.items():
+        total = 0
+        for pgid, v0 in before.items():
+            v, log = now.get(pgid, (None, 0))
+            if v is not None:
+                total += min(max(0, v - v0), log)
+        out[osd] = total
+    return out
+
+
+def remember_versions(osds: Iterable[OsdState], members_seen: Mapping[str, Tuple[int, ...]],
+                      before: Mapping[str, int], down_versions: Dict[int, Dict[str, int]],
+                      pg_dump: Any) -> Dict[str, int]:
+    """Keeps, in `down_versions`, for an OSD seen down for the first time the versions its PGs
+    (members_seen) had one tick earlier (`before`: from before it went down); forgets an OSD
+    up again. Returns this tick's versions (the next call's `before`)."""
+    for o in osds:
+        if o.up:
+            down_versions.pop(o.id, None)
+        elif o.id not in down_versions and before:
+            down_versions[o.id] = {pgid: before[pgid] for pgid, m in members_seen.items()
+                                   if o.id in m and pgid in before}
+    return pg_versions(pg_dump)
+
+
 def _pg_stats(pg_dump: Any) -> List[Mapping[str, Any]]:
     """The PG entries of `pg dump [pgs_brief]` in any of its shapes: a list (pgs_brief on
     some releases), {"pg_stats": [...]}, or {"pg_map": {"pg_stats": [...]}}."""
@@ -271,8 +327,10 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pgs_seen: Optional[Mapping[int, int]] = None,
                    down_seen: Optional[Mapping[int, float]] = None,
                    memory_targets: Optional[Mapping[int, int]] = None,
-                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None) -> Snapshot:
+                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None,
+                   missed: Optional[Mapping[int, int]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
+    `missed`: missed_entries() of the down OSDs the shell knows them for.
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
     down on failure reports), else `down_seen`: when the shell first saw the OSD down."""
@@ -297,7 +355,7 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             process=proc, rss_bytes=int(rss), process_started_at=started,
             pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
             pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),
-            missed_entries=c.get("missed_entries"),
+            missed_entries=None if up else (missed or {}).get(o),
             down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o),

@@ -19,7 +19,8 @@ from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PA
 from ceph_recovery.protocol import Report
 
 from . import core
-from .cluster import CrushIndex, build_snapshot, remember_members
+from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_members,
+                      remember_versions)
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
@@ -60,6 +61,10 @@ class Engine(HelperProtocol):
         # checks raised by the shell itself (state store, ...): code -> (summary, detail)
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.members_seen: Dict[str, Tuple[int, ...]] = {}   # pgid -> members while complete
+        # missed entries (cluster.missed_entries): the last tick's PG versions, and per down
+        # OSD its PGs' versions when it was first seen down (in memory: lost on failover)
+        self.pg_versions: Dict[str, int] = {}
+        self.down_versions: Dict[int, Dict[str, int]] = {}
         self.maint_health: Tuple[Any, ...] = ()   # RECOVERY_MAINTENANCE (maint.py)
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
@@ -94,7 +99,10 @@ class Engine(HelperProtocol):
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
             self.run.heap_support,
             findings if self.options.get("network_holds_starts", True) else (),
-            self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen)
+            self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
+            missed_entries(pg_dump, self.down_versions))
+        self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
+                                             self.pg_versions, self.down_versions, pg_dump)
         remember_members(self.snapshot.pg_map, self.members_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
