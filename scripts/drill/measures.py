@@ -77,10 +77,14 @@ def mark_booted(report: Dict[str, Any]) -> Dict[str, Any]:
     """Reports written before predictions carried `booted`: derive it from their journal."""
     journal = report.get("journal") or []
     for p in report.get("predictions") or []:
-        if "load_bytes" not in p:       # before loads were reported: from the journal
+        if "boot_predicted_bytes" not in p:     # before they were reported: from the journal
             later = [k for k in journal if k["time"] > p["time"]]
-            boot = _boot(later, p["osd"], None)
-            p["load_bytes"] = (boot or {}).get("load_rss_bytes")
+            boot = _boot(later, p["osd"], None) or {}
+            p["load_bytes"] = boot.get("load_rss_bytes")
+            at_boot, seen = boot.get("action", {}).get("predicted_bytes"), \
+                p.get("observed_peak_bytes")
+            p["boot_predicted_bytes"] = at_boot
+            p["boot_error"] = round(at_boot / seen - 1.0, 4) if at_boot and seen else None
         if "booted" in p:
             continue
         ends = [k["time"] for k in journal if k["time"] > p["time"]

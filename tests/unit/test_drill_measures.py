@@ -137,3 +137,12 @@ def test_replay_applies_the_cores_rule_with_the_growths_of_earlier_reports(tmp_p
     assert "| two | osd.3 | 160 | 50 | - | %.0f | 170 | -6 %% | - | %+.0f %% |" % (
         want / MiB, 100 * (want / (170 * MiB) - 1)) in out
     assert "replayed rule, from the second start on: 1 starts" in out
+
+
+def test_an_older_report_gets_its_load_and_boot_prediction_from_its_journal():
+    r = {"predictions": [{"osd": 2, "time": 100.5, "error": 0.5, "booted": True,
+                          "observed_peak_bytes": 150 * MiB}],
+         "journal": [booted(101, 2, 60, 180)]}
+    [p] = measures.mark_booted(r)["predictions"]
+    assert (p["load_bytes"], p["boot_predicted_bytes"], p["boot_error"]) == (
+        60 * MiB, 180 * MiB, 0.2)
