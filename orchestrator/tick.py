@@ -74,14 +74,12 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
 
     Learned growth = the largest recent growth x GROWTH_MARGIN, at least GROWTH_FLOOR x load.
     On the lab the growth after the load is about constant while the load varies run to run
-    (Pacific: loads 81-193 MiB, growths 128-155 MiB; a multiple of the load under-predicted
-    light loads by 25 % and over-predicted heavy ones), so it is added, not multiplied. Where
-    both this start's and a sample's missed entries are known, that sample's growth is moved
-    by HISTORY_BYTES_PER_ENTRY per entry of difference (only the history part of the growth
-    depends on them; scaling the whole growth by the ratio over-predicted in the simulator and
-    kept a last OSD out that fitted). The largest, not a median: an under-prediction lets a
-    peak past the budget (the brake is the last line), an over-prediction only delays a
-    start."""
+    (loads 81-218 MiB, growths 110-155 MiB; 2 x the load under-predicted 81-88 MiB loads by
+    22 % and over-predicted 203-218 MiB ones by 20 %): it is added, not multiplied. Where this start's
+    and a sample's missed entries are known, that growth moves by HISTORY_BYTES_PER_ENTRY per
+    entry of difference (only the history part depends on them). The largest, not a median:
+    an under-prediction lets a peak past the budget (the brake is the last line), an
+    over-prediction only delays a start."""
     if load <= 0:
         return 0
     if not samples:
@@ -93,11 +91,9 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
 
 def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()) -> int:
     """The least peak assumed for an OSD that loaded `load` bytes while its real peak is not
-    known: LOAD_TO_PEAK_MIN x load, or load + the smallest learned growth where that is lower.
-    A floor, not a prediction: provisional observations and "past its peak" use it, so that
-    the margin of peak_from_load never feeds back into what is learned (simulator, 1,200
-    OSDs: with the prediction as the live bound, ratio learning inflated and all PGs were
-    active after 3,405 s instead of 2,400 s)."""
+    known: LOAD_TO_PEAK_MIN x load, or load + the smallest learned growth where lower. A floor,
+    not a prediction, for what is learned from unsettled starts: the margin of
+    peak_from_load must not feed back into learning (it inflated the ratio policy)."""
     if load <= 0:
         return 0
     floor = int(load * LOAD_TO_PEAK_MIN)
@@ -180,9 +176,8 @@ class Tick:
         their load while their peaks were 5x would teach it half the truth), floored at the
         median rss of the running OSDs
         on the same host (peer_floor) and, once this OSD was allowed to boot, at
-        load_bound(): its measured load-time rss voids a prediction below it. Once it was
-        allowed to boot and a growth is learned (growth_samples), the policy is left out:
-        load + learned growth is the prediction (peak_from_load), floored by peer_floor."""
+        load_bound(): its measured load-time rss voids a prediction below it. Once it booted
+        with a growth learned, the policy is left out: peak_from_load floored by peer_floor."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
@@ -231,8 +226,7 @@ class Tick:
 
     def peak_from_load(self, osd_id: int, load: int) -> int:
         """The one rule for a peak predicted from a preboot load (gate 2, reservations, the
-        load bound, the brake's admitted peak): peak_from_load() on this run's settled
-        observations, with this OSD's missed entries where known."""
+        brake): peak_from_load() on the settled observations, with this OSD's missed entries."""
         missed = self.missed.get(osd_id)
         if missed is None:
             o = self.view.by_id.get(osd_id)
@@ -245,21 +239,18 @@ class Tick:
         return self._growth
 
     def boot_peak(self, o: OsdState) -> int:
-        """Gate 2's predicted peak of a granted OSD sitting in preboot with its load in
-        o.rss_bytes: with a learned growth, load + that growth (peak_from_load) floored by
-        peer_floor, the same value predict() gives once it was let boot; with none, the larger
-        of the prediction its grant was admitted on and LOAD_TO_PEAK_MIN x the load (a load
-        above the prediction voids it)."""
+        """Gate 2's peak of a granted OSD in preboot (its load is o.rss_bytes): with a learned
+        growth peak_from_load floored by peer_floor (as predict() once it booted), else the
+        larger of its grant's prediction and LOAD_TO_PEAK_MIN x the load."""
         by_load = self.peak_from_load(o.id, o.rss_bytes)
         if self.growth_samples():
             return max(by_load, self.peer_floor(o.host))
         return max(self.predict(o.id), by_load)
 
     def admitted_peak(self, o: OsdState) -> int:
-        """The peak an OSD this run let boot was admitted on: load + learned growth where a
-        growth is learned (what gate 2 and the reservations used), else the larger of the
-        footprint policy on the recorded observations (not the live bounds of learning(),
-        which follow the OSD's own growth) and its load bound."""
+        """The peak an OSD this run let boot was admitted on (the brake's line): with a
+        learned growth its load bound (as gate 2), else the larger of the footprint policy on
+        the recorded observations (not learning()'s live bounds) and its load bound."""
         if self.load_rss.get(o.id, 0) > 0 and self.growth_samples():
             return self.load_bound(o.id)
         return max(self.footprint(o, self.observations), self.load_bound(o.id))
