@@ -21,17 +21,17 @@ from ceph_recovery.policies import resolve
 
 from . import levers
 from .cluster import Osd
+from .strategies import Strategy
 
 QUERY_TTL_S = 120.0
 STUCK_S = 3600.0
 
 
-class Controlled:
+class Controlled(Strategy):
     name = "controlled"
-    oom = True
 
     def __init__(self, cfg):
-        self.cfg = cfg
+        super().__init__(cfg)
         self.intent = None
         self.progress = Progress()
         self.done = False

@@ -29,7 +29,6 @@ from .controlled import Controlled
 
 class Oracle(Controlled):
     name = "oracle"
-    oom = True
 
     def __init__(self, cfg):
         super().__init__(cfg)
