@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ceph_recovery.model import (PROC_RUNNING, PROC_STOPPED, PROC_UNKNOWN, Finding, HostMem,
                                  OsdState, PgMap, PoolInfo, Snapshot)
+from ceph_recovery.view import fresh_ok_to_stop
 
 
 class CrushIndex(object):
@@ -265,7 +266,7 @@ def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
 def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pg_dump: Mapping[str, Any], reports: Mapping[str, Tuple[Any, float]],
                    now: float, stale_after: float,
-                   ok_to_stop: Optional[Tuple[int, Mapping[int, bool]]] = None,
+                   ok_to_stop: Optional[Tuple[int, Mapping[int, Tuple[bool, float]]]] = None,
                    heap_support: Optional[Mapping[int, bool]] = None,
                    findings: Tuple[Finding, ...] = (),
                    pgs_seen: Optional[Mapping[int, int]] = None,
@@ -302,9 +303,7 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o),
             memory_target=None if memory_targets is None else memory_targets.get(o, 0)))
-    oks: Mapping[int, bool] = {}
-    if ok_to_stop is not None and ok_to_stop[0] == epoch:
-        oks = dict(ok_to_stop[1])
+    oks = fresh_ok_to_stop(ok_to_stop, epoch, now)
     return Snapshot(
         epoch=epoch, osds=tuple(osds),
         hosts=tuple(host_mem(r, t) for h, (r, t) in sorted(fresh.items())),

@@ -51,7 +51,8 @@ class Engine(HelperProtocol):
         self.network: Dict[str, Any] = {}
         self.findings: Tuple[Any, ...] = ()
         self.tput_requests: Dict[str, List[str]] = {}   # host -> peers, sent with its next reply
-        self.ok_to_stop: Optional[Tuple[int, Dict[int, bool]]] = None
+        # (epoch asked in, osd -> (answer, when asked)): view.fresh_ok_to_stop picks the valid
+        self.ok_to_stop: Optional[Tuple[int, Dict[int, Tuple[bool, float]]]] = None
         self.snapshot: Optional[Snapshot] = None
         self.crush: Optional[CrushIndex] = None
         self.plan_out: Optional[core.PlanOutput] = None
@@ -181,7 +182,7 @@ class Engine(HelperProtocol):
                 ep = int(snap.epoch)
                 if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
                     self.ok_to_stop = (ep, {})
-                self.ok_to_stop[1][action.osd] = answer
+                self.ok_to_stop[1][action.osd] = (answer, now)
             elif isinstance(action, A.HeapRelease):
                 if answer is not None:
                     self.run.heap_support[action.osd] = answer

@@ -134,7 +134,23 @@ def test_repeated_queries_do_not_flood_the_journal(world):
     entries = [(j["action"]["osd"], j.get("repeats", 0)) for j in eng.run.journal]
     assert entries == [(0, 2), (1, 0), (0, 0)]
     assert len([c for c in ceph.calls if c["prefix"] == "osd ok-to-stop"]) == 5
-    assert eng.ok_to_stop == (snap.epoch, {0: True, 1: True})
+    assert eng.ok_to_stop == (snap.epoch, {0: (True, 1200.0), 1: (True, 1005.0)})
+
+
+def test_ok_to_stop_no_expires_within_one_epoch_and_is_asked_again(world):
+    """Ceph's ok-to-stop says no while a PG of the OSD peers; peering ends without a new OSD
+    map epoch. An answer must not outlive OK_TO_STOP_TTL_S, or a "no" given during peering
+    keeps the over-budget restart from ever being tried again."""
+    from ceph_recovery import actions as A
+    from ceph_recovery.view import OK_TO_STOP_TTL_S
+    eng, ceph = make_engine()
+    snap = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.executor.ok_to_stop = lambda osd: (False, "ok_to_stop=False")
+    eng.carry_out(A.QueryOkToStop(reason="h1 short of memory", osd=0), snap, 1000.0)
+    within = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0 + OK_TO_STOP_TTL_S - 1)
+    assert within.epoch == snap.epoch and dict(within.ok_to_stop) == {0: False}
+    later = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0 + OK_TO_STOP_TTL_S)
+    assert later.epoch == snap.epoch and dict(later.ok_to_stop) == {}
 
 
 def test_state_is_persisted_after_every_action(world):
