@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .actions import RestoreConfig, SetConfig
+from .actions import QueryOkToStop, RestoreConfig, SetConfig
 from .brake import WATCH_AT
 from .model import PROC_STOPPED, OsdState
 from .tick import Tick, fmt_bytes
@@ -185,11 +185,15 @@ def report_waits(t: Tick, settle_max_s: float, acted: Sequence[str]) -> None:
 
 
 def memory_hosts(t: Tick) -> List[str]:
-    """Hosts with a memory response (release, restart, query, stop, wait) this tick."""
+    """Hosts where this tick's memory stage makes room (release, restart, stop, a policy's
+    wait or ok-to-stop query). The brake's watch queries (for OSDs of this run, booting or
+    settling: the over_budget policies never pick those) only keep an answer ready."""
     out = set()
     for a in t.stage["memory"]:
         host = getattr(a, "host", None)
         osd = getattr(a, "osd", None)
+        if isinstance(a, QueryOkToStop) and (osd in t.booting or osd in t.settling):
+            continue
         if host:
             out.add(host)
         elif osd is not None and t.view.host_of(osd):
