@@ -382,6 +382,7 @@ class Engine(HelperProtocol):
             h["predicted_next_bytes"] = pl.get("predicted")
             h["gate"] = pl.get("gate")
             h["waiting_on"] = pl.get("waiting_on")
+            h["waiting_for"], h["eta_s"] = pl.get("waiting_for"), pl.get("eta_s")
             h["helper_seen_s_ago"] = None
         return table
 

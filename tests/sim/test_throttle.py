@@ -13,23 +13,12 @@ is restored by the end, and in the first cell it lowers the failed hosts' peak a
 number of OSDs the brake had to stop."""
 from __future__ import annotations
 
-import pytest
-
-from ceph_recovery_tools.sim import topology as T
 from ceph_recovery_tools.sim.controlled import Controlled
 from ceph_recovery_tools.sim.engine import RunConfig, Sim
 from ceph_recovery_tools.sim.params import GiB, Params
 
 RAISED = {"recovery_max_active_default": 8, "max_backfills_default": 4}
 CELLS = [("44 GiB, raised settings", 44 * GiB, RAISED), ("48 GiB, Ceph defaults", 48 * GiB, {})]
-
-
-@pytest.fixture(scope="module")
-def topo360(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv(T.CACHE_ENV, str(tmp_path_factory.mktemp("topo360")))
-    yield T.load(360, 30, 3)
-    mp.undo()
 
 
 class FailedHostPeak(Controlled):
