@@ -1,6 +1,6 @@
-"""plan() and the recovery throttle (ceph_recovery.throttle): on a host above 0.9 x its budget
-the returning OSDs still recovering get osd_recovery_max_active=1 and osd_max_backfills=1,
-recorded write-ahead and restored when the host is back at 0.8 x budget, when the OSD
+"""plan() and the recovery throttle (ceph_recovery.throttle): on a host over its budget the
+returning OSDs still recovering get osd_recovery_max_active=1 and osd_max_backfills=1,
+recorded write-ahead and restored when the host is back at 0.9 x budget, when the OSD
 settles, at abort and after the run (also after a failover: the saved values come back from
 the stored progress). And the ETA of a host waiting for memory. Snapshots in, exact actions
 out (plancases.py)."""
@@ -39,53 +39,59 @@ def run(used, progress, *osds, intent=RUN, pol=POLT):
     return res
 
 
-def test_a_host_above_the_watch_line_throttles_its_recovering_osd_first():
-    """h1 at 6 GiB > 0.9 x 6554 MiB (not over budget): both settings on osd.3, recorded
-    with the value before (none: it had no setting of its own), then the ok-to-stop watch."""
-    res = run(6 * GiB, SETTLING)
+OVER = 6 * GiB + 512 * MiB       # > budget 6554 MiB, < the brake's 0.9 x 8 GiB
+
+
+def test_a_host_over_budget_throttles_its_recovering_osd_first():
+    """h1 at 6656 MiB > budget 6554 MiB: both settings on osd.3, recorded with the value
+    before (none: it had no setting of its own), then the over_budget policy's heap release
+    and the ok-to-stop watch. Under the budget (6 GiB) nothing is throttled."""
+    res = run(OVER, SETTLING)
     assert [sig(a) for a in res.actions] == [
         "set_config name=%s value=1 who=osd.3" % ACT,
         "set_config name=%s value=1 who=osd.3" % BF,
+        "heap_release osd=3",
         "query_ok_to_stop osd=3"]
     assert res.progress.saved_config == SAVED
     assert "throttle its recovery first" in res.actions[0].reason
-    again = run(6 * GiB, res.progress)          # already throttled: nothing is set twice
-    assert [sig(a) for a in again.actions] == ["query_ok_to_stop osd=3"]
+    again = run(OVER, res.progress, *(BACK3,) + tuple(HELD45))  # nothing is set twice
+    assert not [a for a in again.actions if isinstance(a, SetConfig)]
+    assert [sig(a) for a in run(6 * GiB, SETTLING).actions] == ["query_ok_to_stop osd=3"]
 
 
 def test_the_value_before_is_the_osds_own_setting():
     own = replace(BACK3, recovery_config=((BF, "4"), ("osd_recovery_sleep", "0")))
-    res = run(6 * GiB, SETTLING, own, *HELD45)
+    res = run(OVER, SETTLING, own, *HELD45)
     assert res.progress.saved_config == {"osd.3 %s" % ACT: None, "osd.3 %s" % BF: "4"}
 
 
 def test_nothing_is_throttled_where_the_own_settings_are_unknown_or_nothing_recovers():
     unknown = replace(BACK3, recovery_config=None)
-    assert [sig(a) for a in run(6 * GiB, SETTLING, unknown, *HELD45).actions] == [
-        "query_ok_to_stop osd=3"]
+    assert [sig(a) for a in run(OVER, SETTLING, unknown, *HELD45).actions] == [
+        "heap_release osd=3", "query_ok_to_stop osd=3"]
     clean = replace(BACK3, pgs_degraded=0)      # settled this tick: not recovering
-    assert not [a for a in run(6 * GiB, SETTLING, clean, *HELD45).actions
+    assert not [a for a in run(OVER, SETTLING, clean, *HELD45).actions
                 if isinstance(a, SetConfig)]
-    assert not [a for a in run(6 * GiB, SETTLING, pol=POL).actions   # no throttle policy
+    assert not [a for a in run(OVER, SETTLING, pol=POL).actions   # no throttle policy
                 if isinstance(a, SetConfig)]
 
 
 def test_restored_below_the_release_line_not_between_the_lines():
-    """Below 0.8 x budget both come back (sorted keys), then osd.4 fits and is granted;
-    between 0.8 and 0.9 x budget nothing flips."""
+    """Below 0.9 x budget both come back (sorted keys), then osd.4 fits and is granted;
+    between 0.9 x budget and the budget nothing flips."""
     low = run(4 * GiB, THROTTLED)
     assert [sig(a) for a in low.actions] == [
         "restore_config name=%s who=osd.3" % BF, "restore_config name=%s who=osd.3" % ACT,
         "grant_start host=h1 osd=4 predicted_bytes=%d" % (500 * MiB)]
     assert low.progress.saved_config == {}
-    mid = run(int(0.85 * BUDGET), THROTTLED)
+    mid = run(int(0.95 * BUDGET), THROTTLED)
     assert not [a for a in mid.actions if a.kind in ("restore_config", "set_config")]
     assert mid.progress.saved_config == SAVED
 
 
 def test_restored_when_the_osd_settles_even_on_a_tight_host():
     clean = replace(BACK3, pgs_degraded=0)
-    res = run(6 * GiB, THROTTLED, clean, *HELD45)
+    res = run(OVER, THROTTLED, clean, *HELD45)
     assert [sig(a) for a in res.actions][:2] == [
         "restore_config name=%s who=osd.3" % BF, "restore_config name=%s who=osd.3" % ACT]
     assert res.progress.saved_config == {}
