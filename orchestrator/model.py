@@ -84,6 +84,11 @@ class OsdState:
                                            # over its PGs (capped by the log), None = unknown
     memory_target: Optional[int] = None    # its own osd_memory_target setting (config osd.N):
                                            # 0 = none (it inherits), None = not known
+    recovery_config: Optional[Tuple[Tuple[str, str], ...]] = None
+                                           # its own recovery throttle settings (config osd.N:
+                                           # osd_recovery_max_active, osd_max_backfills,
+                                           # osd_recovery_sleep) as (name, value) pairs,
+                                           # () = none set (it inherits), None = not known
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,9 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pgs_seen: Optional[Mapping[int, int]] = None,
                    down_seen: Optional[Mapping[int, float]] = None,
                    memory_targets: Optional[Mapping[int, int]] = None,
-                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None) -> Snapshot:
+                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None,
+                   recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
+                   ) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
@@ -302,7 +304,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o),
-            memory_target=None if memory_targets is None else memory_targets.get(o, 0)))
+            memory_target=None if memory_targets is None else memory_targets.get(o, 0),
+            recovery_config=None if recovery_configs is None else recovery_configs.get(o, ())))
     oks = fresh_ok_to_stop(ok_to_stop, epoch, now)
     return Snapshot(
         epoch=epoch, osds=tuple(osds),

@@ -82,7 +82,9 @@ class Engine(HelperProtocol):
     # ------------------------------------------------------------------ the tick
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                 pg_dump: Mapping[str, Any], now: float,
-                memory_targets: Optional[Mapping[int, int]] = None) -> Snapshot:
+                memory_targets: Optional[Mapping[int, int]] = None,
+                recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
+                ) -> Snapshot:
         self.crush = CrushIndex(tree)
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
@@ -95,7 +97,8 @@ class Engine(HelperProtocol):
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
             self.run.heap_support,
             findings if self.options.get("network_holds_starts", True) else (),
-            self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen)
+            self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
+            recovery_configs)
         remember_members(self.snapshot.pg_map, self.members_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
@@ -107,11 +110,13 @@ class Engine(HelperProtocol):
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
-             memory_targets: Optional[Mapping[int, int]] = None) -> None:
+             memory_targets: Optional[Mapping[int, int]] = None,
+             recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
+             ) -> None:
         """Decide under the lock, talk to the mons without it: status, abort and
         helper-report never wait for a mon command (each is bounded by its own timeout)."""
         with self.lock:
-            snap = self.observe(osd_map, tree, pg_dump, now, memory_targets)
+            snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
             out.actions = out.actions + maint.tick(self, snap, now)
             self.plan_out = out
@@ -378,6 +383,7 @@ class Engine(HelperProtocol):
             h["predicted_next_bytes"] = pl.get("predicted")
             h["gate"] = pl.get("gate")
             h["waiting_on"] = pl.get("waiting_on")
+            h["waiting_for"], h["eta_s"] = pl.get("waiting_for"), pl.get("eta_s")
             h["helper_seen_s_ago"] = None
         return table
 

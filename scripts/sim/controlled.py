@@ -70,7 +70,15 @@ class Controlled(Strategy):
             pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
                             if o.running else 0),
             down_since=o.down_since if not o.up else None,
-            heap_release=sim.p.heap_release, memory_target=0)
+            heap_release=sim.p.heap_release, memory_target=0,
+            recovery_config=self._recovery_config(sim, o))
+
+    @staticmethod
+    def _recovery_config(sim, o: Osd):
+        """The OSD's own recovery settings, as `config dump` shows them (section osd.N)."""
+        who = "osd.%d" % o.id
+        return tuple(sorted((name, v) for (w, name), v in sim.cl.config.items()
+                            if w == who and name != levers.MEMORY_TARGET))
 
     def snapshot(self, sim) -> Snapshot:
         cl = sim.cl
@@ -151,7 +159,8 @@ class Controlled(Strategy):
                       start_order=sim.cfg.start_order, run_id="sim-%d" % sim.cfg.seed)
 
     def make_policies(self, sim, intent: Intent):
-        return resolve(intent)
+        pol = resolve(intent)
+        return pol if sim.cfg.throttle else replace(pol, throttle=None)
 
     def plan(self, sim, snap):
         return plan(snap, self.intent, self.progress, self.policies, sim.now)

@@ -223,3 +223,17 @@ def test_observe_remembers_pg_members_seen_complete(world):
     assert snap.pg_map.members == ((0, 2, 4),) and snap.pg_map.by_osd[4] == (0,)
     fresh, _ = make_engine(world["map"])        # an mgr that started after the failure
     assert fresh.observe(world["map"], world["tree"], short, 1005.0).pg_map.members == ((0, 2),)
+
+
+def test_the_osds_own_settings_reach_the_snapshot(world):
+    """`config dump` read (dicts given): an OSD without an entry has none of its own (0, ());
+    not read (None): unknown, and the core changes none of its settings."""
+    eng, _ceph = make_engine(world["map"])
+    snap = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0, {4: 1 << 31},
+                       {4: (("osd_max_backfills", "2"),)})
+    by = {o.id: o for o in snap.osds}
+    assert (by[4].memory_target, by[4].recovery_config) == (1 << 31,
+                                                            (("osd_max_backfills", "2"),))
+    assert (by[5].memory_target, by[5].recovery_config) == (0, ())
+    unknown = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    assert {(o.memory_target, o.recovery_config) for o in unknown.osds} == {(None, None)}
