@@ -5,11 +5,12 @@ violations (empty = all hold); it never raises on a well-formed result.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, HoldOsd, MarkOut,
-                      StopOsd, QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag,
-                      Wait)
+                      StopOsd, QueryOkToStop, ReleaseBucket, RestartOsd, SetConfig, SetFlag,
+                      UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
@@ -44,6 +45,25 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
                    {o.id: o.up for o in snapshot.osds})
     errs += _ends(actions, newp, new, health)
     errs += _marked_out(actions, intent, snapshot)
+    errs += _settings(actions, progress, newp, health)
+    return errs
+
+
+def _settings(actions, progress, newp, health) -> List[str]:
+    """I9: every SetConfig is recorded write-ahead (its "who name" in the new
+    saved_config); in the tick that ends the run (Done, or the abort), every setting still
+    saved is named by RECOVERY_SETTING_KEPT (all others were restored)."""
+    errs = ["I9: %s %s set without its value before in saved_config" % (a.who, a.name)
+            for a in actions if isinstance(a, SetConfig)
+            and "%s %s" % (a.who, a.name) not in newp.saved_config]
+    ends = any(isinstance(a, Done) for a in actions) or (
+        newp.phase == PHASE_ABORTED and progress.phase != PHASE_ABORTED)
+    if ends and newp.saved_config:
+        kept = " ".join(line for h in health if h.code == "RECOVERY_SETTING_KEPT"
+                        for line in h.detail)
+        errs += ["I9: %s left changed at the end and not named by RECOVERY_SETTING_KEPT" % k
+                 for k in sorted(newp.saved_config)
+                 if not re.search(r"(^|[\s,])%s\b" % re.escape(k.split(" ")[0]), kept)]
     return errs
 
 

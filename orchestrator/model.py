@@ -10,6 +10,7 @@ Python >= 3.9 (runs inside ceph-mgr): no `match`, no `X | Y` at runtime, no data
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 # process states reported by the node helper for an OSD daemon
@@ -18,13 +19,33 @@ PROC_RUNNING = "running"      # process alive (may still be in preboot: see OsdS
 PROC_UNKNOWN = "unknown"      # no fresh helper report covers this OSD
 PROC_STATES = (PROC_STOPPED, PROC_RUNNING, PROC_UNKNOWN)
 
-# run phases (Progress.phase)
-PHASE_IDLE = "idle"
-PHASE_RUNNING = "running"
-PHASE_PAUSED = "paused"
-PHASE_ABORTING = "aborting"
-PHASE_DONE = "done"
-PHASE_ABORTED = "aborted"
+
+
+class RunPhase(str, Enum):
+    """A run's state (Progress.phase). A str: it compares equal to, prints and serialises as
+    its value on every Python from 3.9 (str() and format() are pinned to the value: 3.11
+    changed what format() of a str-mixin enum gives)."""
+
+    IDLE = "idle"              # no run
+    RUNNING = "running"        # granting starts
+    PAUSED = "paused"          # no new starts; in-flight ones finish
+    ABORTING = "aborting"      # withdrawing instructions, restoring what the run changed
+    DONE = "done"              # ended: every OSD up, or ended stalled (RECOVERY_INCOMPLETE)
+    ABORTED = "aborted"        # ended by abort, everything restored
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+PHASE_IDLE = RunPhase.IDLE
+PHASE_RUNNING = RunPhase.RUNNING
+PHASE_PAUSED = RunPhase.PAUSED
+PHASE_ABORTING = RunPhase.ABORTING
+PHASE_DONE = RunPhase.DONE
+PHASE_ABORTED = RunPhase.ABORTED
 
 # intent modes (Intent.mode)
 MODE_IDLE = "idle"
@@ -63,6 +84,11 @@ class OsdState:
                                            # over its PGs (capped by the log), None = unknown
     memory_target: Optional[int] = None    # its own osd_memory_target setting (config osd.N):
                                            # 0 = none (it inherits), None = not known
+    recovery_config: Optional[Tuple[Tuple[str, str], ...]] = None
+                                           # its own recovery throttle settings (config osd.N:
+                                           # osd_recovery_max_active, osd_max_backfills,
+                                           # osd_recovery_sleep) as (name, value) pairs,
+                                           # () = none set (it inherits), None = not known
 
 
 @dataclass(frozen=True)
@@ -208,7 +234,7 @@ class Progress:
     """What a run persists (with a schema version): intent markers, never a cluster copy."""
 
     run_id: str = ""
-    phase: str = PHASE_IDLE
+    phase: RunPhase = PHASE_IDLE
     epoch: int = 0                                  # last OSD map epoch decided on
     granted: Mapping[int, float] = field(default_factory=dict)   # osd -> when start granted
     booting: Mapping[int, float] = field(default_factory=dict)   # osd -> when allowed to boot

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional
 
-from .model import PHASE_IDLE, Budget, Intent, Observation, Progress
+from .model import PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
 
 SCHEMA_VERSION = 1
-PHASES = ("idle", "running", "paused", "aborting", "done", "aborted")
+PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
                    "grew_at")
 _OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss")
@@ -125,6 +125,7 @@ def progress_from_dict(d: Any) -> Progress:
     phase = d.get("phase", PHASE_IDLE)
     if phase not in PHASES:
         raise ValueError("progress: unknown phase %r" % (phase,))
+    phase = RunPhase(phase)
     run_id = d.get("run_id", "")
     if not isinstance(run_id, str):
         raise ValueError("progress: run_id must be a string")

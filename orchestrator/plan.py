@@ -26,6 +26,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
   I7 a run ends all-up (Done) or with a health check saying why not. Done waits until the
      OSDs it started have settled (PGs no longer degraded, inflight.py): they keep growing
      while they recover, and the run keeps answering over-budget hosts until then.
+  I9 every SetConfig is recorded write-ahead in progress.saved_config; when the run ends (Done,
+     abort) every setting it changed is restored, or named by RECOVERY_SETTING_KEPT.
   I8 MarkOut only with intent.leave_out, only for a down OSD, only in the tick that ends the
      run (an OSD is never removed; marking out is the operator's explicit choice).
 
@@ -49,14 +51,15 @@ from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFla
 from .admission import grant_stage, memory_stage
 from .ending import end_if_stalled, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
-from .inflight import (boots, clear_stale_noup, regrants, report_failures, track_in_flight,
-                       track_restarts, track_settling)
+from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
+                       track_in_flight, track_restarts, track_settling)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
                     PHASE_ABORTING, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
+from .throttle import memory_hosts, report_waits, throttle
 from .tick import Tick
 from .view import begin_run, osd_path, starts_run
 
@@ -104,6 +107,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         track_settling(t)
         track_in_flight(t)
         _hold_osds(t)
+    throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
     memory_stage(t)
     if t.state in ("new", "running"):
         lower_targets(t)
@@ -111,6 +115,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         clear_stale_noup(t)
         regrants(t)
         grant_stage(t)
+        report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)
     _held_report(t)
     _tail(t)

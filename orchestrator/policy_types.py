@@ -18,11 +18,15 @@ Signatures (every policy is a pure, deterministic function that mutates nothing)
       the cluster's own size for its prior
   over_budget(host, osds_on_host, snapshot, progress, intent, now) -> Optional[Action]
       one of HeapRelease / QueryOkToStop / RestartOsd / Wait, or None (nothing helps)
+  throttle(osd: OsdState) -> tuple[tuple[str, str], ...]
+      the recovery settings ((name, value), ...) to set on a returning OSD that still recovers
+      on a host near its budget (ceph_recovery.throttle); () changes nothing. Optional in the
+      bundle: None = the run changes no recovery setting
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from .actions import Action
 from .model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
@@ -32,6 +36,7 @@ BudgetFn = Callable[[HostMem, Budget], int]
 FootprintFn = Callable[[OsdState, Sequence[Observation], float], int]
 OverBudgetFn = Callable[[HostMem, Sequence[OsdState], Snapshot, Progress, Intent, float],
                         Optional[Action]]
+ThrottleFn = Callable[[OsdState], Tuple[Tuple[str, str], ...]]
 
 POLICY_KINDS = ("start_order", "budget", "footprint", "over_budget")
 
@@ -45,3 +50,4 @@ class Policies:
     footprint: FootprintFn
     over_budget: OverBudgetFn
     names: tuple = ()          # (start_order, budget, footprint, over_budget) names, for status
+    throttle: Optional[ThrottleFn] = None   # None: no recovery setting is changed

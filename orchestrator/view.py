@@ -17,7 +17,7 @@ Shared by plan() and check_invariants() so both agree on what "candidate", "in f
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_ABORTING, PHASE_IDLE, PHASE_PAUSED,
                     PHASE_RUNNING, HostMem, Intent, OsdState, Progress, Snapshot)
@@ -25,9 +25,25 @@ from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_ABORTING, PHASE_IDLE, 
 HELPER_STALE_S = 30.0      # a helper that has not reported for this long is missing
 RESTART_SETTLE_S = 30.0    # a restart occupies its host's slot at least this long
 MIN_RESTART_GAIN = 16 << 20  # a restart expected to free less than this is not worth it
+# ok-to-stop answers hold for the OSD map epoch they were asked in and at most this long:
+# Ceph's answer depends on PG states (a PG still peering makes it "no"), which change without
+# a new OSD map epoch, so an answer is asked again after this long (the helper re-checks
+# ok-to-stop itself before it stops anything)
+OK_TO_STOP_TTL_S = 10.0
 
 
 ACTIVE_PHASES = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
+
+
+def fresh_ok_to_stop(asked: Optional[Tuple[int, Mapping[int, Tuple[bool, float]]]],
+                     epoch: int, now: float) -> Dict[int, bool]:
+    """The ok-to-stop answers a snapshot of `epoch` at `now` carries: `asked` is (epoch asked
+    in, osd -> (answer, when asked)); answers of another epoch or older than OK_TO_STOP_TTL_S
+    are left out (plan() then asks again)."""
+    if asked is None or asked[0] != epoch:
+        return {}
+    return {osd: ok for osd, (ok, at) in sorted(asked[1].items())
+            if 0 <= now - at < OK_TO_STOP_TTL_S}
 
 
 def starts_run(intent: Intent, progress: Progress) -> bool:

@@ -1,8 +1,11 @@
 """The policy registries and resolve(intent) -> Policies.
 
-REGISTRY = {"start_order": {...}, "budget": {...}, "footprint": {...}, "over_budget": {...}}
+REGISTRY = {"start_order": {...}, "budget": {...}, "footprint": {...}, "over_budget": {...},
+            "throttle": {...}}
 Names come from the Intent: start_order, footprint, over_budget; the budget policy is named by
-intent.budget.kind ("fraction" | "bytes").
+intent.budget.kind ("fraction" | "bytes"). The throttle policy is throttle.DEFAULT for every
+run (the Intent has no name for it; a driver such as the simulator may replace it in the
+bundle to compare runs without it).
 """
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from .budget import BUDGET
 from .footprint import FOOTPRINT
 from .over_budget import OVER_BUDGET
 from .start_order import START_ORDER
+from .throttle import DEFAULT as THROTTLE_DEFAULT, THROTTLE
 
 REGISTRY: Dict[str, Dict[str, Callable]] = {
     "start_order": START_ORDER,
     "budget": BUDGET,
     "footprint": FOOTPRINT,
     "over_budget": OVER_BUDGET,
+    "throttle": THROTTLE,
 }
 
 
@@ -37,4 +42,5 @@ def resolve(intent: Intent) -> Policies:
     names = (intent.start_order, intent.budget.kind, intent.footprint, intent.over_budget)
     return Policies(start_order=_pick("start_order", names[0]), budget=_pick("budget", names[1]),
                     footprint=_pick("footprint", names[2]),
-                    over_budget=_pick("over_budget", names[3]), names=names)
+                    over_budget=_pick("over_budget", names[3]), names=names,
+                    throttle=THROTTLE[THROTTLE_DEFAULT])

@@ -38,6 +38,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ceph_recovery.model import (PROC_RUNNING, PROC_STOPPED, PROC_UNKNOWN, Finding, HostMem,
                                  OsdState, PgMap, PoolInfo, Snapshot)
+from ceph_recovery.view import fresh_ok_to_stop
 
 
 class CrushIndex(object):
@@ -321,13 +322,14 @@ def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
 def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pg_dump: Mapping[str, Any], reports: Mapping[str, Tuple[Any, float]],
                    now: float, stale_after: float,
-                   ok_to_stop: Optional[Tuple[int, Mapping[int, bool]]] = None,
+                   ok_to_stop: Optional[Tuple[int, Mapping[int, Tuple[bool, float]]]] = None,
                    heap_support: Optional[Mapping[int, bool]] = None,
                    findings: Tuple[Finding, ...] = (),
                    pgs_seen: Optional[Mapping[int, int]] = None,
                    down_seen: Optional[Mapping[int, float]] = None,
                    memory_targets: Optional[Mapping[int, int]] = None,
                    members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None,
+                   recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
                    missed: Optional[Mapping[int, int]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
     `missed`: missed_entries() of the down OSDs the shell knows them for.
@@ -359,10 +361,9 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             down_since=None if up else (parse_stamp(xinfo.get(o, {}).get("down_stamp"))
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o),
-            memory_target=None if memory_targets is None else memory_targets.get(o, 0)))
-    oks: Mapping[int, bool] = {}
-    if ok_to_stop is not None and ok_to_stop[0] == epoch:
-        oks = dict(ok_to_stop[1])
+            memory_target=None if memory_targets is None else memory_targets.get(o, 0),
+            recovery_config=None if recovery_configs is None else recovery_configs.get(o, ())))
+    oks = fresh_ok_to_stop(ok_to_stop, epoch, now)
     return Snapshot(
         epoch=epoch, osds=tuple(osds),
         hosts=tuple(host_mem(r, t) for h, (r, t) in sorted(fresh.items())),

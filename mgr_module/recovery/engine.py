@@ -52,7 +52,8 @@ class Engine(HelperProtocol):
         self.network: Dict[str, Any] = {}
         self.findings: Tuple[Any, ...] = ()
         self.tput_requests: Dict[str, List[str]] = {}   # host -> peers, sent with its next reply
-        self.ok_to_stop: Optional[Tuple[int, Dict[int, bool]]] = None
+        # (epoch asked in, osd -> (answer, when asked)): view.fresh_ok_to_stop picks the valid
+        self.ok_to_stop: Optional[Tuple[int, Dict[int, Tuple[bool, float]]]] = None
         self.snapshot: Optional[Snapshot] = None
         self.crush: Optional[CrushIndex] = None
         self.plan_out: Optional[core.PlanOutput] = None
@@ -86,7 +87,9 @@ class Engine(HelperProtocol):
     # ------------------------------------------------------------------ the tick
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                 pg_dump: Mapping[str, Any], now: float,
-                memory_targets: Optional[Mapping[int, int]] = None) -> Snapshot:
+                memory_targets: Optional[Mapping[int, int]] = None,
+                recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
+                ) -> Snapshot:
         self.crush = CrushIndex(tree)
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
@@ -100,7 +103,7 @@ class Engine(HelperProtocol):
             self.run.heap_support,
             findings if self.options.get("network_holds_starts", True) else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
-            missed_entries(pg_dump, self.down_versions))
+            recovery_configs, missed_entries(pg_dump, self.down_versions))
         self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
                                              self.pg_versions, self.down_versions, pg_dump)
         remember_members(self.snapshot.pg_map, self.members_seen)
@@ -114,11 +117,13 @@ class Engine(HelperProtocol):
         return self.snapshot
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
-             memory_targets: Optional[Mapping[int, int]] = None) -> None:
+             memory_targets: Optional[Mapping[int, int]] = None,
+             recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
+             ) -> None:
         """Decide under the lock, talk to the mons without it: status, abort and
         helper-report never wait for a mon command (each is bounded by its own timeout)."""
         with self.lock:
-            snap = self.observe(osd_map, tree, pg_dump, now, memory_targets)
+            snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
             out.actions = out.actions + maint.tick(self, snap, now)
             self.plan_out = out
@@ -189,7 +194,7 @@ class Engine(HelperProtocol):
                 ep = int(snap.epoch)
                 if self.ok_to_stop is None or self.ok_to_stop[0] != ep:
                     self.ok_to_stop = (ep, {})
-                self.ok_to_stop[1][action.osd] = answer
+                self.ok_to_stop[1][action.osd] = (answer, now)
             elif isinstance(action, A.HeapRelease):
                 if answer is not None:
                     self.run.heap_support[action.osd] = answer
@@ -385,6 +390,7 @@ class Engine(HelperProtocol):
             h["predicted_next_bytes"] = pl.get("predicted")
             h["gate"] = pl.get("gate")
             h["waiting_on"] = pl.get("waiting_on")
+            h["waiting_for"], h["eta_s"] = pl.get("waiting_for"), pl.get("eta_s")
             h["helper_seen_s_ago"] = None
         return table
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from tenacity import (RetryError, retry, retry_if_result, stop_after_attempt,
                       wait_exponential)
@@ -65,6 +65,22 @@ def memory_targets(config_dump: Any) -> Dict[int, int]:
             except (TypeError, ValueError):
                 continue
     return out
+
+
+RECOVERY_SETTINGS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
+
+
+def recovery_configs(config_dump: Any) -> Dict[int, Tuple[Tuple[str, str], ...]]:
+    """osd id -> its own recovery throttle settings ((name, value), ...) from `config dump -f
+    json` (sections `osd.N` only, as memory_targets; the core throttles, and restores exactly
+    these, ceph_recovery.throttle)."""
+    out: Dict[int, List[Tuple[str, str]]] = {}
+    for e in config_dump if isinstance(config_dump, list) else ():
+        sec = str(e.get("section", "")) if isinstance(e, dict) else ""
+        if e.get("name") in RECOVERY_SETTINGS and sec.startswith("osd.") and sec[4:].isdigit() \
+                and isinstance(e.get("value"), str):
+            out.setdefault(int(sec[4:]), []).append((e["name"], e["value"]))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 class Executor(object):

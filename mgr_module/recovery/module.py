@@ -24,7 +24,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
-    from .executor import memory_targets
+    from .executor import memory_targets, recovery_configs
     from .logs import make_logger
     from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
@@ -190,17 +190,19 @@ class Module(MaintenanceCommands, MgrModule):
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
-    def _memory_targets(self) -> Optional[Dict[int, int]]:
-        """Each OSD's own osd_memory_target setting (the core records it before it lowers
-        one, and restores exactly that); None when `config dump` does not answer (then no
-        OSD's setting is known, and the core lowers none: ceph_recovery.settings)."""
+    def _osd_config(self) -> Tuple[Optional[Dict[int, int]], Optional[Dict[int, Any]]]:
+        """Each OSD's own osd_memory_target and recovery throttle settings (the core records
+        them before it changes one, and restores exactly that); (None, None) when `config
+        dump` does not answer (then no OSD's setting is known, and the core changes none:
+        ceph_recovery.settings, ceph_recovery.throttle)."""
         rc, out, _err = self.mon_command({"prefix": "config dump", "format": "json"})
         if rc != 0:
-            return None
+            return None, None
         try:
-            return memory_targets(json.loads(out or "[]"))
+            dump = json.loads(out or "[]")
         except ValueError:
-            return None
+            return None, None
+        return memory_targets(dump), recovery_configs(dump)
 
     def _tick(self) -> None:
         osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
@@ -209,7 +211,7 @@ class Module(MaintenanceCommands, MgrModule):
             self._read_options()
             self.engine.observed = maintcli.drill_observed(health, pgs)
         self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now,
-                         self._memory_targets())
+                         *self._osd_config())
         with self._lock:
             self.engine.error = None
             checks = health_dict(self.engine.health_checks())

@@ -64,6 +64,14 @@ def service_line(st: Mapping[str, Any]) -> Optional[str]:
     return "%s; %s" % (service, up)
 
 
+def _waiting(h: Mapping[str, Any]) -> str:
+    """WAITING ON: the gate or "memory", and for a memory wait the ETA the core measured."""
+    what = h.get("waiting_on") or h.get("gate") or "-"
+    if h.get("eta_s") is not None:
+        what += " (ETA %.0f s)" % h["eta_s"]
+    return what
+
+
 def status_text(st: Mapping[str, Any]) -> str:
     """`ceph recovery status`: phase line, per-host table, health, the last journal lines."""
     pgs = st.get("pgs") or {}
@@ -86,7 +94,7 @@ def status_text(st: Mapping[str, Any]) -> str:
                          _ids(h.get("in_flight")),
                          "osd.%s" % h["next_osd"] if h.get("next_osd") is not None else "-",
                          _mib(h.get("predicted_next_bytes")),
-                         h.get("waiting_on") or h.get("gate") or "-"])
+                         _waiting(h)])
         lines += [""] + _table(rows)
     detail = st.get("health_detail") or {}
     if detail:

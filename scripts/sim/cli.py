@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
                     help="OSDs without tcmalloc: heap release frees nothing")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="override a model parameter (see docs/memory-model.md)")
+    ap.add_argument("--no-throttle", action="store_true",
+                    help="controlled/oracle: the run never throttles recovery (to compare)")
     ap.add_argument("--no-membership", action="store_true",
                     help="controlled: snapshots without PG membership (as a shell that "
                     "cannot read it)")
@@ -114,7 +116,7 @@ def run(args) -> dict:
                     host_ram=args.host_ram, concurrency=args.concurrency,
                     start_order=args.start_order or Intent.start_order,
                     check_invariants=args.check_invariants, seed=args.seed,
-                    membership=not args.no_membership)
+                    membership=not args.no_membership, throttle=not args.no_throttle)
     strategy = make(cfg)
     if args.trace and cfg.strategy in ("controlled", "oracle"):
         with open(args.trace, "w") as f:

@@ -28,7 +28,7 @@ class Osd:
                  "peer_base_left", "peer_left", "peer_total", "obj_left", "obj_total",
                  "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
                  "restart_at", "inactive", "degraded", "load_bytes", "in_scope", "released",
-                 "write_mult", "steady", "rec_w", "rec_cap", "run_peak")
+                 "write_mult", "steady", "rec_w", "rec_cap", "run_peak", "rec_ops")
 
     def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
         self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
@@ -54,6 +54,7 @@ class Osd:
         self.rec_w = 1.0                 # recovery share weight (throttles, levers.py)
         self.rec_cap = 0.0               # recovery objects/s cap from osd_recovery_sleep; 0: none
         self.run_peak = 0.0              # largest rss since the process started
+        self.rec_ops = 0.0               # recovery ops in flight while recovering (levers.py)
 
     @property
     def up(self) -> bool:
@@ -97,6 +98,8 @@ class Cluster:
         self.config: Dict[tuple, str] = {}     # (who, name) -> value set by a run
         for o in self.osds:
             o.steady = float(params.steady_rss)
+            o.rec_ops = params.recovery_ops(params.recovery_max_active_default,
+                                            params.max_backfills_default)
             o.nonhist = o.steady
             self.set_rss(o, o.nonhist)
 

@@ -21,17 +21,17 @@ from ceph_recovery.policies import resolve
 
 from . import levers
 from .cluster import Osd
+from .strategies import Strategy
 
 QUERY_TTL_S = 120.0
 STUCK_S = 3600.0
 
 
-class Controlled:
+class Controlled(Strategy):
     name = "controlled"
-    oom = True
 
     def __init__(self, cfg):
-        self.cfg = cfg
+        super().__init__(cfg)
         self.intent = None
         self.progress = Progress()
         self.done = False
@@ -70,7 +70,15 @@ class Controlled:
             pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
                             if o.running else 0),
             down_since=o.down_since if not o.up else None,
-            heap_release=sim.p.heap_release, memory_target=0)
+            heap_release=sim.p.heap_release, memory_target=0,
+            recovery_config=self._recovery_config(sim, o))
+
+    @staticmethod
+    def _recovery_config(sim, o: Osd):
+        """The OSD's own recovery settings, as `config dump` shows them (section osd.N)."""
+        who = "osd.%d" % o.id
+        return tuple(sorted((name, v) for (w, name), v in sim.cl.config.items()
+                            if w == who and name != levers.MEMORY_TARGET))
 
     def snapshot(self, sim) -> Snapshot:
         cl = sim.cl
@@ -151,7 +159,8 @@ class Controlled:
                       start_order=sim.cfg.start_order, run_id="sim-%d" % sim.cfg.seed)
 
     def make_policies(self, sim, intent: Intent):
-        return resolve(intent)
+        pol = resolve(intent)
+        return pol if sim.cfg.throttle else replace(pol, throttle=None)
 
     def plan(self, sim, snap):
         return plan(snap, self.intent, self.progress, self.policies, sim.now)

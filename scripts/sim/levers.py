@@ -13,7 +13,9 @@ What each lever does to the model (sources in docs/memory-model.md, "Levers"):
   osd_recovery_max_active / osd_max_backfills (osd.N)
       [A] the OSD's weight in its host's shared recovery rate: min(1, value / default) over
       both; 0 pauses its recovery. Raising them above the default gains nothing (the host's
-      link is the bound).
+      link is the bound). [C] They also bound the recovery ops in flight on it, whose data it
+      holds while it recovers: Params.recovery_ops(max_active, max_backfills) x
+      recovery_op_bytes (at the defaults 3 + 1 x 3 ops = 24 MiB; at 1 and 1, 16 MiB).
   osd_recovery_sleep (osd.N)
       [A] recovery ops serialised by the sleep: the OSD recovers at most 1 / sleep objects/s.
   norecover / nobackfill (SetFlag / UnsetFlag)
@@ -86,6 +88,8 @@ def _throttle(sim, o: Osd, who: str) -> None:
                            backfills / p.max_backfills_default))
     sleep = float(cfg.get((who, REC_SLEEP), 0.0))
     o.rec_cap = 1.0 / sleep if sleep > 0 else 0.0
+    o.rec_ops = p.recovery_ops(active, backfills)
+    sim.cl.dirty_osds.add(o.id)
 
 
 def set_flags(sim, flags) -> None:

@@ -3,7 +3,8 @@
 Memory of a returning OSD (see docs/memory-model.md):
   start (load_pgs)   rss = load_bytes          (fresh process + PG logs + dups)
   peering            rss rises to (nonhist + H) * (1 + peering_peak_frac) at its end
-  recovery           H shrinks with recovered objects down to retain_frac * H (kept)
+  recovery           H shrinks with recovered objects down to retain_frac * H (kept); the
+                     data of its recovery ops in flight adds rec_buffers()
   after boot         caches refill nonhist linearly to steady_rss over cache_fill_s
 where H = missed writes (capped at what the PG log holds) * bytes_per_missed_write.
 """
@@ -138,6 +139,13 @@ class Lifecycle:
         w = sum(self.cl.osds[i].rec_w for i in self.recovering[host])
         return self.p.host_objects_per_s / w if w > 0 else 0.0
 
+    def rec_buffers(self, o: Osd) -> float:
+        """Data of the recovery ops in flight on a recovering OSD (levers.py): none while its
+        recovery is paused (norecover/nobackfill, or a throttle of 0)."""
+        if self.recovery_paused or o.rec_w <= 0:
+            return 0.0
+        return o.rec_ops * self.p.recovery_op_bytes
+
     def rec_rate(self, o: Osd, share: float) -> float:
         """Objects/s `o` recovers: its weighted share, capped by its osd_recovery_sleep, 0 while
         norecover/nobackfill is set."""
@@ -194,7 +202,8 @@ class Lifecycle:
                 * done
         elif o.phase == RECOVERING:
             left = o.obj_left / o.obj_total if o.obj_total > 0 else 0.0
-            rss = o.nonhist + o.hist_keep + (o.hist_peak - o.hist_keep) * left
+            rss = o.nonhist + o.hist_keep + (o.hist_peak - o.hist_keep) * left + \
+                self.rec_buffers(o)
         else:
             rss = o.nonhist + o.hist_keep
             if o.nonhist >= steady:

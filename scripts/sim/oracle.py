@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 
 from ceph_recovery.model import Intent
-from ceph_recovery.policies import resolve
 
 from .cluster import ACTIVE, BOOTING, FAILED, LOADING, PEERING, PREBOOT, STOPPED, Osd
 from .controlled import Controlled
@@ -29,7 +28,6 @@ from .controlled import Controlled
 
 class Oracle(Controlled):
     name = "oracle"
-    oom = True
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -43,7 +41,7 @@ class Oracle(Controlled):
 
     def make_policies(self, sim, intent: Intent):
         """The production bundle with the footprint replaced (not added to the registry)."""
-        base = resolve(intent)
+        base = super().make_policies(sim, intent)
         names = (base.names[:2] + ("oracle",) + base.names[3:]) if base.names else ()
         return dataclasses.replace(base, footprint=self.footprint, names=names)
 

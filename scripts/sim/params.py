@@ -53,6 +53,9 @@ class Params:
     # --- recovery throttles (per-OSD `ceph config set`), ceph 16.2 wpq defaults [C]
     recovery_max_active_default: int = 3      # osd_recovery_max_active 0 -> _hdd 3
     max_backfills_default: int = 1            # osd_max_backfills
+    recovery_op_bytes: int = 4 * MiB          # [F]/[C] data one recovery op in flight holds: a
+                                              # 4 MiB object fits one push (osd_recovery_max_chunk
+                                              # 8 MiB); see Params.recovery_ops
     # --- ok-to-stop answers
     ok_to_stop_ceph: bool = False             # [C] True: mgr's _check_offlines_pgs rule
     # --- systemd (ceph-osd@.service) [C]
@@ -67,6 +70,13 @@ class Params:
     def steady_for_target(self, target: int) -> int:
         """Healthy RSS of an OSD whose osd_memory_target is `target`."""
         return int(target * self.steady_frac_of_target)
+
+    def recovery_ops(self, max_active: float, max_backfills: float) -> float:
+        """Recovery ops in flight on a recovering OSD: its own osd_recovery_max_active (as its
+        PGs' primary) plus, as a recovery target, osd_max_backfills PGs (the remote
+        reservation log-based recovery takes too, Ceph "Recovery Reservation" [C]) times the
+        primaries' osd_recovery_max_active (the cluster's value)."""
+        return max_active + max_backfills * self.recovery_max_active_default
 
     def log_entries_per_pg(self, pgs_on_osd: int) -> int:
         """osd_target_pg_log_entries_per_osd / PGs on the OSD, clamped to [min, max]."""

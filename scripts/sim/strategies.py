@@ -9,14 +9,24 @@ from .cluster import ACTIVE, BOOTING, FAILED, LOADING, PEERING, RECOVERING, STOP
 BUSY = (LOADING, BOOTING, PEERING, RECOVERING)
 
 
-class Naive:
-    """Power comes back: systemd starts every OSD at once and restarts them after an OOM."""
+class Strategy:
+    """What the engine asks of a strategy: `name`, whether the OOM killer applies (`oom`), and
+    tick / systemd_restarts / finished / stuck."""
 
-    name = "naive"
+    name = ""
     oom = True
 
     def __init__(self, cfg):
         self.cfg = cfg
+
+
+class Naive(Strategy):
+    """Power comes back: systemd starts every OSD at once and restarts them after an OOM."""
+
+    name = "naive"
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
         self.started = False
 
     def tick(self, sim) -> None:

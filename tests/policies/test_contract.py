@@ -15,7 +15,8 @@ from ceph_recovery.policies import REGISTRY, resolve
 from stepper import make_model
 
 MiB, GiB = 1 << 20, 1 << 30
-ARITY = {"start_order": 2, "budget": 2, "footprint": 3, "over_budget": 6}
+ARITY = {"start_order": 2, "budget": 2, "footprint": 3, "over_budget": 6, "throttle": 1}
+RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
 ENTRIES = [pytest.param(kind, name, id="%s-%s" % (kind, name))
            for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 
@@ -65,6 +66,10 @@ def calls(kind, fn):
             for o in snap.osds:
                 for obs in OBS:
                     yield (o, list(obs), now)
+    elif kind == "throttle":
+        for snap, _, _ in SAMPLES[::10]:
+            for o in snap.osds:
+                yield (o,)
     else:
         intent = Intent(mode="controlled", run_id="c", restart_cooldown_s=60.0)
         for snap, progress, now in SAMPLES[::2]:
@@ -83,6 +88,10 @@ def check_result(kind, args, out):
         assert isinstance(out, int) and 0 <= out <= cap
     elif kind == "footprint":
         assert isinstance(out, int) and 64 * MiB <= out <= 1 << 40
+    elif kind == "throttle":     # recovery settings only, each lowered to a valid number
+        assert isinstance(out, tuple)
+        for name, value in out:
+            assert name in RECOVERY_KEYS and isinstance(value, str) and float(value) >= 0
     else:
         assert out is None or isinstance(out, (HeapRelease, QueryOkToStop, RestartOsd, Wait))
         if isinstance(out, Action) and not isinstance(out, Wait):
@@ -110,7 +119,7 @@ def test_policy_contract(kind, name):
     assert n > 0
 
 
-def test_registry_has_the_four_kinds():
+def test_registry_has_the_five_kinds():
     assert sorted(REGISTRY) == sorted(ARITY)
     assert all(REGISTRY[k] for k in REGISTRY)
 

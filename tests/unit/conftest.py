@@ -1,5 +1,5 @@
 """Make the mgr module's pieces importable as `recovery.<name>` without ceph-mgr, and the
-plan() test builders (plancases.py) as `plancases`.
+test builders (plancases.py, mgrcases.py, gatecases.py) under their names.
 
 mgr_module/recovery/__init__.py imports mgr_module (only inside ceph-mgr), so the package is
 registered here as a bare namespace over that directory: `from recovery import engine` then
@@ -21,9 +21,11 @@ if "recovery" not in sys.modules:
     _pkg.__path__ = [MODULE_DIR]
     sys.modules["recovery"] = _pkg
 
-if "plancases" not in sys.modules:   # importlib mode: tests/unit is not on sys.path
-    _spec = importlib.util.spec_from_file_location(
-        "plancases", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plancases.py"))
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["plancases"] = _mod
-    _spec.loader.exec_module(_mod)
+# The shared test builders, importable by name (importlib mode: tests/unit is not on sys.path)
+for _name in ("plancases", "mgrcases", "gatecases"):
+    if _name not in sys.modules:
+        _spec = importlib.util.spec_from_file_location(
+            _name, os.path.join(os.path.dirname(os.path.abspath(__file__)), _name + ".py"))
+        _mod = importlib.util.module_from_spec(_spec)
+        sys.modules[_name] = _mod
+        _spec.loader.exec_module(_mod)

@@ -15,21 +15,9 @@ import pytest
 from ceph_recovery import protocol
 from ceph_recovery_tools.helper import daemon, gatecheck
 from ceph_recovery_tools.helper.state import StateDir
+from gatecases import DUMP, TREE, dump_with  # registered by conftest.py
 
 
-def _load_gate_fixtures():
-    """The OSD map fixtures of test_helper_gate.py (importlib mode: load it by path)."""
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(__file__), "test_helper_gate.py")
-    spec = importlib.util.spec_from_file_location("_helper_gate_fixtures", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_fx = _load_gate_fixtures()
-DUMP, TREE, dump_with = _fx.DUMP, _fx.TREE, _fx.dump_with
 
 
 class RecordingLauncher:

@@ -4,16 +4,10 @@ again at most MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, and then n
 RECOVERY_START_FAILED. Before, it was re-granted on every tick (every ~4 s, without end)."""
 from __future__ import annotations
 
-import importlib.util
-import os
 
 from ceph_recovery.inflight import GRANT_RETRY_S, MAX_START_FAILURES
 
-_spec = importlib.util.spec_from_file_location(
-    "mgr_engine_cases", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                     "test_mgr_engine.py"))
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+import mgrcases as cases  # noqa: E402  (registered by conftest.py)
 STOPPED, all_helpers, tick = cases.STOPPED, cases.all_helpers, cases.tick
 
 

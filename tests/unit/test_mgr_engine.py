@@ -1,98 +1,15 @@
 """The mgr module's engine on recorded lab dumps with the real plan(): what it sends to the
 mon, what it tells the helper, and that a restarted module never starts an OSD twice.
-The Ceph side is a recording fake (mon_command / osd_command); everything else is real."""
+The Ceph side is a recording fake (mgrcases.FakeCeph); everything else is real."""
 from __future__ import annotations
 
 import copy
 import errno
-import json
-import os
 
 import pytest
-
-from ceph_recovery.protocol import parse_report
+from mgrcases import RUNNING, STOPPED, FakeCeph, all_helpers, make_engine, report, tick
+from mgrcases import world  # noqa: F401  (the fixture)
 from recovery import engine as engine_mod, inputs, state as state_mod  # see conftest.py
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "data", "mgr")
-
-
-def load(name):
-    with open(os.path.join(DATA, name)) as f:
-        return json.load(f)
-
-
-class FakeCeph(object):
-    """Records commands and applies the flag commands to the OSD map dict like the mon would
-    (per-OSD state, cluster flags, crush_node_flags; epoch + 1 per change)."""
-
-    def __init__(self, osd_map=None):
-        self.calls = []
-        self.map = osd_map
-
-    def mon_command(self, cmd):
-        self.calls.append(cmd)
-        if self.map is not None:
-            self._apply(cmd)
-        return 0, "", ""
-
-    def _apply(self, cmd):
-        m, p = self.map, cmd["prefix"]
-        if p in ("osd add-noup", "osd rm-noup"):
-            for name in cmd["ids"]:
-                osd = next(o for o in m["osds"] if o["osd"] == int(name.split(".")[1]))
-                osd["state"] = [s for s in osd["state"] if s != "noup"] + (
-                    ["noup"] if p == "osd add-noup" else [])
-        elif p in ("osd set", "osd unset"):
-            flags = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
-            m["flags_set"] = sorted(flags)
-        elif p in ("osd set-group", "osd unset-group"):
-            for b in cmd["who"]:
-                fl = set(m["crush_node_flags"].get(b, [])) - {"noup"}
-                fl |= {"noup"} if p == "osd set-group" else set()
-                m["crush_node_flags"][b] = sorted(fl)
-                if not fl:
-                    del m["crush_node_flags"][b]
-        else:
-            return
-        m["epoch"] += 1
-
-    def osd_command(self, osd, cmd, timeout):
-        self.calls.append(dict(cmd, osd=osd))
-        return 0, "", ""
-
-
-def report(host, osds, done=(), used=50 << 20, t=1000.0):
-    return parse_report({"version": 1, "host": host, "time": t, "seq": 1,
-                         "memory": {"total": 8 << 30, "used": used, "available": 6 << 30,
-                                    "limit": None, "source": "host"},
-                         "osds": [dict(o) for o in osds], "done": list(done)})
-
-
-RUNNING = lambda i, rss: {"id": i, "process": "running", "rss": rss, "started_at": 990.0}  # noqa
-STOPPED = lambda i: {"id": i, "process": "stopped"}  # noqa
-
-
-@pytest.fixture
-def world():
-    return {"map": load("osdmap_h3down.json"), "tree": load("tree_h3down.json"),
-            "pgs": load("pgdump_h3down.json")}
-
-
-def make_engine(osd_map=None):
-    ceph = FakeCeph(osd_map)
-    eng = engine_mod.Engine(ceph, lambda *a, **k: None)
-    return eng, ceph
-
-
-def all_helpers(eng, now, h3_osds, done=()):
-    eng.helper_report(report("h1", [RUNNING(0, 70 << 20), RUNNING(1, 70 << 20)], t=now), now)
-    eng.helper_report(report("h2", [RUNNING(2, 70 << 20), RUNNING(3, 70 << 20)], t=now), now)
-    return eng.helper_report(report("h3", h3_osds, done=done, t=now), now)
-
-
-def tick(eng, world, now):
-    eng.tick(world["map"], world["tree"], world["pgs"], now, lambda: world["map"]["epoch"])
 
 
 def test_controlled_start_sequence(world):
@@ -217,7 +134,23 @@ def test_repeated_queries_do_not_flood_the_journal(world):
     entries = [(j["action"]["osd"], j.get("repeats", 0)) for j in eng.run.journal]
     assert entries == [(0, 2), (1, 0), (0, 0)]
     assert len([c for c in ceph.calls if c["prefix"] == "osd ok-to-stop"]) == 5
-    assert eng.ok_to_stop == (snap.epoch, {0: True, 1: True})
+    assert eng.ok_to_stop == (snap.epoch, {0: (True, 1200.0), 1: (True, 1005.0)})
+
+
+def test_ok_to_stop_no_expires_within_one_epoch_and_is_asked_again(world):
+    """Ceph's ok-to-stop says no while a PG of the OSD peers; peering ends without a new OSD
+    map epoch. An answer must not outlive OK_TO_STOP_TTL_S, or a "no" given during peering
+    keeps the over-budget restart from ever being tried again."""
+    from ceph_recovery import actions as A
+    from ceph_recovery.view import OK_TO_STOP_TTL_S
+    eng, ceph = make_engine()
+    snap = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.executor.ok_to_stop = lambda osd: (False, "ok_to_stop=False")
+    eng.carry_out(A.QueryOkToStop(reason="h1 short of memory", osd=0), snap, 1000.0)
+    within = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0 + OK_TO_STOP_TTL_S - 1)
+    assert within.epoch == snap.epoch and dict(within.ok_to_stop) == {0: False}
+    later = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0 + OK_TO_STOP_TTL_S)
+    assert later.epoch == snap.epoch and dict(later.ok_to_stop) == {}
 
 
 def test_state_is_persisted_after_every_action(world):
@@ -290,3 +223,17 @@ def test_observe_remembers_pg_members_seen_complete(world):
     assert snap.pg_map.members == ((0, 2, 4),) and snap.pg_map.by_osd[4] == (0,)
     fresh, _ = make_engine(world["map"])        # an mgr that started after the failure
     assert fresh.observe(world["map"], world["tree"], short, 1005.0).pg_map.members == ((0, 2),)
+
+
+def test_the_osds_own_settings_reach_the_snapshot(world):
+    """`config dump` read (dicts given): an OSD without an entry has none of its own (0, ());
+    not read (None): unknown, and the core changes none of its settings."""
+    eng, _ceph = make_engine(world["map"])
+    snap = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0, {4: 1 << 31},
+                       {4: (("osd_max_backfills", "2"),)})
+    by = {o.id: o for o in snap.osds}
+    assert (by[4].memory_target, by[4].recovery_config) == (1 << 31,
+                                                            (("osd_max_backfills", "2"),))
+    assert (by[5].memory_target, by[5].recovery_config) == (0, ())
+    unknown = eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    assert {(o.memory_target, o.recovery_config) for o in unknown.osds} == {(None, None)}

@@ -85,6 +85,17 @@ def test_memory_targets_are_the_osds_own_settings_only():
     assert executor.memory_targets({"not": "a list"}) == {}
 
 
+def test_recovery_configs_are_the_osds_own_recovery_settings_only():
+    dump = [{"section": "osd", "name": "osd_max_backfills", "value": "3"},
+            {"section": "osd.3", "name": "osd_max_backfills", "value": "2"},
+            {"section": "osd.3", "name": "osd_recovery_max_active", "value": "5"},
+            {"section": "osd.4", "name": "osd_memory_target", "value": "2147483648"},
+            {"section": "osd.x", "name": "osd_recovery_sleep", "value": "1"}]
+    assert executor.recovery_configs(dump) == {
+        3: (("osd_max_backfills", "2"), ("osd_recovery_max_active", "5"))}
+    assert executor.recovery_configs({"not": "a list"}) == {}
+
+
 def test_run_state_round_trip():
     st = state.RunState(journal_len=20)
     st.intent = Intent(mode="controlled", budget=Budget("bytes", 3e8), scope=("r1",),

@@ -4,18 +4,12 @@ second half). The state's marks (a small entry of their own) tell what the lost 
 from __future__ import annotations
 
 import copy
-import importlib.util
-import os
 
 import pytest
 
 from recovery import state as state_mod, statestore  # see conftest.py
 
-_spec = importlib.util.spec_from_file_location(
-    "mgr_engine_cases", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                     "test_mgr_engine.py"))
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+import mgrcases as cases  # noqa: E402  (registered by conftest.py)
 STOPPED, RUNNING, all_helpers, tick = cases.STOPPED, cases.RUNNING, cases.all_helpers, cases.tick
 
 

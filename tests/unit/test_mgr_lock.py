@@ -2,16 +2,10 @@
 it (defect 7): the tick holds the engine's lock only to decide, never during mon I/O."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import threading
 
-_spec = importlib.util.spec_from_file_location(
-    "mgr_engine_cases_lock", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                          "test_mgr_engine.py"))
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+import mgrcases as cases  # noqa: E402  (registered by conftest.py)
 STOPPED = cases.STOPPED
 
 

@@ -68,6 +68,13 @@ def test_status_text_shows_phase_hosts_and_journal():
         assert a in out, a
 
 
+def test_a_memory_wait_shows_its_eta():
+    st = running_status()
+    st["hosts"]["h3"].update(waiting_on="memory", waiting_for="settling osd.4", eta_s=41.6)
+    h3 = next(ln for ln in text.status_text(st).splitlines() if ln.startswith("h3 "))
+    assert h3.endswith("memory (ETA 42 s)")
+
+
 def test_idle_status_text_has_no_tables():
     eng = engine_mod.Engine(Mon(), lambda *a, **k: None)
     out = text.status_text(eng.status(1000.0))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ceph_recovery.model import Budget, Intent, Observation, Progress
+from ceph_recovery.model import PHASE_PAUSED, Budget, Intent, Observation, Progress, RunPhase
 from ceph_recovery.persist import (intent_from_dict, intent_to_dict, progress_from_dict,
                                    progress_from_json, progress_to_dict, progress_to_json)
 
@@ -17,7 +17,7 @@ names = st.text("abcdefgh-0123456789", min_size=1, max_size=8)
 
 progresses = st.builds(
     Progress,
-    run_id=names, phase=st.sampled_from(["idle", "running", "paused", "done", "aborted"]),
+    run_id=names, phase=st.sampled_from(list(RunPhase)),
     epoch=st.integers(0, 10 ** 9),
     granted=st.dictionaries(osd_ids, times, max_size=5),
     booting=st.dictionaries(osd_ids, times, max_size=5),
@@ -93,3 +93,15 @@ def test_intent_round_trip():
 def test_intent_from_dict_rejects_bad_input(d, needle):
     with pytest.raises(ValueError, match=needle):
         intent_from_dict(d)
+
+
+def test_run_phase_is_an_enum_that_reads_as_its_value_everywhere():
+    p = Progress(run_id="r", phase=PHASE_PAUSED)
+    assert isinstance(p.phase, RunPhase) and p.phase == "paused"
+    assert "%s|{}|%r" % (p.phase, "x") == "paused|{}|'x'"
+    assert "{}".format(p.phase) == "{0:>8}".format(p.phase).strip() == "paused"
+    back = progress_from_dict(json.loads(json.dumps(progress_to_dict(p))))
+    assert back.phase is RunPhase.PAUSED
+    assert json.dumps({"phase": back.phase}) == '{"phase": "paused"}'
+    with pytest.raises(ValueError, match="unknown phase"):
+        progress_from_dict(dict(progress_to_dict(p), phase="sleeping"))
