@@ -7,14 +7,13 @@ Commands only change intent (and wake the loop); only tick() acts on the cluster
 from __future__ import annotations
 
 import errno
-import json
 import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED,
-                                 PHASE_ABORTED, PHASE_DONE, PHASE_IDLE, PROC_RUNNING, Intent,
+                                 PHASE_ABORTED, PHASE_DONE, PROC_RUNNING, Intent,
                                  Progress, Snapshot)
 from ceph_recovery.protocol import Report
 
@@ -24,7 +23,7 @@ from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_membe
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
-from . import maint
+from . import maint, statusdoc
 from .state import RunState, leftovers_from
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -364,66 +363,7 @@ class Engine(HelperProtocol):
 
     # ------------------------------------------------------------------ status
     def host_table(self, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
-        """Per host: OSDs, down, in flight, budget, used, next OSD (plan summary if any)."""
-        snap, p = self.snapshot, self.run.progress
-        intent = intent or self.run.intent
-        planned: Dict[str, Any] = {}
-        if self.plan_out is not None and intent is self.run.intent:
-            planned = dict(self.plan_out.summary.get("hosts", {}) or {})
-        table: Dict[str, Dict[str, Any]] = {}
-        if snap is None:
-            return table
-        for o in snap.osds:
-            h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": []})
-            h["osds"].append(o.id)
-            if not o.up:
-                h["down"].append(o.id)
-            if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
-                h["in_flight"].append(o.id)
-        for name, h in table.items():
-            hm = snap.host(name)
-            h["used"] = hm.mem_used if hm else None
-            h["mem_total"] = hm.mem_total if hm else None
-            h["budget"] = core.budget_bytes(intent.budget, hm)
-            pl = planned.get(name) or {}
-            h["next_osd"] = pl.get("next_osd")
-            h["predicted_next_bytes"] = pl.get("predicted")
-            h["gate"] = pl.get("gate")
-            h["waiting_on"] = pl.get("waiting_on")
-            h["waiting_for"], h["eta_s"] = pl.get("waiting_for"), pl.get("eta_s")
-            h["helper_seen_s_ago"] = None
-        return table
+        return statusdoc.host_table(self, intent)
 
     def status(self, now: float) -> Dict[str, Any]:
-        snap, p, i = self.snapshot, self.run.progress, self.run.intent
-        table = self.host_table()
-        for host, t in self.reports.items():
-            if host in table:
-                table[host]["helper_seen_s_ago"] = round(now - t[1], 1)
-        out = self.plan_out
-        return {
-            "schema": maint.STATUS_SCHEMA, "maintenance": maint.windows_view(self, now),
-            "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": self.active,
-            "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
-            "budget": dict(i.budget.__dict__), "scope": list(i.scope),
-            "concurrency": i.concurrency, "leave_out": i.leave_out, "holds": sorted(i.holds),
-            "granted": sorted(p.granted), "booting": sorted(p.booting),
-            "finished": sorted(p.finished),
-            "restarted": {str(k): v for k, v in p.restarted.items()},
-            "heap_support": {str(k): v for k, v in self.run.heap_support.items()},
-            "starts_carried_out": {str(k): v for k, v in self.run.starts.items()},
-            "pgs": {"total": snap.pgs_total if snap else 0,
-                    "active": snap.pgs_active if snap else 0,
-                    "clean": snap.pgs_clean if snap else 0},
-            "hosts": table, "open_instructions": self.run.open_instructions(),
-            "health": [h.code for h in self.health_checks()],
-            "health_detail": {h.code: list(h.detail) for h in self.health_checks()},
-            "summary": _plain(out.summary) if out else {},
-            "findings": [f.__dict__ for f in self.findings if hasattr(f, "__dict__")],
-            "error": self.error, "journal": list(self.run.journal)}
-
-
-def _plain(v: Any) -> Any:
-    """JSON-safe copy of a summary (frozensets/tuples/dataclasses)."""
-    return json.loads(json.dumps(v, default=lambda x: sorted(x) if isinstance(x, (set, frozenset))
-                                 else getattr(x, "__dict__", str(x))))
+        return statusdoc.status(self, now)
