@@ -21,7 +21,7 @@ up, running OSDs not in flight (same configuration, so a returning OSD ends up a
 big, and RSS can run 20 % over osd_memory_target; it protects the first wave when the policy's
 prior is far below this cluster's real sizes).
 Until WARMUP_OBSERVATIONS starts were measured, at most one start is in flight per host,
-whatever intent.concurrency says (see Tick.concurrency).
+whatever intent.concurrency says (see Decision.concurrency).
 """
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ from typing import Dict, List, Optional
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
-from .tick import PROBE_LOAD_FRACTION, Tick, fmt_bytes
+from .decision import PROBE_LOAD_FRACTION, Decision, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
 
-def memory_stage(t: Tick) -> None:
+def memory_stage(t: Decision) -> None:
     """Find hosts over budget; in a running run ask the over_budget policy what to do."""
     v = t.view
     for h in v.scope_hosts():
@@ -58,7 +58,7 @@ def memory_stage(t: Tick) -> None:
         watch(t)
 
 
-def respond(t: Tick, host: str, why: str) -> bool:
+def respond(t: Decision, host: str, why: str) -> bool:
     """One over_budget policy decision for `host`; validate and record it. True if acted."""
     v = t.view
     hm = v.hostmem[host]
@@ -91,7 +91,7 @@ def respond(t: Tick, host: str, why: str) -> bool:
     return True
 
 
-def _guarded(t: Tick, host: str):
+def _guarded(t: Decision, host: str):
     """The snapshot the over_budget policy sees: where PG membership says a stop of an up OSD
     on `host` would take a PG below min_size, its ok-to-stop answer reads False, so the
     policy passes over it to the next restartable OSD instead of asking for it."""
@@ -105,7 +105,7 @@ def _guarded(t: Tick, host: str):
     return replace(t.s, ok_to_stop=answers)
 
 
-def _restart_allowed(t: Tick, host: str, act: RestartOsd) -> bool:
+def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
     """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot."""
     osd = act.osd
     if t.state == "paused":
@@ -132,7 +132,7 @@ def _restart_allowed(t: Tick, host: str, act: RestartOsd) -> bool:
     return True
 
 
-def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
+def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     """Why no new start may be granted on this host now (None = it may)."""
     v = t.view
     if v.helper_missing(host):
@@ -146,12 +146,12 @@ def _host_gate(t: Tick, host: str, in_flight: List[int]) -> Optional[str]:
     return None
 
 
-def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
+def _reserved(t: Decision, host: str, in_flight: List[int]) -> int:
     """Predicted growth still to come on `host`: granted and settling OSDs."""
     total = 0
     for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
         rss = t.view.by_id[osd_id].rss_bytes
-        # its live load voids a lower prediction before it boots too (Tick.load_bound counts
+        # its live load voids a lower prediction before it boots too (Decision.load_bound counts
         # only from the boot on): with several starts in flight, the next grant is gated by
         # the load the ones before it show, which can exceed peaks learned on lighter starts
         total += max(0, t.predict(osd_id) - rss, t.peak_from_load(osd_id, rss) - rss)
@@ -162,11 +162,11 @@ def _reserved(t: Tick, host: str, in_flight: List[int]) -> int:
     return total
 
 
-def settling_reserve(t: Tick, o: OsdState) -> int:
+def settling_reserve(t: Decision, o: OsdState) -> int:
     """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
-    A peak below the OSD's load floor (Tick.load_floor) is not behind it: that was its
+    A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
     preboot load; an OSD may shrink once active and grow past it again through recovery."""
     peak = t.peaks.get(o.id, 0)
     if peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
@@ -174,7 +174,7 @@ def settling_reserve(t: Tick, o: OsdState) -> int:
     return max(0, t.predict(o.id) - o.rss_bytes)
 
 
-def grant_stage(t: Tick) -> None:
+def grant_stage(t: Decision) -> None:
     """Grant starts in start_order, per host while slots and budget admit (strict order)."""
     v = t.view
     flight = v.in_flight(t.granted)
@@ -204,7 +204,7 @@ def grant_stage(t: Tick) -> None:
                               "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
 
 
-def _open_host(t: Tick, host: str, in_flight: List[int]) -> dict:
+def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
     gate = _host_gate(t, host, in_flight)
     hm = t.view.hostmem.get(host)
     if gate == "helper missing":
@@ -221,7 +221,7 @@ def _open_host(t: Tick, host: str, in_flight: List[int]) -> dict:
             "reserved": _reserved(t, host, in_flight) if hm is not None else 0}
 
 
-def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
+def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     pred = t.predict(o.id)
     need = max(0, pred - o.rss_bytes)
     if st["next_osd"] is None:
@@ -255,7 +255,7 @@ def _try_grant(t: Tick, o: OsdState, st: dict) -> None:
         st["gate"] = "%d in flight" % len(st["in_flight"])
 
 
-def _probe_fits(t: Tick, o: OsdState, st: dict, pred: int) -> bool:
+def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:
     """A probe start: on a host where no OSD runs (the run's first start there: nothing in
     flight, settling or restartable), an OSD whose predicted peak does not fit may still start
     if its load does: a process in preboot holds only its
@@ -272,7 +272,7 @@ def _probe_fits(t: Tick, o: OsdState, st: dict, pred: int) -> bool:
     return st["used"] + st["reserved"] + pred * PROBE_LOAD_FRACTION <= st["budget"]
 
 
-def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
+def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
     """The host's next OSD does not fit. If the host is quiescent, try to make room."""
     host = o.host
     line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
@@ -297,12 +297,12 @@ def _no_fit(t: Tick, o: OsdState, st: dict, pred: int, need: int) -> None:
     t.health("RECOVERY_BUDGET_TOO_SMALL", line)
 
 
-def _room(t: Tick, host: str) -> int:
+def _room(t: Decision, host: str) -> int:
     """What restarts on `host` could free, one after the other: the sum of the expected gains
     (view.restart_gain) of its up, running OSDs that this run does not have in flight or
     settling (the over_budget policies do not restart those), that ok-to-stop did not refuse
     in this snapshot and that are out of their restart cooldown. An OSD whose stop PG
-    membership refuses (Tick.stop_breaks) still counts: the room is an estimate that decides
+    membership refuses (Decision.stop_breaks) still counts: the room is an estimate that decides
     whether to try, and the over_budget policy then restarts the next OSD that may stop
     (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s instead of 2,275 s).
     A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""

@@ -13,7 +13,7 @@ Rules:
   void: nothing says where its growth ends; an OSD within its prediction is not stopped, the
   admission already counted its peak), before the kernel's OOM killer picks one; only with ok-to-stop
   True in this snapshot (never otherwise) and, where the snapshot has PG membership, only if
-  no PG with min_size members up drops below it (Tick.may_stop), at most one per tick. The OSD is held again (noup),
+  no PG with min_size members up drops below it (Decision.may_stop), at most one per tick. The OSD is held again (noup),
   its peak so far becomes an observation (its next prediction is at least that) and it counts
   as a failed start (MAX_START_FAILURES): it is started again only when that peak fits.
 """
@@ -24,13 +24,13 @@ from typing import List
 from .actions import HoldOsd, QueryOkToStop, StopOsd
 from .model import PROC_STOPPED
 from .inflight import fail_start
-from .tick import Tick, fmt_bytes
+from .decision import Decision, fmt_bytes
 
 WATCH_AT = 0.9
 BRAKE_AT = 0.9      # of the host's RAM (or its cgroup limit): the kernel's line, not the budget
 
 
-def _ours(t: Tick, host: str) -> List:
+def _ours(t: Decision, host: str) -> List:
     """OSDs of this run on `host` that are running and past their boot: largest rss first."""
     ids = set(t.booting) | set(t.settling)
     return sorted((o for o in t.view.by_host.get(host, ()) if o.id in ids and
@@ -38,7 +38,7 @@ def _ours(t: Tick, host: str) -> List:
                   key=lambda o: (-o.rss_bytes, o.id))
 
 
-def watch(t: Tick) -> None:
+def watch(t: Decision) -> None:
     for host in t.view.scope_hosts():
         hm = t.view.hostmem.get(host)
         if hm is None or hm.mem_used <= WATCH_AT * t.budget(host):
@@ -50,12 +50,12 @@ def watch(t: Tick) -> None:
                                                fmt_bytes(t.budget(host)), o.id)))
 
 
-def _admitted(t: Tick, o) -> int:
-    """The peak this OSD's start was admitted on (Tick.admitted_peak)."""
+def _admitted(t: Decision, o) -> int:
+    """The peak this OSD's start was admitted on (Decision.admitted_peak)."""
     return t.admitted_peak(o)
 
 
-def brake(t: Tick, host: str) -> bool:
+def brake(t: Decision, host: str) -> bool:
     """Stop the largest OSD this run let boot on an over-budget host. True if it acted."""
     if t.new_restarts or any(isinstance(a, StopOsd) for a in t.stage["memory"]):
         return False

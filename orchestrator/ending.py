@@ -24,24 +24,24 @@ from typing import Dict, List
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut
 from .model import PHASE_DONE
-from .tick import Tick, fmt_bytes
+from .decision import Decision, fmt_bytes
 
 STALL_END_S = 600.0
 
 
-def track_service(t: Tick) -> None:
+def track_service(t: Decision) -> None:
     s = t.s
     if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
         t.service_at = t.now
 
 
-def _progressing(t: Tick) -> bool:
+def _progressing(t: Decision) -> bool:
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
            t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     return bool(new or set(t.granted) - t.kept_preboot or t.settling)
 
 
-def end_if_stalled(t: Tick, restore) -> bool:
+def end_if_stalled(t: Decision, restore) -> bool:
     """In a running run: start, reset or act on the stall clock. True if the run ended now."""
     if not t.view.candidates or _progressing(t):
         t.stalled_since = None
@@ -65,7 +65,7 @@ def end_if_stalled(t: Tick, restore) -> bool:
     return True
 
 
-def incomplete_report(t: Tick) -> None:
+def incomplete_report(t: Decision) -> None:
     """RECOVERY_INCOMPLETE after a run that ended stalled: per host, the down OSDs it left
     held and what the next one lacks."""
     if t.phase != PHASE_DONE or t.stalled_since is None:
@@ -88,7 +88,7 @@ def _advice(left_out: bool) -> str:
             "re-replicate their data (`ceph osd out`, or `--leave-out`)")
 
 
-def _lack(t: Tick, host: str) -> str:
+def _lack(t: Decision, host: str) -> str:
     hs = t.hosts_summary.get(host) or {}
     if not hs.get("predicted") or hs.get("budget") is None or hs.get("used") is None:
         return ""

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from .actions import AllowBoot
 from .model import PROC_STOPPED, Observation
-from .tick import Tick, fmt_bytes
+from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 
 BOOT_OBSERVE_S = 10.0
@@ -42,7 +42,7 @@ SETTLE_MAX_S = 900.0
 SETTLE_QUIET_S = 600.0
 
 
-def track_in_flight(t: Tick) -> None:
+def track_in_flight(t: Decision) -> None:
     """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
     for osd_id in sorted(t.granted):
         o = t.view.by_id.get(osd_id)
@@ -76,7 +76,7 @@ def track_in_flight(t: Tick) -> None:
                 t.now - since, o.process))
 
 
-def track_restarts(t: Tick) -> None:
+def track_restarts(t: Decision) -> None:
     """Record the rss an OSD came back at after its restart (what a restart really frees).
     A restart whose process was never restarted (lost instruction: the process start time is
     older than the restart) is forgotten, so that it may be retried without the cooldown."""
@@ -92,7 +92,7 @@ def track_restarts(t: Tick) -> None:
             t.fresh_rss[osd_id] = o.rss_bytes
 
 
-def track_settling(t: Tick) -> None:
+def track_settling(t: Decision) -> None:
     """A finished OSD keeps growing while its PGs recover. Until its PGs are no longer
     degraded, or it has not grown by 1 % for SETTLE_QUIET_S, or SETTLE_MAX_S passed, its
     peak is tracked and its predicted growth stays reserved on its host; a settled peak above
@@ -111,7 +111,7 @@ def track_settling(t: Tick) -> None:
             _unsettle(t, osd_id)
 
 
-def _settled_observation(t: Tick, o) -> None:
+def _settled_observation(t: Decision, o) -> None:
     """The real peak of a settled OSD replaces the observation made when it finished (that one
     was provisional: at least its load bound, see _observe)."""
     peak = t.peaks.get(o.id, 0)
@@ -126,7 +126,7 @@ def _settled_observation(t: Tick, o) -> None:
     _observe(t, o, load)
 
 
-def _unsettle(t: Tick, osd_id: int) -> None:
+def _unsettle(t: Decision, osd_id: int) -> None:
     t.settling.pop(osd_id, None)
     t.load_rss.pop(osd_id, None)
     t.grew_at.pop(osd_id, None)
@@ -135,7 +135,7 @@ def _unsettle(t: Tick, osd_id: int) -> None:
     t.missed.pop(osd_id, None)
 
 
-def forget(t: Tick, osd_id: int) -> None:
+def forget(t: Decision, osd_id: int) -> None:
     t.granted.pop(osd_id, None)
     t.load_rss.pop(osd_id, None)
     t.booting.pop(osd_id, None)
@@ -145,7 +145,7 @@ def forget(t: Tick, osd_id: int) -> None:
     t.held_osds.discard(osd_id)
 
 
-def boots(t: Tick) -> None:
+def boots(t: Decision) -> None:
     """AllowBoot a granted OSD once its process has sat in preboot BOOT_OBSERVE_S with a flat,
     non-zero rss (its load-time footprint is known), or BOOT_OBSERVE_MAX_S in any case -- but
     never when that load-time rss already exceeds the predicted peak its grant was admitted on
@@ -177,9 +177,9 @@ def boots(t: Tick) -> None:
             t.record_load(osd_id, o.rss_bytes)
 
 
-def _boot_fits(t: Tick, o) -> bool:
+def _boot_fits(t: Decision, o) -> bool:
     """Gate 2: boot only if the growth still to come fits the host's budget. The peak is
-    Tick.boot_peak (load + learned growth, or without a learned growth the larger of the
+    Decision.boot_peak (load + learned growth, or without a learned growth the larger of the
     prediction and LOAD_TO_PEAK_MIN x the load); the growth is that peak minus the rss already
     in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
     why."""
@@ -197,7 +197,7 @@ def _boot_fits(t: Tick, o) -> bool:
     return False
 
 
-def clear_stale_noup(t: Tick) -> None:
+def clear_stale_noup(t: Decision) -> None:
     """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
     must not keep its per-OSD noup: it would stay down at its next restart."""
     for osd_id in sorted(t.held_osds):
@@ -208,7 +208,7 @@ def clear_stale_noup(t: Tick) -> None:
                 t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
 
 
-def regrants(t: Tick) -> None:
+def regrants(t: Decision) -> None:
     """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
     is a failed start (its process died before a report showed it running, or the start
     instruction was lost): counted like any failed start, so it is granted again at most
@@ -223,9 +223,9 @@ def regrants(t: Tick) -> None:
                    "the start instruction was lost)" % (t.now - t.granted[osd_id]))
 
 
-def _observe(t: Tick, o, load=None) -> None:
+def _observe(t: Decision, o, load=None) -> None:
     """An observation of a finished (or failed) start: its peak so far, and at least its load
-    floor (Tick.load_floor) while its real peak is still to come (a run may end before its
+    floor (Decision.load_floor) while its real peak is still to come (a run may end before its
     OSDs settle). `load` (its preboot rss) only for a settled start: its peak is then real
     (Observation)."""
     peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_floor(o.id) if load is None else 0)
@@ -238,12 +238,12 @@ def _observe(t: Tick, o, load=None) -> None:
             t.learning_changed()
 
 
-def _failed_start(t: Tick, o) -> None:
+def _failed_start(t: Decision, o) -> None:
     """The process of a granted OSD died after it ran: learn, count, hold it again."""
     fail_start(t, o, "process died during its start")
 
 
-def fail_start(t: Tick, o, why: str) -> None:
+def fail_start(t: Decision, o, why: str) -> None:
     """A start that ended before its OSD settled: learn its peak so far, count it, forget its
     run markers (it is a candidate again, held, admitted on the new prediction)."""
     t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
@@ -257,7 +257,7 @@ def fail_start(t: Tick, o, why: str) -> None:
     t.finished.discard(o.id)
 
 
-def report_failures(t: Tick) -> None:
+def report_failures(t: Decision) -> None:
     """OSDs that reached MAX_START_FAILURES are not granted again in this run: say so."""
     for osd_id, n in sorted(t.failures.items()):
         if n >= MAX_START_FAILURES and osd_id not in t.finished:

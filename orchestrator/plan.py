@@ -60,7 +60,7 @@ from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_A
 from .policy_types import Policies
 from .result import PlanResult
 from .throttle import memory_hosts, report_waits, throttle
-from .tick import Tick
+from .decision import Decision
 from .view import begin_run, osd_path, starts_run
 
 FLAG_RESTORE_GRACE_S = 60.0
@@ -97,7 +97,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
                            "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
     state = _run_state(intent, progress)
     start = begin_run(intent, progress, snapshot, now) if state == "new" else progress
-    t = Tick(snapshot, intent, start, policies, now)
+    t = Decision(snapshot, intent, start, policies, now)
     t.state = state
     if state == "new":
         _start_run(t)
@@ -132,7 +132,7 @@ def _run_state(i: Intent, p: Progress):
     return None
 
 
-def _start_run(t: Tick) -> None:
+def _start_run(t: Decision) -> None:
     """First tick of a run: set cluster flags, convert bucket noup to per-OSD holds."""
     s = t.s
     for f in RUN_CLUSTER_FLAGS:
@@ -154,7 +154,7 @@ def _start_run(t: Tick) -> None:
     t.released |= convert
 
 
-def _bucket_holds(t: Tick) -> None:
+def _bucket_holds(t: Decision) -> None:
     """Operator holds and releases, and auto-hold of buckets whose OSDs are all down."""
     noup, holds = t.view.noup_buckets, t.i.holds
     for b in sorted(holds):
@@ -171,7 +171,7 @@ def _bucket_holds(t: Tick) -> None:
         t.held_buckets.discard(b)
 
 
-def _auto_hold(t: Tick) -> None:
+def _auto_hold(t: Decision) -> None:
     total: Dict[str, int] = {}
     down: Dict[str, int] = {}
     parent: Dict[str, str] = {}
@@ -199,7 +199,7 @@ def _auto_hold(t: Tick) -> None:
         t.auto_held.add(b)
 
 
-def _hold_osds(t: Tick) -> None:
+def _hold_osds(t: Decision) -> None:
     """Every down candidate not yet allowed to boot carries a per-OSD noup."""
     for o in sorted(t.view.candidates, key=lambda x: x.id):
         if "noup" in o.flags or o.id in t.booting:
@@ -208,7 +208,7 @@ def _hold_osds(t: Tick) -> None:
         t.held_osds.add(o.id)
 
 
-def _held_report(t: Tick) -> None:
+def _held_report(t: Decision) -> None:
     """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
     held = set(t.i.holds) | t.held_buckets | (t.view.noup_buckets if t.state else set())
     held -= t.released
@@ -227,7 +227,7 @@ def _held_report(t: Tick) -> None:
             b, who, waiting.get(b, 0)))
 
 
-def _restore_flags(t: Tick, why: str) -> None:
+def _restore_flags(t: Decision, why: str) -> None:
     restore_settings(t, why)
     saved = t.saved_flags or frozenset()
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
@@ -236,7 +236,7 @@ def _restore_flags(t: Tick, why: str) -> None:
             t.emit("tail", UnsetFlag(flag=f, reason="%s: restore flags saved at start" % why))
 
 
-def _tail(t: Tick) -> None:
+def _tail(t: Decision) -> None:
     v = t.view
     unknown = sorted(set(t.i.scope) - v.scope_seen)
     if unknown and t.state is not None:

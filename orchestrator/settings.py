@@ -29,7 +29,7 @@ from typing import Dict, List
 
 from .actions import RestoreConfig, SetConfig
 from .model import OsdState
-from .tick import Tick, fmt_bytes
+from .decision import Decision, fmt_bytes
 
 MEMORY_TARGET = "osd_memory_target"
 DEFAULT_TARGET = 4 << 30        # Ceph's osd_memory_target default
@@ -45,12 +45,12 @@ def _target(o: OsdState) -> int:
     return o.memory_target or DEFAULT_TARGET
 
 
-def _base(t: Tick, host: str) -> int:
+def _base(t: Decision, host: str) -> int:
     hm = t.view.hostmem[host]
     return max(0, hm.mem_used - sum(o.rss_bytes for o in t.view.by_host.get(host, ())))
 
 
-def lower_targets(t: Tick) -> None:
+def lower_targets(t: Decision) -> None:
     """First tick of a run (and while it runs): lower the target on constrained hosts."""
     down = {c.id for c in t.view.candidates}
     for host in t.view.scope_hosts():
@@ -74,7 +74,7 @@ def lower_targets(t: Tick) -> None:
                                           fmt_bytes(t.budget(host)))))
 
 
-def restore_settings(t: Tick, why: str) -> None:
+def restore_settings(t: Decision, why: str) -> None:
     """RestoreConfig for every setting this run changed, except those a host cannot hold."""
     kept: Dict[str, List[str]] = {}
     for k in sorted(t.saved_config):
@@ -95,7 +95,7 @@ def restore_settings(t: Tick, why: str) -> None:
                  count=len(whos))
 
 
-def _fits(t: Tick, host: str, before) -> bool:
+def _fits(t: Decision, host: str, before) -> bool:
     hm = t.view.hostmem.get(host)
     if hm is None:
         return True

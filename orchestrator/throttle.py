@@ -42,7 +42,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .actions import QueryOkToStop, RestoreConfig, SetConfig
 from .brake import WATCH_AT
 from .model import PROC_STOPPED, OsdState
-from .tick import Tick, fmt_bytes
+from .decision import Decision, fmt_bytes
 
 RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
 THROTTLE_AT = 1.0   # of the budget. At 0.9 (brake.WATCH_AT) the sweep (ceph-recovery-bench
@@ -65,18 +65,18 @@ def _parse(k: str) -> Tuple[Optional[int], str]:
     return (int(num) if num.isdigit() else None), name
 
 
-def _tight(t: Tick, host: str, line: float) -> bool:
+def _tight(t: Decision, host: str, line: float) -> bool:
     hm = t.view.hostmem.get(host)
     return hm is not None and hm.mem_used > line * t.budget(host)
 
 
-def _recovering(t: Tick, o: Optional[OsdState]) -> bool:
+def _recovering(t: Decision, o: Optional[OsdState]) -> bool:
     """An OSD this run let boot that runs, is up and still has degraded PGs."""
     return o is not None and (o.id in t.booting or o.id in t.settling) and o.up and \
         o.process != PROC_STOPPED and o.pgs_degraded > 0
 
 
-def throttle(t: Tick) -> None:
+def throttle(t: Decision) -> None:
     """Release what no longer needs a throttle, then throttle the tight hosts' returning OSDs."""
     if t.state not in ("new", "running", "paused"):
         return
@@ -91,7 +91,7 @@ def throttle(t: Tick) -> None:
                 _apply(t, o)
 
 
-def _apply(t: Tick, o: OsdState) -> None:
+def _apply(t: Decision, o: OsdState) -> None:
     own = dict(o.recovery_config or ())
     hm = t.view.hostmem[o.host]
     for name, value in t.pol.throttle(o):
@@ -106,7 +106,7 @@ def _apply(t: Tick, o: OsdState) -> None:
                 o.id, o.pgs_degraded))))
 
 
-def _release(t: Tick) -> None:
+def _release(t: Decision) -> None:
     for k in sorted(t.saved_config):
         osd_id, name = _parse(k)
         if osd_id is None or name not in RECOVERY_KEYS:
@@ -162,7 +162,7 @@ def _eta_text(e: Dict[str, Optional[float]]) -> str:
     return ", ".join(parts)
 
 
-def report_waits(t: Tick, settle_max_s: float, acted: Sequence[str]) -> None:
+def report_waits(t: Decision, settle_max_s: float, acted: Sequence[str]) -> None:
     """For every host whose next OSD waits for memory with nothing in flight and nothing
     released or restarted there this tick (`acted`: hosts with a memory action), say in the
     summary (reasons, hosts[h]["waiting_for"] and ["eta_s"]: the shrink ETA, else the
@@ -189,7 +189,7 @@ def report_waits(t: Tick, settle_max_s: float, acted: Sequence[str]) -> None:
             "no ETA"))
 
 
-def memory_hosts(t: Tick) -> List[str]:
+def memory_hosts(t: Decision) -> List[str]:
     """Hosts where this tick's memory stage makes room (release, restart, stop, a policy's
     wait or ok-to-stop query). The brake's watch queries (for OSDs of this run, booting or
     settling: the over_budget policies never pick those) only keep an answer ready."""

@@ -191,7 +191,7 @@ def make_model(hosts: int = 2, per_host: int = 3, down_hosts=(1,), ram: int = 20
 
 def drive(model: Model, intent, progress, policies, plan_fn, check_fn=None, ticks: int = 200,
           dt: float = 5.0, drop=None):
-    """Tick plan_fn against the model until Done or `ticks`; returns (progress, history).
+    """Decision plan_fn against the model until Done or `ticks`; returns (progress, history).
 
     history: one (snapshot, progress_before, result) per tick. `drop(k, actions)` may return
     the actions actually carried out at tick k (to model lost commands). check_fn (e.g.

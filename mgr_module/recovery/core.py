@@ -51,8 +51,8 @@ def _predictor(snapshot, intent, progress, pol, now):
     """The plan's own prediction (footprint policy floored by the core's peer floor) when the
     core exposes it, else the footprint policy alone."""
     try:
-        from ceph_recovery.tick import Tick
-        tick = Tick(snapshot, intent, progress, pol, now)
+        from ceph_recovery.decision import Decision
+        tick = Decision(snapshot, intent, progress, pol, now)
         return lambda o: int(tick.predict(o.id))
     except (ImportError, AttributeError, TypeError):
         return lambda o: int(pol.footprint(o, progress.observations, now))

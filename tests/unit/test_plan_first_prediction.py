@@ -17,7 +17,7 @@ from ceph_recovery.model import Budget, HostMem, Intent, OsdState, Progress, Sna
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.policies.footprint import DOWNTIME_EXTRA, DOWNTIME_FULL_S, PEERING_PEAK, prior
-from ceph_recovery.tick import Tick
+from ceph_recovery.decision import Decision
 
 MiB = 1 << 20
 NOW = 50000.0
@@ -110,6 +110,6 @@ def test_an_osd_this_run_started_is_not_the_clusters_own_size():
     (140 MiB) down: the cluster's own size is the largest survivor left, 130 MiB."""
     s = snap(osd(2, process="running", rss_bytes=190 * MiB),
              osd(1, up=False, process="stopped", rss_bytes=0))
-    t = Tick(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
+    t = Decision(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
     assert t.running_rss() == 130 * MiB
     assert t.predict(3) == own_size_prior(130 * MiB)

@@ -37,7 +37,7 @@ def scenario(name):
 
 
 def record(model, intent):
-    """Tick the planner to the end, keeping a copy of (model, progress) before every tick."""
+    """Decision the planner to the end, keeping a copy of (model, progress) before every tick."""
     pol = resolve(intent)
     states = []
     progress = Progress()

@@ -1,4 +1,4 @@
-"""The peak of a booted OSD predicted from its preboot load (Tick.peak_from_load): load + the
+"""The peak of a booted OSD predicted from its preboot load (Decision.peak_from_load): load + the
 growth learned from settled starts (peak - load, x GROWTH_MARGIN), LOAD_TO_PEAK_MIN x the load
 only while nothing is learned. On the lab (Pacific) the growth after the load was about
 constant (128-155 MiB) while the load varied (81-193 MiB): 2 x the load under-predicted light
@@ -19,7 +19,7 @@ from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, 
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
-from ceph_recovery.tick import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
+from ceph_recovery.decision import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
                                 HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN, floor_from_load,
                                 growth_samples, peak_from_load)
 

@@ -1,4 +1,4 @@
-"""The load bound (Tick.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
+"""The load bound (Decision.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
 preboot rss is a floor of its predicted peak until its real peak is known (it settled).
 
 Replays the CI failure of stop 1 (tests/integration/test_drill_memory.py, lab h2 with osd.2
@@ -73,7 +73,7 @@ def sig(a):
 
 
 def boot_then_active(pol):
-    """Tick 1: osd.2 flat at 112 MiB in preboot. Tick 2 (2 s later): up, PGs active, 82 MiB."""
+    """Decision 1: osd.2 flat at 112 MiB in preboot. Decision 2 (2 s later): up, PGs active, 82 MiB."""
     first = plan(snap(PRE2, used=112 * MiB), BUDGET, GRANTED2, pol, NOW)
     second = plan(snap(ACTIVE2, used=82 * MiB, epoch=152, at=NOW + 2), BUDGET, first.progress,
                   pol, NOW + 2)

@@ -1,5 +1,6 @@
-"""Mutable working state of ONE plan() call (never escapes it): actions per stage, health
-lines, and copies of the progress markers that the stages update. `result()` freezes it.
+"""The decision ONE plan() call makes (a mutable value that never escapes the call): what it
+read (snapshot, intent, progress), the progress markers the stages update, health lines, and
+the actions it emits per stage. `result()` freezes it into a PlanResult.
 
 Stages are emitted in this fixed order so that every prefix of the action list leaves the
 cluster no worse off: flags and holds first, releases only after the per-OSD holds that
@@ -106,8 +107,8 @@ def fmt_bytes(n: float) -> str:
     return "%.0f MiB" % (n / 1048576.0)
 
 
-class Tick:
-    """Working state of one plan() call."""
+class Decision:
+    """The decision being made by one plan() call (see the module docstring)."""
 
     def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress,
                  policies: Policies, now: float):
