@@ -32,6 +32,7 @@ import errno
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import drillload as L
 from . import maintenance as M
 from .actions import Action, GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, Snapshot
@@ -67,12 +68,14 @@ class Drill:
     active_at: Optional[float] = None    # every PG active again after the exit began
     clean_at: Optional[float] = None     # every PG active+clean again
     ended_at: Optional[float] = None
+    aborted_at: Optional[float] = None   # the abort began (every OSD started at once)
     exit_run: str = ""
     inactive_since: Optional[float] = None
     abort_requested: str = ""            # operator's abort, picked up by the next tick
     reason: str = ""                     # why it aborted, or how it ended
     peaks: Mapping[str, int] = field(default_factory=dict)     # host -> peak memory used
     samples: Tuple[Mapping[str, Any], ...] = ()
+    load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Observed:
 
     health: str = "HEALTH_OK"            # overall status from the mgr's health
     degraded_objects: int = 0
+    load: Optional[L.Seen] = None        # the drill's writer (one drill goes on at a time)
 
 
 @dataclass(frozen=True)
@@ -91,15 +95,18 @@ class DrillStep:
     start_exit: bool = False             # the shell runs the window's exit now
     abort_run: bool = False              # the shell aborts the exit's run now
     outcome: Optional[M.Outcome] = None
+    load_order: Optional[str] = None     # the writer's order (drillload.order), None: no load
 
 
 # ------------------------------------------------------------------ commands
 def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
                 windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
                 verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
-                budget: str, concurrency: str, now: float) -> Tuple[Drill, M.Window]:
+                budget: str, concurrency: str, now: float,
+                write_load: int = 0) -> Tuple[Drill, M.Window]:
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
-    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime."""
+    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime or write
+    load."""
     if not downtime_s > 0:
         raise M.Refused(errno.EINVAL, "downtime must be positive")
     busy = [d for d in drills if d.phase not in FINAL]
@@ -109,9 +116,16 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
     w = M.check_enter(bucket, snapshot, windows, run_active, verdict,
                       "drill %s" % drill_id, M.DEFAULT_MAX_DURATION_S, now)
     hosts = tuple(sorted({o.host for o in M.under(bucket, snapshot)}))
+    load = None
+    if write_load:
+        try:
+            load = L.new_load(drill_id, write_load, len({o.host for o in snapshot.osds}),
+                              len(hosts))
+        except ValueError as e:
+            raise M.Refused(errno.EINVAL, str(e))
     d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
-              noout_before=w.noout_before, budgets=dict(budgets))
+              noout_before=w.noout_before, budgets=dict(budgets), load=load)
     return d, w
 
 
@@ -145,7 +159,10 @@ def exit_started(d: Drill, run_id: str, now: float) -> Drill:
 # ------------------------------------------------------------------ the tick
 def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Observed,
                now: float) -> DrillStep:
-    """One tick of a drill: its sample, then its phase's decision."""
+    """One tick of a drill: its sample, then its phase's decision, then its writer's order
+    (when it has a write load)."""
+    if d.load is not None and d.phase not in FINAL:
+        d = replace(d, load=L.absorb(d.load, seen.load))
     d = _sample(d, snap, seen, now)
     if d.phase in FINAL:
         return DrillStep(d, tuple(windows))
@@ -154,9 +171,20 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
         why = _abort_reason(d, w, snap, seen, now)
         d = _track_inactive(d, snap, now)
         if why:
-            return _abort(d, windows, snap, why, now)
+            return _with_load(_abort(d, windows, snap, why, now))
     step = {ENTERING: _entering, DOWN: _down, EXITING: _exiting, ABORTING: _aborting}
-    return step[d.phase](d, w, windows, snap, now)
+    return _with_load(step[d.phase](d, w, windows, snap, now))
+
+
+def _with_load(step: DrillStep) -> DrillStep:
+    """The writer's order of a step that does not end the drill (_end sets its own):
+    write while the bucket is down and until all of its OSDs are up again."""
+    d = step.drill
+    if d.load is None or step.load_order is not None or d.phase in FINAL:
+        return step
+    writing = d.phase in (ENTERING, DOWN) or (d.phase == EXITING and d.up_at is None)
+    return replace(step, load_order=L.order(d.load, writing, False, False,
+                                            len(d.samples) >= 2))
 
 
 def _track_inactive(d: Drill, snap: Snapshot, now: float) -> Drill:
@@ -186,7 +214,7 @@ def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
            now: float) -> DrillStep:
     """Drop the window (its hold goes), abort the exit's run, then start every OSD."""
     kept = tuple(x for x in windows if x.bucket != d.bucket)
-    d = replace(d, phase=ABORTING, reason=why, abort_requested="")
+    d = replace(d, phase=ABORTING, reason=why, abort_requested="", aborted_at=now)
     step = _aborting(d, None, kept, snap, now)
     return replace(step, abort_run=bool(d.exit_run))
 
@@ -206,10 +234,10 @@ def _exiting(d, w, windows, snap, now) -> DrillStep:
         return DrillStep(d, tuple(windows))
     d = d if d.up_at is not None else replace(d, up_at=now)
     if d.clean_at is not None:
-        return _end(d, windows, DONE, "every OSD of %s up, every PG active+clean"
+        return _end(d, windows, snap, DONE, "every OSD of %s up, every PG active+clean"
                     % d.bucket, now)
     if now - d.up_at > CLEAN_WAIT_S:
-        return _end(d, windows, DONE, "every OSD of %s up; PGs not all clean after %gs"
+        return _end(d, windows, snap, DONE, "every OSD of %s up; PGs not all clean after %gs"
                     % (d.bucket, CLEAN_WAIT_S), now)
     return DrillStep(d, tuple(windows))
 
@@ -227,10 +255,16 @@ def _aborting(d, w, windows, snap, now) -> DrillStep:
             bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
             % (d.id, d.bucket)),))
     d = d if d.up_at is not None else replace(d, up_at=now)
-    return _end(d, windows, ABORTED, d.reason, now)
+    return _end(d, windows, snap, ABORTED, d.reason, now)
 
 
-def _end(d: Drill, windows, phase: str, why: str, now: float) -> DrillStep:
+def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) -> DrillStep:
+    """The drill's end; with a write load, only once its pool is verified and removed."""
+    if not L.finished(d.load):
+        return DrillStep(d, tuple(windows), load_order=L.order(
+            d.load, False, True, snap.pgs_active == snap.pgs_total, True))
+    if d.load is not None and d.load.state == L.LEFT:
+        why = "%s; pool %s left: %s" % (why, d.load.pool, d.load.note)
     d = replace(d, phase=phase, ended_at=now, reason=why)
     ok = phase == DONE
     out = M.Outcome("drill %s" % d.id, ok, "done" if ok else "aborted",
@@ -256,6 +290,8 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
          "bucket_up": sum(1 for o in mine if o.up), "pgs_total": snap.pgs_total,
          "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
          "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
+    if d.load is not None:
+        s.update(L.sample_fields(d.load, seen.load))
     samples = tuple(d.samples)
     if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
@@ -291,9 +327,24 @@ def report(d: Drill) -> Dict[str, Any]:
                 "time_to_all_up_s": _since(d.exit_at, d.up_at),
                 "time_to_all_active_s": _since(d.exit_at, d.active_at),
                 "time_to_clean_s": _since(d.exit_at, d.clean_at), "hosts": hosts,
-                "timeline": [dict(s) for s in d.samples]})
+                "timeline": [dict(s) for s in d.samples],
+                "inactive_pg_seconds": inactive_pg_seconds(d.samples, _since(
+                    d.started_at, d.exit_at or d.aborted_at)),
+                "write_load": None if d.load is None else L.report(d.load)})
     del out["samples"]
     return out
+
+
+def inactive_pg_seconds(samples: Sequence[Mapping[str, Any]],
+                        since: Optional[float]) -> Optional[float]:
+    """PG-seconds spent inactive from the bucket's return (the exit's start or the abort,
+    as drill time `since`; None: from the first sample) to the drill's end: each sample's inactive PGs held until the next sample (the
+    tick's resolution)."""
+    xs = [s for s in samples if since is None or float(s["t"]) >= since]
+    if not xs:
+        return None
+    return round(sum((float(b["t"]) - float(a["t"])) * (a["pgs_total"] - a["pgs_active"])
+                     for a, b in zip(xs, xs[1:])), 1)
 
 
 def _gib(n: Optional[int]) -> str:
@@ -317,7 +368,7 @@ def summary_line(d: Drill) -> str:
 
 
 # ------------------------------------------------------------------ persistence
-_FLOATS = ("down_at", "exit_at", "up_at", "active_at", "clean_at", "ended_at",
+_FLOATS = ("down_at", "exit_at", "up_at", "active_at", "clean_at", "ended_at", "aborted_at",
            "inactive_since")
 
 
@@ -328,7 +379,7 @@ def drill_to_dict(d: Drill) -> Dict[str, Any]:
         "phase": d.phase, "osds": list(d.osds), "hosts": list(d.hosts),
         "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
         "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
-        "samples": [dict(s) for s in d.samples]}
+        "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load)}
     for k in _FLOATS:
         out[k] = getattr(d, k)
     return out
@@ -350,4 +401,5 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  abort_requested=str(x.get("abort_requested", "")),
                  reason=str(x.get("reason", "")),
                  peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
-                 samples=tuple(dict(s) for s in x.get("samples", ())), **opt)
+                 samples=tuple(dict(s) for s in x.get("samples", ())),
+                 load=L.from_dict(x.get("load")), **opt)
