@@ -2,6 +2,10 @@
 
 A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
 
+  preparing (--write-load only) the drill's pool is created and written to, before its
+            window opens: the helpers re-check ok-to-stop before each stop, and a pool
+            whose PGs are still being created would make them refuse. Once the pool is
+            ready and every PG active, the window opens (entering).
   entering  the drill's window is entering (noout, hold, the helpers stop the bucket's OSDs;
             `drill start` was accepted only if ok-to-stop cleared the whole bucket).
   down      the window is open: every OSD of the bucket is down. Once down for `downtime_s`,
@@ -37,9 +41,10 @@ from . import maintenance as M
 from .actions import Action, GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, Snapshot
 
-ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
-    "entering", "down", "exiting", "aborting", "done", "aborted")
-PHASES = (ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
+    "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
+PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+PREPARE_TIMEOUT_S = 120.0
 FINAL = (DONE, ABORTED)
 INACTIVE_GRACE_S = 20.0
 CLEAN_WAIT_S = 600.0
@@ -125,7 +130,8 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
             raise M.Refused(errno.EINVAL, str(e))
     d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
-              noout_before=w.noout_before, budgets=dict(budgets), load=load)
+              noout_before=w.noout_before, budgets=dict(budgets), load=load,
+              phase=ENTERING if load is None else PREPARING)
     return d, w
 
 
@@ -172,7 +178,8 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
         d = _track_inactive(d, snap, now)
         if why:
             return _with_load(_abort(d, windows, snap, why, now))
-    step = {ENTERING: _entering, DOWN: _down, EXITING: _exiting, ABORTING: _aborting}
+    step = {PREPARING: _preparing, ENTERING: _entering, DOWN: _down, EXITING: _exiting,
+            ABORTING: _aborting}
     return _with_load(step[d.phase](d, w, windows, snap, now))
 
 
@@ -182,7 +189,8 @@ def _with_load(step: DrillStep) -> DrillStep:
     d = step.drill
     if d.load is None or step.load_order is not None or d.phase in FINAL:
         return step
-    writing = d.phase in (ENTERING, DOWN) or (d.phase == EXITING and d.up_at is None)
+    writing = d.phase in (PREPARING, ENTERING, DOWN) or (d.phase == EXITING and
+                                                         d.up_at is None)
     return replace(step, load_order=L.order(d.load, writing, False, False,
                                             len(d.samples) >= 2))
 
@@ -212,11 +220,37 @@ def _abort_reason(d: Drill, w: Optional[M.Window], snap: Snapshot, seen: Observe
 
 def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
            now: float) -> DrillStep:
-    """Drop the window (its hold goes), abort the exit's run, then start every OSD."""
-    kept = tuple(x for x in windows if x.bucket != d.bucket)
+    """Drop the drill's window (its hold goes), abort the exit's run, then start every OSD."""
+    kept = tuple(x for x in windows if x.bucket != d.bucket or x.reason != _reason(d))
     d = replace(d, phase=ABORTING, reason=why, abort_requested="", aborted_at=now)
     step = _aborting(d, None, kept, snap, now)
     return replace(step, abort_run=bool(d.exit_run))
+
+
+def _reason(d: Drill) -> str:
+    return "drill %s" % d.id
+
+
+def _preparing(d, w, windows, snap, now) -> DrillStep:
+    """Open the window once the pool is there and every PG active; abort when the pool
+    cannot be created or the window cannot open (ok-to-stop was asked at `drill start`;
+    the helpers ask again before each stop)."""
+    why = ""
+    if d.load.state == L.CREATING and d.load.note:
+        why = "write load: pool %s not created: %s" % (d.load.pool, d.load.note)
+    elif now - d.started_at > PREPARE_TIMEOUT_S:
+        why = "write load: pool %s not ready after %gs" % (d.load.pool, PREPARE_TIMEOUT_S)
+    elif d.load.state != L.CREATING and snap.pgs_active == snap.pgs_total:
+        try:
+            w = M.check_enter(d.bucket, snap, windows, False, (True, [], "asked at start"),
+                              _reason(d), M.DEFAULT_MAX_DURATION_S, now)
+        except M.Refused as e:
+            return _abort(d, windows, snap, "its window cannot open: %s" % e.message, now)
+        return DrillStep(replace(d, phase=ENTERING, osds=w.osds, noout_before=w.noout_before),
+                         tuple(windows) + (w,))
+    if why:
+        return _abort(d, windows, snap, why, now)
+    return DrillStep(d, tuple(windows))
 
 
 def _entering(d, w, windows, snap, now) -> DrillStep:

@@ -99,6 +99,8 @@ def absorb(load: Load, seen: Optional[Seen]) -> Load:
         return replace(ld, state=REMOVED)
     if ld.state == VERIFIED and seen.error:
         return replace(ld, state=LEFT, note=seen.error)
+    if ld.state == CREATING and seen.error:
+        return replace(ld, note=seen.error)
     return ld
 
 

@@ -178,7 +178,8 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
                                  engine.run.windows, drills, engine.active, verdict, budgets,
                                  budget or "", "" if concurrency is None else str(concurrency),
                                  now, rate)
-            engine.run.windows = list(engine.run.windows) + [w]
+            if d.phase == D.ENTERING:       # with a write load: once its pool is ready
+                engine.run.windows = list(engine.run.windows) + [w]
             engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]
             engine.run.record(now, engine.snapshot.epoch, {
                 "kind": "command", "bucket": name, "reason": "drill start %s: fail %s for %s"
@@ -190,8 +191,8 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
     except ValueError as e:
         return _err(errno.EINVAL, "drill start: %s" % e)
     engine.wake()
-    load = "" if d.load is None else "; writing %d objects/s to pool %s" % (d.load.rate,
-                                                                            d.load.pool)
+    load = "" if d.load is None else "; writing %d objects/s to pool %s (created first)" % (
+        d.load.rate, d.load.pool)
     return _answer(D.drill_to_dict(d), "drill %s: accepted; stopping %s (%s) for %s, then a "
                    "controlled start%s" % (d.id, name, ", ".join("osd.%d" % i for i in d.osds),
                                            M.fmt_duration(secs), load), fmt)

@@ -276,18 +276,45 @@ def test_the_pool_is_the_drills_own_and_sized_for_the_hosts_left_up():
         assert e.value.errno == errno.EINVAL
 
 
-def test_the_pool_is_created_only_once_the_drill_was_persisted_then_written_while_down():
+def test_the_pool_is_created_first_then_the_window_opens_then_writes_go_on_while_down():
     d, w = start_load()
-    st = tick_load(snap(), d, [w], 1.0)                     # first tick: not stored yet
-    assert st.load_order == L.IDLE and st.actions == ()
-    st = tick_load(snap(), st.drill, [w], 3.0)
-    assert st.load_order == L.CREATE
-    st = tick_load(snap(down=(2, 3), flags=HELD), st.drill, [replace(w, phase=M.OPEN)], 5.0,
-              L.Seen(pool_ready=True, written=4, latencies_ms=(2.0, 4.0, 3.0, 90.0)))
+    assert d.phase == D.PREPARING
+    st = tick_load(snap(), d, [], 1.0)                # first tick: not stored yet
+    assert st.load_order == L.IDLE and st.actions == () and st.windows == ()
+    st = tick_load(snap(), st.drill, [], 3.0)
+    assert st.load_order == L.CREATE and st.windows == ()
+    # the pool is there but its PGs are still being created: no window yet, writes begin
+    st = tick_load(snap(total=72, active=64), st.drill, [], 5.0, L.Seen(pool_ready=True))
+    assert st.drill.phase == D.PREPARING and st.windows == () and st.load_order == L.WRITE
+    st = tick_load(snap(total=72), st.drill, [], 7.0, L.Seen(pool_ready=True, written=40))
+    assert st.drill.phase == D.ENTERING and st.load_order == L.WRITE
+    assert [(x.bucket, x.phase, x.reason) for x in st.windows] == [
+        ("h2", M.ENTERING, "drill d1000")]
+    st = tick_load(snap(down=(2, 3), flags=HELD), st.drill, [replace(w, phase=M.OPEN)], 9.0,
+                   L.Seen(pool_ready=True, written=44, latencies_ms=(2.0, 4.0, 3.0, 90.0)))
     assert st.drill.phase == D.DOWN and st.drill.load.state == L.CREATED
     assert st.load_order == L.WRITE and st.actions == ()
     s = st.drill.samples[-1]
-    assert (s["objects_written"], s["write_p50_ms"], s["write_p99_ms"]) == (4, 3.0, 90.0)
+    assert (s["objects_written"], s["write_p50_ms"], s["write_p99_ms"]) == (44, 3.0, 90.0)
+
+
+def test_a_pool_that_cannot_be_created_aborts_the_drill_before_any_osd_stops():
+    d, _w = start_load()
+    st = tick_load(snap(), d, [], 1.0)
+    st = tick_load(snap(), st.drill, [], 3.0, L.Seen(error="osd pool create: rc -1 EPERM"))
+    assert st.drill.phase == D.ABORTING and "not created: osd pool create" in st.drill.reason
+    assert st.actions == () and st.load_order == L.REMOVE
+    st = tick_load(snap(), st.drill, [], 5.0, L.Seen(removed=True))
+    assert st.drill.phase == D.ABORTED and st.actions == ()
+
+
+def test_an_operators_window_opened_meanwhile_aborts_the_drill_and_is_kept():
+    d, _w = start_load()
+    other = M.Window(bucket="h2", phase=M.OPEN, reason="patch", osds=(2, 3))
+    d = replace(d, load=replace(d.load, state=L.CREATED))
+    st = tick_load(snap(down=(2, 3)), d, [other], 3.0)
+    assert st.drill.phase == D.ABORTING and "window cannot open" in st.drill.reason
+    assert st.windows == (other,)
 
 
 def ended_exit(seen=None):
@@ -349,7 +376,7 @@ def test_abort_stops_writing_at_once_and_removes_the_pool_after_all_are_back():
 def test_an_abort_before_the_pool_was_confirmed_still_removes_it():
     d, w = start_load()
     d = D.check_abort([d], "stop")
-    st = tick_load(snap(), d, [w], 3.0)
+    st = tick_load(snap(), d, [], 3.0)
     assert st.drill.phase == D.ABORTING and st.load_order == L.REMOVE
     st = tick_load(snap(), st.drill, (), 5.0, L.Seen(removed=True))
     assert st.drill.phase == D.ABORTED

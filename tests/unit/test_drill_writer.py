@@ -159,9 +159,11 @@ def test_write_load_accepted_names_its_pool(world):
     mon.mon_command = lambda cmd: (0, "true\n", "") if cmd["prefix"] == "config get" \
         else real(cmd)
     rc, out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, 10)
-    assert rc == 0 and out.endswith("writing 10 objects/s to pool recovery-drill-d1000"), err
+    assert rc == 0 and out.endswith("writing 10 objects/s to pool recovery-drill-d1000 "
+                                    "(created first)"), err
     (d,) = eng.run.drills
     assert d.load.pool == "recovery-drill-d1000" and d.load.state == L.CREATING
+    assert eng.run.windows == []          # opened once the pool is ready
     eng.run.drills = []
     eng.run.windows = []
     eng.ceph.rados = Rados(pools={"recovery-drill-d1001"})
