@@ -29,7 +29,7 @@ HOST = "h2"
 SAMPLE_FIELDS = {"t", "phase", "osds_up", "osds_total", "bucket_up", "pgs_total", "pgs_active",
                  "pgs_clean", "degraded_objects", "mem_used", "objects_written", "write_p50_ms",
                  "write_p99_ms"}
-LOAD = "20"
+LOAD = "5"
 
 
 def plain(state, *args):
