@@ -36,6 +36,18 @@ r = json.load(sys.stdin)
 print(r.get(sys.argv[1]) if sys.argv[1] in r else r["write_load"][sys.argv[1][6:]])' "$1"
 }
 
+cost() {    # the latest drill's inactive PG-seconds and most PGs inactive at once, from
+            # the bucket's return (the exit's start or the abort) to the drill's end
+    $CEPH recovery drill report -f json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+back = (r["exit_at"] or r["aborted_at"]) - r["started_at"]
+most = max([(s["pgs_total"] - s["pgs_active"], s["pgs_total"]) for s in r["timeline"]
+            if s["t"] >= back] or [(0, 0)])
+print("%s inactive PG-seconds, at most %d of %d PGs inactive at once" % (
+    r["inactive_pg_seconds"], most[0], most[1]))'
+}
+
 restore_tick() { $CEPH config rm mgr mgr/recovery/tick_interval; }
 trap restore_tick EXIT
 $CEPH config set mgr mgr/recovery/tick_interval 0.5
@@ -44,7 +56,7 @@ t0=$(date +%s)
 echo "== controlled exit: $HOST down for ${DOWNTIME}s, $LOAD objects/s"
 $CEPH recovery drill start --fail "$HOST" --downtime "${DOWNTIME}s" --write-load "$LOAD"
 wait_end
-controlled=$(field inactive_pg_seconds)
+controlled=$(cost)
 c_outcome=$(field outcome)
 c_up=$(field time_to_all_up_s)
 c_bad=$(field write_objects_bad)
@@ -55,9 +67,9 @@ while [ "$(field phase)" != down ]; do sleep 1; done
 sleep "$DOWNTIME"
 $CEPH recovery drill abort
 wait_end
-everything=$(field inactive_pg_seconds)
+everything=$(cost)
 e_bad=$(field write_objects_bad)
 
-echo "controlled exit ($c_outcome, all up after ${c_up}s): $controlled inactive PG-seconds"
-echo "start-everything exit: $everything inactive PG-seconds"
+echo "controlled exit ($c_outcome, all up after ${c_up}s): $controlled"
+echo "start-everything exit: $everything"
 echo "objects bad: $c_bad / $e_bad; both drills in $(( $(date +%s) - t0 )) s"
