@@ -169,3 +169,38 @@ def test_write_load_accepted_names_its_pool(world):
     eng.ceph.rados = Rados(pools={"recovery-drill-d1001"})
     rc, _o, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1001.0, 10)
     assert rc == -errno.EEXIST and eng.run.drills == []
+
+
+class FakeEngine(object):
+    def __init__(self, rados, calls):
+        self.ceph = type("C", (), {"rados": rados})()
+        self.executor = type("X", (), {"mon": staticmethod(
+            lambda cmd: calls.append(cmd) or (0, "", ""))})()
+
+
+def test_apply_starts_one_writer_per_pool_and_stops_it_when_the_load_is_done():
+    calls, rados = [], Rados()
+    eng = FakeEngine(rados, calls)
+    load = L.Load(rate=10, pool="recovery-drill-d1", size=3, min_size=2)
+    drillload.apply(eng, "d1", load, L.CREATE)
+    w = eng.drill_writer
+    assert w.is_alive() and w.order == L.CREATE
+    for _ in range(100):                                     # the thread creates the pool
+        if w.take().pool_ready:
+            break
+        w.join(0.05)
+    assert [c["prefix"] for c in calls][:1] == ["osd pool create"]
+    drillload.apply(eng, "d1", load, L.IDLE)
+    assert eng.drill_writer is w and w.order == L.IDLE       # the same writer
+    drillload.apply(eng, "d1", load, None)                   # load finished: stopped
+    w.join(2.0)
+    assert eng.drill_writer is None and not w.is_alive()
+    # after a failover: a writer for a created pool adopts it, no create command
+    calls.clear()
+    drillload.apply(eng, "d1", L.Load(rate=10, pool="recovery-drill-d1", size=3, min_size=2,
+                                      state=L.CREATED, written=7), L.IDLE)
+    w2 = eng.drill_writer
+    assert w2.take().pool_ready and w2.take().written == 7
+    drillload.apply(eng, "", None, None)
+    w2.join(2.0)
+    assert not w2.is_alive() and calls == []
