@@ -58,6 +58,7 @@ class Writer(threading.Thread):
                                       "removed": False, "error": ""}
         self._ioctx: Any = None
         self._next = 0.0
+        self._remove_failed = False
 
     # ------------------------------------------------------------ tick side
     def set_order(self, order: str) -> None:
@@ -79,7 +80,14 @@ class Writer(threading.Thread):
                 L.REMOVE: self._remove}
         while not self.stop.is_set():
             fn = step.get(self.order)
-            if fn is None or not fn():
+            try:
+                busy = fn is not None and fn()
+            except Exception as e:  # a create/remove failure is reported (the core decides);
+                if self.order in (L.CREATE, L.REMOVE):     # write/verify ones are retried
+                    self._remove_failed = self.order == L.REMOVE
+                    self._note(error="%s: %s: %s" % (self.order, type(e).__name__, e))
+                busy = False
+            if not busy:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
         self._close()
@@ -150,8 +158,11 @@ class Writer(threading.Thread):
         if self._seen["verified"] is not None:
             return False
         ok, bad = 0, 0
-        for obj in self._io().list_objects():
-            name = obj.key
+        try:
+            names = [obj.key for obj in self._io().list_objects()]
+        except Exception:   # the pool cannot be listed: nothing the drill wrote verifies
+            names = []
+        for name in names:
             try:
                 seq = int(name[len("obj-"):])
                 good = checksum(self._io().read(name, L.OBJECT_SIZE)) == checksum(
@@ -164,12 +175,13 @@ class Writer(threading.Thread):
         return True
 
     def _remove(self) -> bool:
-        if self._seen["removed"] or self._seen["error"]:
+        if self._seen["removed"] or self._remove_failed:
             return False
         self._close()
         p = self.load.pool
         bad = self._cmd({"prefix": "osd pool rm", "pool": p, "pool2": p,
                          "yes_i_really_really_mean_it": True})
+        self._remove_failed = bool(bad)
         self._note(**({"error": bad} if bad else {"removed": True}))
         return True
 
@@ -193,7 +205,8 @@ def apply(engine: Any, drill_id: str, load: Optional[L.Load], order: Optional[st
     """Hand the order to the drill's writer, starting one (also after an mgr failover) when
     there is work; stop it once the load is finished."""
     w = getattr(engine, "drill_writer", None)
-    if w is not None and (w.load.pool != getattr(load, "pool", None) or not order):
+    if w is not None and (w.load.pool != getattr(load, "pool", None) or not order
+                          or not w.is_alive()):
         w.stop.set()
         w.set_order(L.NONE)
         engine.drill_writer = w = None

@@ -204,3 +204,26 @@ def test_apply_starts_one_writer_per_pool_and_stops_it_when_the_load_is_done():
     drillload.apply(eng, "", None, None)
     w2.join(2.0)
     assert not w2.is_alive() and calls == []
+
+
+def test_a_failing_create_is_reported_and_a_stale_error_does_not_block_the_removal():
+    class Broken(Rados):
+        def open_ioctx(self, pool):
+            raise IOError("ENOENT")
+    calls = []
+    w = writer(Broken(), calls)
+    w.set_order(L.CREATE)
+    w.start()
+    for _ in range(100):
+        if w.take().error:
+            break
+        w.join(0.05)
+    assert "create: OSError: ENOENT" in w.take().error and not w.take().pool_ready
+    w.set_order(L.REMOVE)                 # the core aborts: the pool goes all the same
+    for _ in range(100):
+        if w.take().removed:
+            break
+        w.join(0.05)
+    w.stop.set()
+    w.join(2.0)
+    assert w.take().removed and calls[-1]["prefix"] == "osd pool rm"
