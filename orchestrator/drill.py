@@ -186,11 +186,14 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
 
 def _with_load(step: DrillStep) -> DrillStep:
     """The writer's order of a step that does not end the drill (_end sets its own):
-    write while the bucket is down and until all of its OSDs are up again."""
+    write while the bucket is down and until all of its OSDs are up again (by the exit or
+    by the abort: what clients see while the bucket returns is part of the measure)."""
     d = step.drill
     if d.load is None or step.load_order is not None or d.phase in FINAL:
         return step
-    writing = d.phase in (PREPARING, ENTERING, DOWN) or (d.phase == EXITING and
+    if d.phase == ABORTING and d.load.state == L.CREATING:
+        return replace(step, load_order=L.IDLE)        # an aborted drill creates nothing
+    writing = d.phase in (PREPARING, ENTERING, DOWN) or (d.phase in (EXITING, ABORTING) and
                                                          d.up_at is None)
     return replace(step, load_order=L.order(d.load, writing, False, False,
                                             len(d.samples) >= 2))

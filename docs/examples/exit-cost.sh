@@ -48,11 +48,15 @@ rows = [x for x in rows if back <= x[0] <= end]
 pgs = sum((b[0] - a[0]) * (a[1] - a[2]) for a, b in zip(rows, rows[1:]))
 most = max([(int(x[1] - x[2]), int(x[1])) for x in rows] or [(0, 0)])
 w = r["write_load"] or {}
+t_back = back - r["started_at"]
+p99 = [s["write_p99_ms"] for s in r["timeline"] if s["t"] >= t_back and s["write_p99_ms"]]
 print("%s: %s, all up after %ss; sampled %.1f inactive PG-seconds, at most %d of %d PGs "
-      "inactive at once (%d samples); the drill timeline: %s; objects verified %s, bad %s"
+      "inactive at once (%d samples); the drill timeline: %s; write p99 after the return at "
+      "most %s ms; objects verified %s, bad %s"
       % (label, r["outcome"], r["time_to_all_up_s"] if r["exit_at"] else
          round(r["up_at"] - r["aborted_at"], 1), pgs, most[0], most[1], len(rows),
-         r["inactive_pg_seconds"], w.get("objects_verified"), w.get("objects_bad")))
+         r["inactive_pg_seconds"], max(p99) if p99 else None, w.get("objects_verified"),
+         w.get("objects_bad")))
 ' "$SAMPLES" "$1" "$SETTLE"
 }
 

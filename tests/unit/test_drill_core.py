@@ -357,12 +357,12 @@ def test_a_refused_removal_ends_the_drill_naming_the_pool_left():
     assert st.drill.phase == D.DONE and "pool recovery-drill-d1000 left" in st.drill.reason
 
 
-def test_abort_stops_writing_at_once_and_removes_the_pool_after_all_are_back():
+def test_abort_writes_until_all_are_back_then_verifies_and_removes_the_pool():
     d, w = start_load()
     d = replace(d, phase=D.DOWN, down_at=NOW, load=replace(d.load, state=L.CREATED))
     d = D.check_abort([d], "stop")
     st = tick_load(snap(down=(2, 3), flags=HELD), d, [replace(w, phase=M.OPEN)], 10.0)
-    assert st.drill.phase == D.ABORTING and st.load_order == L.IDLE
+    assert st.drill.phase == D.ABORTING and st.load_order == L.WRITE
     assert kinds(st.actions) == [("grant_start", 2, None), ("grant_start", 3, None)]
     st = tick_load(snap(), st.drill, (), 20.0)
     assert st.drill.phase == D.ABORTING and st.load_order == L.VERIFY and st.actions == ()
@@ -376,7 +376,10 @@ def test_abort_stops_writing_at_once_and_removes_the_pool_after_all_are_back():
 def test_an_abort_before_the_pool_was_confirmed_still_removes_it():
     d, w = start_load()
     d = D.check_abort([d], "stop")
-    st = tick_load(snap(), d, [], 3.0)
+    st = tick_load(snap(down=(3,)), d, [], 3.0)       # an OSD down by hand: still starting
+    assert st.drill.phase == D.ABORTING and st.load_order == L.IDLE
+    assert kinds(st.actions) == [("grant_start", 3, None)]
+    st = tick_load(snap(), st.drill, [], 3.0)
     assert st.drill.phase == D.ABORTING and st.load_order == L.REMOVE
     st = tick_load(snap(), st.drill, (), 5.0, L.Seen(removed=True))
     assert st.drill.phase == D.ABORTED
