@@ -2,6 +2,10 @@
 
 A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
 
+  preparing (--write-load only) the drill's pool is created and written to, before its
+            window opens: the helpers re-check ok-to-stop before each stop, and a pool
+            whose PGs are still being created would make them refuse. Once the pool is
+            ready and every PG active, the window opens (entering).
   entering  the drill's window is entering (noout, hold, the helpers stop the bucket's OSDs;
             `drill start` was accepted only if ok-to-stop cleared the whole bucket).
   down      the window is open: every OSD of the bucket is down. Once down for `downtime_s`,
@@ -32,13 +36,16 @@ import errno
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import drillload as L
 from . import maintenance as M
+from .drillreport import _FLOATS, drill_to_dict, inactive_pg_seconds, report, summary_line
 from .actions import Action, GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, Snapshot
 
-ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
-    "entering", "down", "exiting", "aborting", "done", "aborted")
-PHASES = (ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
+    "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
+PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+PREPARE_TIMEOUT_S = 120.0
 FINAL = (DONE, ABORTED)
 INACTIVE_GRACE_S = 20.0
 CLEAN_WAIT_S = 600.0
@@ -67,12 +74,14 @@ class Drill:
     active_at: Optional[float] = None    # every PG active again after the exit began
     clean_at: Optional[float] = None     # every PG active+clean again
     ended_at: Optional[float] = None
+    aborted_at: Optional[float] = None   # the abort began (every OSD started at once)
     exit_run: str = ""
     inactive_since: Optional[float] = None
     abort_requested: str = ""            # operator's abort, picked up by the next tick
     reason: str = ""                     # why it aborted, or how it ended
     peaks: Mapping[str, int] = field(default_factory=dict)     # host -> peak memory used
     samples: Tuple[Mapping[str, Any], ...] = ()
+    load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,7 @@ class Observed:
 
     health: str = "HEALTH_OK"            # overall status from the mgr's health
     degraded_objects: int = 0
+    load: Optional[L.Seen] = None        # the drill's writer (one drill goes on at a time)
 
 
 @dataclass(frozen=True)
@@ -91,15 +101,18 @@ class DrillStep:
     start_exit: bool = False             # the shell runs the window's exit now
     abort_run: bool = False              # the shell aborts the exit's run now
     outcome: Optional[M.Outcome] = None
+    load_order: Optional[str] = None     # the writer's order (drillload.order), None: no load
 
 
 # ------------------------------------------------------------------ commands
 def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
                 windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
                 verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
-                budget: str, concurrency: str, now: float) -> Tuple[Drill, M.Window]:
+                budget: str, concurrency: str, now: float,
+                write_load: int = 0) -> Tuple[Drill, M.Window]:
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
-    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime."""
+    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime or write
+    load."""
     if not downtime_s > 0:
         raise M.Refused(errno.EINVAL, "downtime must be positive")
     busy = [d for d in drills if d.phase not in FINAL]
@@ -109,9 +122,17 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
     w = M.check_enter(bucket, snapshot, windows, run_active, verdict,
                       "drill %s" % drill_id, M.DEFAULT_MAX_DURATION_S, now)
     hosts = tuple(sorted({o.host for o in M.under(bucket, snapshot)}))
+    load = None
+    if write_load:
+        try:
+            load = L.new_load(drill_id, write_load, len({o.host for o in snapshot.osds}),
+                              len(hosts))
+        except ValueError as e:
+            raise M.Refused(errno.EINVAL, str(e))
     d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
-              noout_before=w.noout_before, budgets=dict(budgets))
+              noout_before=w.noout_before, budgets=dict(budgets), load=load,
+              phase=ENTERING if load is None else PREPARING)
     return d, w
 
 
@@ -145,7 +166,10 @@ def exit_started(d: Drill, run_id: str, now: float) -> Drill:
 # ------------------------------------------------------------------ the tick
 def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Observed,
                now: float) -> DrillStep:
-    """One tick of a drill: its sample, then its phase's decision."""
+    """One tick of a drill: its sample, then its phase's decision, then its writer's order
+    (when it has a write load)."""
+    if d.load is not None and d.phase not in FINAL:
+        d = replace(d, load=L.absorb(d.load, seen.load))
     d = _sample(d, snap, seen, now)
     if d.phase in FINAL:
         return DrillStep(d, tuple(windows))
@@ -154,9 +178,25 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
         why = _abort_reason(d, w, snap, seen, now)
         d = _track_inactive(d, snap, now)
         if why:
-            return _abort(d, windows, snap, why, now)
-    step = {ENTERING: _entering, DOWN: _down, EXITING: _exiting, ABORTING: _aborting}
-    return step[d.phase](d, w, windows, snap, now)
+            return _with_load(_abort(d, windows, snap, why, now))
+    step = {PREPARING: _preparing, ENTERING: _entering, DOWN: _down, EXITING: _exiting,
+            ABORTING: _aborting}
+    return _with_load(step[d.phase](d, w, windows, snap, now))
+
+
+def _with_load(step: DrillStep) -> DrillStep:
+    """The writer's order of a step that does not end the drill (_end sets its own):
+    write while the bucket is down and until all of its OSDs are up again (by the exit or
+    by the abort: what clients see while the bucket returns is part of the measure)."""
+    d = step.drill
+    if d.load is None or step.load_order is not None or d.phase in FINAL:
+        return step
+    if d.phase == ABORTING and d.load.state == L.CREATING:
+        return replace(step, load_order=L.IDLE)        # an aborted drill creates nothing
+    writing = d.phase in (PREPARING, ENTERING, DOWN) or (d.phase in (EXITING, ABORTING) and
+                                                         d.up_at is None)
+    return replace(step, load_order=L.order(d.load, writing, False, False,
+                                            len(d.samples) >= 2))
 
 
 def _track_inactive(d: Drill, snap: Snapshot, now: float) -> Drill:
@@ -184,11 +224,37 @@ def _abort_reason(d: Drill, w: Optional[M.Window], snap: Snapshot, seen: Observe
 
 def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
            now: float) -> DrillStep:
-    """Drop the window (its hold goes), abort the exit's run, then start every OSD."""
-    kept = tuple(x for x in windows if x.bucket != d.bucket)
-    d = replace(d, phase=ABORTING, reason=why, abort_requested="")
+    """Drop the drill's window (its hold goes), abort the exit's run, then start every OSD."""
+    kept = tuple(x for x in windows if x.bucket != d.bucket or x.reason != _reason(d))
+    d = replace(d, phase=ABORTING, reason=why, abort_requested="", aborted_at=now)
     step = _aborting(d, None, kept, snap, now)
     return replace(step, abort_run=bool(d.exit_run))
+
+
+def _reason(d: Drill) -> str:
+    return "drill %s" % d.id
+
+
+def _preparing(d, w, windows, snap, now) -> DrillStep:
+    """Open the window once the pool is there and every PG active; abort when the pool
+    cannot be created or the window cannot open (ok-to-stop was asked at `drill start`;
+    the helpers ask again before each stop)."""
+    why = ""
+    if d.load.state == L.CREATING and d.load.note:
+        why = "write load: pool %s not created: %s" % (d.load.pool, d.load.note)
+    elif now - d.started_at > PREPARE_TIMEOUT_S:
+        why = "write load: pool %s not ready after %gs" % (d.load.pool, PREPARE_TIMEOUT_S)
+    elif d.load.state != L.CREATING and snap.pgs_active == snap.pgs_total:
+        try:
+            w = M.check_enter(d.bucket, snap, windows, False, (True, [], "asked at start"),
+                              _reason(d), M.DEFAULT_MAX_DURATION_S, now)
+        except M.Refused as e:
+            return _abort(d, windows, snap, "its window cannot open: %s" % e.message, now)
+        return DrillStep(replace(d, phase=ENTERING, osds=w.osds, noout_before=w.noout_before),
+                         tuple(windows) + (w,))
+    if why:
+        return _abort(d, windows, snap, why, now)
+    return DrillStep(d, tuple(windows))
 
 
 def _entering(d, w, windows, snap, now) -> DrillStep:
@@ -206,10 +272,10 @@ def _exiting(d, w, windows, snap, now) -> DrillStep:
         return DrillStep(d, tuple(windows))
     d = d if d.up_at is not None else replace(d, up_at=now)
     if d.clean_at is not None:
-        return _end(d, windows, DONE, "every OSD of %s up, every PG active+clean"
+        return _end(d, windows, snap, DONE, "every OSD of %s up, every PG active+clean"
                     % d.bucket, now)
     if now - d.up_at > CLEAN_WAIT_S:
-        return _end(d, windows, DONE, "every OSD of %s up; PGs not all clean after %gs"
+        return _end(d, windows, snap, DONE, "every OSD of %s up; PGs not all clean after %gs"
                     % (d.bucket, CLEAN_WAIT_S), now)
     return DrillStep(d, tuple(windows))
 
@@ -227,10 +293,16 @@ def _aborting(d, w, windows, snap, now) -> DrillStep:
             bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
             % (d.id, d.bucket)),))
     d = d if d.up_at is not None else replace(d, up_at=now)
-    return _end(d, windows, ABORTED, d.reason, now)
+    return _end(d, windows, snap, ABORTED, d.reason, now)
 
 
-def _end(d: Drill, windows, phase: str, why: str, now: float) -> DrillStep:
+def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) -> DrillStep:
+    """The drill's end; with a write load, only once its pool is verified and removed."""
+    if not L.finished(d.load):
+        return DrillStep(d, tuple(windows), load_order=L.order(
+            d.load, False, True, snap.pgs_active == snap.pgs_total, True))
+    if d.load is not None and d.load.state == L.LEFT:
+        why = "%s; pool %s left: %s" % (why, d.load.pool, d.load.note)
     d = replace(d, phase=phase, ended_at=now, reason=why)
     ok = phase == DONE
     out = M.Outcome("drill %s" % d.id, ok, "done" if ok else "aborted",
@@ -256,6 +328,8 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
          "bucket_up": sum(1 for o in mine if o.up), "pgs_total": snap.pgs_total,
          "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
          "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
+    if d.load is not None:
+        s.update(L.sample_fields(d.load, seen.load))
     samples = tuple(d.samples)
     if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
@@ -274,64 +348,10 @@ def sample_limit(hosts: int) -> int:
     return max(16, min(MAX_SAMPLES, TIMELINE_BYTES // (200 + 40 * hosts)))
 
 
-# ------------------------------------------------------------------ report
-def _since(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return None if a is None or b is None else round(b - a, 1)
-
-
-def report(d: Drill) -> Dict[str, Any]:
-    """`drill report -f json`: the drill, its measured times, per-host peak vs budget and
-    the timeline."""
-    hosts = {h: {"peak_bytes": d.peaks.get(h), "budget_bytes": d.budgets.get(h),
-                 "peak_over_budget": (d.peaks.get(h) is not None and d.budgets.get(h)
-                                      is not None and d.peaks[h] > d.budgets[h])}
-             for h in sorted(set(d.peaks) | set(d.budgets))}
-    out = drill_to_dict(d)
-    out.update({"outcome": d.phase, "downtime_s": _since(d.down_at, d.exit_at),
-                "time_to_all_up_s": _since(d.exit_at, d.up_at),
-                "time_to_all_active_s": _since(d.exit_at, d.active_at),
-                "time_to_clean_s": _since(d.exit_at, d.clean_at), "hosts": hosts,
-                "timeline": [dict(s) for s in d.samples]})
-    del out["samples"]
-    return out
-
-
-def _gib(n: Optional[int]) -> str:
-    if n is None:
-        return "-"
-    return "%.1fG" % (n / 2.0 ** 30) if n >= 2 ** 30 else "%dM" % (n // 2 ** 20)
-
-
-def summary_line(d: Drill) -> str:
-    """`drill report` plain: one line."""
-    r = report(d)
-
-    def sec(v: Optional[float]) -> str:
-        return "-" if v is None else M.fmt_duration(v)
-    peaks = " ".join("%s %s/%s" % (h, _gib(v["peak_bytes"]), _gib(v["budget_bytes"]))
-                     for h, v in r["hosts"].items() if h in d.hosts)
-    return ("drill %s on %s: %s%s; downtime %s, all active after %s, clean after %s; "
-            "peak/budget %s" % (d.id, d.bucket, d.phase, " (%s)" % d.reason if d.reason
-                                else "", sec(r["downtime_s"]), sec(r["time_to_all_active_s"]),
-                                sec(r["time_to_clean_s"]), peaks or "-"))
-
-
 # ------------------------------------------------------------------ persistence
-_FLOATS = ("down_at", "exit_at", "up_at", "active_at", "clean_at", "ended_at",
-           "inactive_since")
-
-
-def drill_to_dict(d: Drill) -> Dict[str, Any]:
-    out: Dict[str, Any] = {
-        "id": d.id, "bucket": d.bucket, "downtime_s": d.downtime_s,
-        "started_at": d.started_at, "budget": d.budget, "concurrency": d.concurrency,
-        "phase": d.phase, "osds": list(d.osds), "hosts": list(d.hosts),
-        "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
-        "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
-        "samples": [dict(s) for s in d.samples]}
-    for k in _FLOATS:
-        out[k] = getattr(d, k)
-    return out
+__all__ = ["Drill", "Observed", "DrillStep", "check_start", "check_abort", "find",
+           "exit_started", "plan_drill", "sample_limit", "report", "summary_line",
+           "inactive_pg_seconds", "drill_to_dict", "drill_from_dict"]
 
 
 def drill_from_dict(x: Mapping[str, Any]) -> Drill:
@@ -350,4 +370,5 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  abort_requested=str(x.get("abort_requested", "")),
                  reason=str(x.get("reason", "")),
                  peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
-                 samples=tuple(dict(s) for s in x.get("samples", ())), **opt)
+                 samples=tuple(dict(s) for s in x.get("samples", ())),
+                 load=L.from_dict(x.get("load")), **opt)

@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ceph_recovery import drill as D
+from ceph_recovery import drillload as L
 from ceph_recovery import maintenance as M
 
-from . import core
+from . import core, drillload
 from .inputs import InputError
 from .maint import Answer, _answer, _bucket, _err, bucket_verdict
 
@@ -48,12 +49,15 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     drills = list(getattr(engine.run, "drills", []))
     seen = getattr(engine, "observed", None) or D.Observed()
     actions: list = []
+    going = None
     for i, d in enumerate(drills):
         if d.phase in D.FINAL:
             continue
-        step = D.plan_drill(snap, d, engine.run.windows, seen, now)
+        step = D.plan_drill(snap, d, engine.run.windows, replace(seen, load=_seen(engine, d)),
+                            now)
         engine.run.windows = list(step.windows)
         new = step.drill
+        going = (new.id, new.load, step.load_order)
         if step.start_exit:
             engine.drill_exit_due = new.id
         if step.abort_run and engine.active and \
@@ -69,7 +73,16 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
         drills[i] = new
         actions.extend(step.actions)
     engine.run.drills = drills
+    drillload.apply(engine, *(going or ("", None, None)))
     return tuple(actions)
+
+
+def _seen(engine: Any, d: D.Drill) -> Any:
+    """The drill's writer's counters (None when it has no writer, or another drill's)."""
+    w = getattr(engine, "drill_writer", None)
+    if d.load is None or w is None or w.load.pool != d.load.pool:
+        return None
+    return w.take()
 
 
 def after_tick(engine: Any, now: float) -> None:
@@ -123,11 +136,37 @@ def _budgets(engine: Any, budget: Optional[str], bucket: str, concurrency: Optio
     return out
 
 
+def pool_delete_allowed(engine: Any) -> bool:
+    """The monitors' centralized `mon_allow_pool_delete` (`ceph config set mon ...`)."""
+    rc, out, _e = engine.executor.mon({"prefix": "config get", "who": "mon",
+                                       "key": "mon_allow_pool_delete"})
+    return rc == 0 and (out or "").strip().strip('"').lower() in ("true", "1", "yes")
+
+
+def _check_load(engine: Any, write_load: Optional[int], now: float) -> int:
+    """0 without a write load; InputError EINVAL when the drill could not remove its pool,
+    EEXIST when a pool already has its name (the drill never touches another pool)."""
+    if write_load is None:
+        return 0
+    if not 1 <= int(write_load) <= L.MAX_RATE:
+        raise InputError(errno.EINVAL, "--write-load must be 1 to %d objects/s" % L.MAX_RATE)
+    if not pool_delete_allowed(engine):
+        raise InputError(errno.EINVAL, "--write-load needs mon_allow_pool_delete=true in the "
+                         "monitors' config (`ceph config set mon mon_allow_pool_delete true`):"
+                         " the drill removes the pool it writes to at its end")
+    name = L.pool_name("d%d" % int(now))
+    if engine.ceph.rados.pool_exists(name):
+        raise InputError(errno.EEXIST, "a pool named %s exists already" % name)
+    return int(write_load)
+
+
 def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
-          concurrency: Optional[str], fmt: str, now: float) -> Answer:
+          concurrency: Optional[str], fmt: str, now: float,
+          write_load: Optional[int] = None) -> Answer:
     """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
     try:
         secs = M.parse_duration(downtime)
+        rate = _check_load(engine, write_load, now)
         with engine.lock:
             name = _bucket(engine, fail)
             budgets = _budgets(engine, budget, name, concurrency, now)
@@ -138,8 +177,9 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
             d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
                                  engine.run.windows, drills, engine.active, verdict, budgets,
                                  budget or "", "" if concurrency is None else str(concurrency),
-                                 now)
-            engine.run.windows = list(engine.run.windows) + [w]
+                                 now, rate)
+            if d.phase == D.ENTERING:       # with a write load: once its pool is ready
+                engine.run.windows = list(engine.run.windows) + [w]
             engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]
             engine.run.record(now, engine.snapshot.epoch, {
                 "kind": "command", "bucket": name, "reason": "drill start %s: fail %s for %s"
@@ -151,9 +191,11 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
     except ValueError as e:
         return _err(errno.EINVAL, "drill start: %s" % e)
     engine.wake()
+    load = "" if d.load is None else "; writing %d objects/s to pool %s (created first)" % (
+        d.load.rate, d.load.pool)
     return _answer(D.drill_to_dict(d), "drill %s: accepted; stopping %s (%s) for %s, then a "
-                   "controlled start" % (d.id, name, ", ".join("osd.%d" % i for i in d.osds),
-                                         M.fmt_duration(secs)), fmt)
+                   "controlled start%s" % (d.id, name, ", ".join("osd.%d" % i for i in d.osds),
+                                           M.fmt_duration(secs), load), fmt)
 
 
 def abort(engine: Any, fmt: str, now: float) -> Answer:

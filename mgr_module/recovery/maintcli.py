@@ -78,13 +78,13 @@ class MaintenanceCommands(object):
     # ------------------------------------------------------------ drills (drillcli.py)
     @write_command("recovery drill start")
     def cmd_drill_start(self, fail: str, downtime: str, budget: Optional[str] = None,
-                        concurrency: Optional[str] = None,
+                        concurrency: Optional[str] = None, write_load: Optional[int] = None,
                         format: str = "plain") -> HandleCommandResult:
         """Drill on a real cluster (refused unless ok-to-stop clears the bucket): stop the
-        bucket's OSDs for the downtime, then a controlled start; aborts on an inactive PG,
-        HEALTH_ERR or `drill abort`"""
+        bucket's OSDs for the downtime (writing --write-load objects/s to a pool of its own),
+        then a controlled start; aborts on an inactive PG, HEALTH_ERR or `drill abort`"""
         return self._maint(drillcli.start, fail, downtime, budget, concurrency, format,
-                           time.time())
+                           time.time(), write_load)
 
     @write_command("recovery drill abort")
     def cmd_drill_abort(self, format: str = "plain") -> HandleCommandResult:

@@ -3,6 +3,11 @@
   ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 80%|BYTES]
                       [--host-mem-limit BYTES] [--naive] [--objects N] [--downtime S]
                       [--keep] --json OUT
+  ceph-recovery-drill render --report FILE|- --png OUT
+
+`render` draws the PNG of a module drill's report (`ceph recovery drill report -f json`,
+from a file or stdin): memory per host vs budget, OSDs up, PGs active/clean and, with
+--write-load, the client write latency p50/p99.
 
 If D holds no lab, one is brought up (3 hosts x 2 OSDs, 2 racks) and torn down at the end
 unless --keep. --host-mem-limit limits the failed hosts' memory cgroups while they recover
@@ -60,7 +65,33 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def render_main(argv: List[str]) -> int:
+    p = argparse.ArgumentParser(prog="ceph-recovery-drill render",
+                                description="PNG of `ceph recovery drill report -f json`")
+    p.add_argument("--report", required=True, help="the report's JSON file, or - for stdin")
+    p.add_argument("--png", required=True, help="the PNG to write")
+    args = p.parse_args(argv)
+    try:
+        if args.report == "-":
+            rep = json.load(sys.stdin)
+        else:
+            with open(args.report) as f:
+                rep = json.load(f)
+        if not isinstance(rep, dict) or not isinstance(rep.get("timeline"), list):
+            raise ValueError("not a drill report (no timeline)")
+        from .report import render_module_report
+        n = render_module_report(rep, args.png)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print("ceph-recovery-drill render: %s" % e, file=sys.stderr)
+        return 2
+    print("%s: %d series, %d samples" % (args.png, n, len(rep["timeline"])))
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["render"]:
+        return render_main(argv[1:])
     args = parser().parse_args(argv)
     if args.fit_first is not None and (args.naive or args.fit_first < 1.0):
         print("ceph-recovery-drill: --fit-first needs a controlled run and F >= 1",

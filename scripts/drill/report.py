@@ -129,12 +129,15 @@ def memory_axis(used: Iterable[int], budgets: Iterable[int]) -> Dict[str, Any]:
 
 def figure(tl: Dict[str, Any]):
     """The two-panel timeline: cgroup memory with the budget lines, then OSDs up (integer
-    ticks) and PGs active / clean."""
+    ticks) and PGs active / clean; a third panel with the client write latency when the
+    timeline has one (a drill with --write-load)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
+    lat = tl.get("write_ms")
+    fig, axes = plt.subplots(3 if lat else 2, 1, figsize=(11, 10 if lat else 7), sharex=True)
+    ax1, ax2 = axes[0], axes[1]
     ts = tl["t"]
     for host, used in sorted(tl["used"].items()):
         line, = ax1.plot(ts, [u / MiB for u in used], label="%s used" % host)
@@ -156,14 +159,62 @@ def figure(tl: Dict[str, Any]):
     ax3.plot(ts, tl["pgs_clean"], label="PGs clean", color="tab:gray")
     ax3.set_ylabel("PGs")
     ax3.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax2.set_xlabel("seconds since recovery start")
+    axes[-1].set_xlabel(tl.get("xlabel", "seconds since recovery start"))
     for ax in (ax2, ax3):
-        ax.axvline(0, color="k", linewidth=0.5)
+        ax.axvline(tl.get("t_return", 0), color="k", linewidth=0.5)
     h1, l1 = ax2.get_legend_handles_labels()
     h2, l2 = ax3.get_legend_handles_labels()
     ax2.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
+    if lat:
+        for name, ys in sorted(lat.items()):
+            axes[2].plot(ts, ys, marker=".", label="write %s" % name)
+        axes[2].set_ylabel("client write latency (ms, log)")
+        axes[2].set_yscale("log")
+        axes[2].legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def series_count(fig) -> int:
+    """Lines drawn in a figure (data series and budget lines; the return marker excluded)."""
+    return sum(1 for ax in fig.axes for ln in ax.get_lines()
+               if not str(ln.get_label()).startswith("_"))
+
+
+def module_timeline(rep: Dict[str, Any]) -> Dict[str, Any]:
+    """`ceph recovery drill report -f json` as timeline data for figure(): memory of the
+    bucket's hosts against their budgets, OSDs up, PGs active / clean and, with a write
+    load, the write latency p50 / p99 per sample (None: no write completed in it)."""
+    tl = rep.get("timeline") or []
+    hosts = sorted({h for s in tl for h in (s.get("mem_used") or {})})
+    budgets = {h: (rep.get("hosts") or {}).get(h, {}).get("budget_bytes") for h in hosts}
+    back = rep.get("exit_at") or rep.get("aborted_at")
+    out = {"title": "drill %s on %s: %s%s" % (rep.get("id"), rep.get("bucket"),
+                                               rep.get("outcome"), " (%s)" % rep["reason"]
+                                               if rep.get("reason") else ""),
+           "budgets": {h: b for h, b in budgets.items() if b},
+           "t": [s["t"] for s in tl],
+           "used": {h: [int((s.get("mem_used") or {}).get(h) or 0) for s in tl]
+                    for h in hosts},
+           "up": [s["osds_up"] for s in tl], "pgs_active": [s["pgs_active"] for s in tl],
+           "pgs_clean": [s["pgs_clean"] for s in tl], "xlabel": "seconds since drill start",
+           "t_return": round(back - rep["started_at"], 1) if back else 0}
+    if rep.get("write_load"):
+        nan = float("nan")
+        out["write_ms"] = {k: [nan if s.get("write_%s_ms" % k) is None
+                               else s["write_%s_ms" % k] for s in tl] for k in ("p50", "p99")}
+    return out
+
+
+def render_module_report(rep: Dict[str, Any], path: str) -> int:
+    """The drill report's PNG at `path`; the number of series drawn, also stored in the
+    PNG's text chunk "Series" (so a test checks the picture without comparing pixels)."""
+    import matplotlib.pyplot as plt
+    fig = figure(module_timeline(rep))
+    n = series_count(fig)
+    fig.savefig(path, dpi=90, metadata={"Series": str(n), "Title": fig.axes[0].get_title()})
+    plt.close(fig)
+    return n
 
 
 def draw(tl: Dict[str, Any], path: str) -> None:

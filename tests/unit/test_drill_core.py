@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ceph_recovery import drill as D
+from ceph_recovery import drillload as L
 from ceph_recovery import maintenance as M
 from ceph_recovery.actions import GrantStart, UnsetGroupFlag
 from ceph_recovery.model import HostMem, OsdState, Snapshot
@@ -250,3 +251,157 @@ def test_a_bucket_of_many_hosts_keeps_fewer_samples_within_one_chunk():
     assert len(d.samples) <= D.sample_limit(len(hosts)) <= D.MAX_SAMPLES
     assert len(json.dumps([dict(x) for x in d.samples])) <= D.TIMELINE_BYTES
     assert D.sample_limit(500) == 16 and D.sample_limit(1) == D.MAX_SAMPLES
+
+
+# ------------------------------------------------------------------ --write-load (drillload)
+
+def start_load(rate=10):
+    return D.check_start("d1000", "h2", 30.0, snap(), [], [], False, OK, {"h2": 12 * GIB},
+                         "80%", "", NOW, write_load=rate)
+
+
+def tick_load(s, d, windows, t, seen=None):
+    return D.plan_drill(s, d, list(windows), D.Observed(load=seen), NOW + t)
+
+
+def test_the_pool_is_the_drills_own_and_sized_for_the_hosts_left_up():
+    d, _w = start_load()
+    assert d.load == L.Load(rate=10, pool="recovery-drill-d1000", size=3, min_size=2)
+    assert L.pool_sizes(6, 1) == (3, 2) and L.pool_sizes(3, 2) == (3, 1)
+    assert L.pool_sizes(2, 1) == (2, 1) and L.pool_sizes(1, 0) == (1, 1)
+    assert start_load(rate=0)[0].load is None
+    for bad in (-1, L.MAX_RATE + 1):
+        with pytest.raises(M.Refused) as e:
+            start_load(rate=bad)
+        assert e.value.errno == errno.EINVAL
+
+
+def test_the_pool_is_created_first_then_the_window_opens_then_writes_go_on_while_down():
+    d, w = start_load()
+    assert d.phase == D.PREPARING
+    st = tick_load(snap(), d, [], 1.0)                # first tick: not stored yet
+    assert st.load_order == L.IDLE and st.actions == () and st.windows == ()
+    st = tick_load(snap(), st.drill, [], 3.0)
+    assert st.load_order == L.CREATE and st.windows == ()
+    # the pool is there but its PGs are still being created: no window yet, writes begin
+    st = tick_load(snap(total=72, active=64), st.drill, [], 5.0, L.Seen(pool_ready=True))
+    assert st.drill.phase == D.PREPARING and st.windows == () and st.load_order == L.WRITE
+    st = tick_load(snap(total=72), st.drill, [], 7.0, L.Seen(pool_ready=True, written=40))
+    assert st.drill.phase == D.ENTERING and st.load_order == L.WRITE
+    assert [(x.bucket, x.phase, x.reason) for x in st.windows] == [
+        ("h2", M.ENTERING, "drill d1000")]
+    st = tick_load(snap(down=(2, 3), flags=HELD), st.drill, [replace(w, phase=M.OPEN)], 9.0,
+                   L.Seen(pool_ready=True, written=44, latencies_ms=(2.0, 4.0, 3.0, 90.0)))
+    assert st.drill.phase == D.DOWN and st.drill.load.state == L.CREATED
+    assert st.load_order == L.WRITE and st.actions == ()
+    s = st.drill.samples[-1]
+    assert (s["objects_written"], s["write_p50_ms"], s["write_p99_ms"]) == (44, 3.0, 90.0)
+
+
+def test_a_pool_that_cannot_be_created_aborts_the_drill_before_any_osd_stops():
+    d, _w = start_load()
+    st = tick_load(snap(), d, [], 1.0)
+    st = tick_load(snap(), st.drill, [], 3.0, L.Seen(error="osd pool create: rc -1 EPERM"))
+    assert st.drill.phase == D.ABORTING and "not created: osd pool create" in st.drill.reason
+    assert st.actions == () and st.load_order == L.REMOVE
+    st = tick_load(snap(), st.drill, [], 5.0, L.Seen(removed=True))
+    assert st.drill.phase == D.ABORTED and st.actions == ()
+
+
+def test_an_operators_window_opened_meanwhile_aborts_the_drill_and_is_kept():
+    d, _w = start_load()
+    other = M.Window(bucket="h2", phase=M.OPEN, reason="patch", osds=(2, 3))
+    d = replace(d, load=replace(d.load, state=L.CREATED))
+    st = tick_load(snap(down=(2, 3)), d, [other], 3.0)
+    assert st.drill.phase == D.ABORTING and "window cannot open" in st.drill.reason
+    assert st.windows == (other,)
+
+
+def ended_exit(seen=None):
+    """A write-load drill whose exit is over (window closed, every PG active+clean)."""
+    d, w = start_load()
+    d = replace(d, phase=D.DOWN, down_at=NOW, load=replace(d.load, state=L.CREATED))
+    d = D.exit_started(d, "r1", NOW + 30.0)
+    st = tick_load(snap(down=(3,)), d, [M.exiting(replace(w, phase=M.OPEN), "r1")], 31.0)
+    assert st.load_order == L.WRITE                    # through the controlled start
+    st = tick_load(snap(), st.drill, [], 40.0)
+    return st
+
+
+def test_writes_stop_once_the_bucket_is_up_then_verify_then_remove_then_done():
+    st = ended_exit()
+    assert st.drill.phase == D.EXITING and st.load_order == L.VERIFY and st.outcome is None
+    st = tick_load(snap(), st.drill, [], 42.0, L.Seen(pool_ready=True, written=300, verified=300))
+    assert st.load_order == L.REMOVE and st.outcome is None
+    assert (st.drill.load.state, st.drill.load.verified, st.drill.load.bad) == (
+        L.VERIFIED, 300, 0)
+    st = tick_load(snap(), st.drill, [], 44.0, L.Seen(pool_ready=True, written=300, verified=300,
+                                                 removed=True))
+    assert st.drill.phase == D.DONE and st.outcome.ok and st.load_order is None
+    r = D.report(st.drill)["write_load"]
+    assert (r["objects_written"], r["objects_verified"], r["pool_state"]) == (
+        300, 300, L.REMOVED)
+
+
+def test_no_verify_while_a_pg_is_inactive():
+    st = ended_exit()
+    st = tick_load(snap(active=60, clean=60), st.drill, [], 42.0)
+    assert st.load_order == L.IDLE and st.drill.phase == D.EXITING
+
+
+def test_a_refused_removal_ends_the_drill_naming_the_pool_left():
+    st = ended_exit()
+    st = tick_load(snap(), st.drill, [], 42.0, L.Seen(pool_ready=True, verified=0))
+    st = tick_load(snap(), st.drill, [], 44.0, L.Seen(pool_ready=True, verified=0,
+                                                 error="osd pool rm: rc -1 EPERM"))
+    assert st.drill.phase == D.DONE and "pool recovery-drill-d1000 left" in st.drill.reason
+
+
+def test_abort_writes_until_all_are_back_then_verifies_and_removes_the_pool():
+    d, w = start_load()
+    d = replace(d, phase=D.DOWN, down_at=NOW, load=replace(d.load, state=L.CREATED))
+    d = D.check_abort([d], "stop")
+    st = tick_load(snap(down=(2, 3), flags=HELD), d, [replace(w, phase=M.OPEN)], 10.0)
+    assert st.drill.phase == D.ABORTING and st.load_order == L.WRITE
+    assert kinds(st.actions) == [("grant_start", 2, None), ("grant_start", 3, None)]
+    st = tick_load(snap(), st.drill, (), 20.0)
+    assert st.drill.phase == D.ABORTING and st.load_order == L.VERIFY and st.actions == ()
+    st = tick_load(snap(), st.drill, (), 22.0, L.Seen(pool_ready=True, written=5, verified=4))
+    assert st.load_order == L.REMOVE and st.drill.load.bad == 0
+    st = tick_load(snap(), st.drill, (), 24.0, L.Seen(pool_ready=True, written=5, verified=4,
+                                                 bad=1, removed=True))
+    assert st.drill.phase == D.ABORTED and st.outcome.errno == errno.ECANCELED
+
+
+def test_an_abort_before_the_pool_was_confirmed_still_removes_it():
+    d, w = start_load()
+    d = D.check_abort([d], "stop")
+    st = tick_load(snap(down=(3,)), d, [], 3.0)       # an OSD down by hand: still starting
+    assert st.drill.phase == D.ABORTING and st.load_order == L.IDLE
+    assert kinds(st.actions) == [("grant_start", 3, None)]
+    st = tick_load(snap(), st.drill, [], 3.0)
+    assert st.drill.phase == D.ABORTING and st.load_order == L.REMOVE
+    st = tick_load(snap(), st.drill, (), 5.0, L.Seen(removed=True))
+    assert st.drill.phase == D.ABORTED
+
+
+def test_the_load_survives_a_failover_in_the_persisted_drill():
+    st = ended_exit()
+    back = D.drill_from_dict(json.loads(json.dumps(D.drill_to_dict(st.drill))))
+    assert back == st.drill and back.load.state == L.CREATED
+    assert tick_load(snap(), back, [], 42.0).load_order == L.VERIFY
+    with pytest.raises(ValueError):
+        L.from_dict({"state": "created", "pool": "rbd", "rate": 1, "size": 3, "min_size": 2})
+
+
+def test_percentiles_and_inactive_pg_seconds():
+    assert L.percentile([5.0], 99) == 5.0
+    assert L.percentile(list(range(1, 101)), 50) == 50.0
+    assert L.percentile(list(range(1, 101)), 99) == 99.0
+    samples = [{"t": 0.0, "pgs_total": 64, "pgs_active": 64},
+               {"t": 10.0, "pgs_total": 64, "pgs_active": 60},
+               {"t": 12.0, "pgs_total": 64, "pgs_active": 62},
+               {"t": 15.0, "pgs_total": 64, "pgs_active": 64}]
+    assert D.inactive_pg_seconds(samples, 10.0) == 4 * 2.0 + 2 * 3.0
+    assert D.inactive_pg_seconds(samples, None) == 14.0
+    assert D.inactive_pg_seconds(samples, 99.0) is None

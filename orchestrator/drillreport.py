@@ -1,0 +1,83 @@
+"""A drill's report and its persisted form (ceph_recovery.drill re-exports both): the
+measured times, per-host peak vs budget, inactive PG-seconds, the write load's counts, the
+timeline; `drill report`'s one plain line. Pure: values in, values out."""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from . import drillload as L
+from . import maintenance as M
+
+# ------------------------------------------------------------------ report
+def _since(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else round(b - a, 1)
+
+
+def report(d: Any) -> Dict[str, Any]:
+    """`drill report -f json`: the drill, its measured times, per-host peak vs budget and
+    the timeline."""
+    hosts = {h: {"peak_bytes": d.peaks.get(h), "budget_bytes": d.budgets.get(h),
+                 "peak_over_budget": (d.peaks.get(h) is not None and d.budgets.get(h)
+                                      is not None and d.peaks[h] > d.budgets[h])}
+             for h in sorted(set(d.peaks) | set(d.budgets))}
+    out = drill_to_dict(d)
+    out.update({"outcome": d.phase, "downtime_s": _since(d.down_at, d.exit_at),
+                "time_to_all_up_s": _since(d.exit_at, d.up_at),
+                "time_to_all_active_s": _since(d.exit_at, d.active_at),
+                "time_to_clean_s": _since(d.exit_at, d.clean_at), "hosts": hosts,
+                "timeline": [dict(s) for s in d.samples],
+                "inactive_pg_seconds": inactive_pg_seconds(d.samples, _since(
+                    d.started_at, d.exit_at or d.aborted_at)),
+                "write_load": None if d.load is None else L.report(d.load)})
+    del out["samples"]
+    return out
+
+
+def inactive_pg_seconds(samples: Sequence[Mapping[str, Any]],
+                        since: Optional[float]) -> Optional[float]:
+    """PG-seconds spent inactive from the bucket's return (the exit's start or the abort,
+    as drill time `since`; None: from the first sample) to the drill's end: each sample's inactive PGs held until the next sample (the
+    tick's resolution)."""
+    xs = [s for s in samples if since is None or float(s["t"]) >= since]
+    if not xs:
+        return None
+    return round(sum((float(b["t"]) - float(a["t"])) * (a["pgs_total"] - a["pgs_active"])
+                     for a, b in zip(xs, xs[1:])), 1)
+
+
+def _gib(n: Optional[int]) -> str:
+    if n is None:
+        return "-"
+    return "%.1fG" % (n / 2.0 ** 30) if n >= 2 ** 30 else "%dM" % (n // 2 ** 20)
+
+
+def summary_line(d: Any) -> str:
+    """`drill report` plain: one line."""
+    r = report(d)
+
+    def sec(v: Optional[float]) -> str:
+        return "-" if v is None else M.fmt_duration(v)
+    peaks = " ".join("%s %s/%s" % (h, _gib(v["peak_bytes"]), _gib(v["budget_bytes"]))
+                     for h, v in r["hosts"].items() if h in d.hosts)
+    return ("drill %s on %s: %s%s; downtime %s, all active after %s, clean after %s; "
+            "peak/budget %s" % (d.id, d.bucket, d.phase, " (%s)" % d.reason if d.reason
+                                else "", sec(r["downtime_s"]), sec(r["time_to_all_active_s"]),
+                                sec(r["time_to_clean_s"]), peaks or "-"))
+
+
+# ------------------------------------------------------------------ persistence
+_FLOATS = ("down_at", "exit_at", "up_at", "active_at", "clean_at", "ended_at", "aborted_at",
+           "inactive_since")
+
+
+def drill_to_dict(d: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "id": d.id, "bucket": d.bucket, "downtime_s": d.downtime_s,
+        "started_at": d.started_at, "budget": d.budget, "concurrency": d.concurrency,
+        "phase": d.phase, "osds": list(d.osds), "hosts": list(d.hosts),
+        "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
+        "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
+        "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load)}
+    for k in _FLOATS:
+        out[k] = getattr(d, k)
+    return out
