@@ -13,7 +13,7 @@ from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
 
-from . import cgroup_limit, measures, report
+from . import cgroup_limit, measures, naive, report
 from .objects import ObjectSet
 from .sampler import Sampler, mgr_json, pg_summary
 
@@ -34,9 +34,6 @@ STALL_ABORT_S = 90.0
 # the growth the module can only answer a report and a tick later; see the memory drill test)
 FIT_BUDGET_SHARE = 0.9
 
-# systemd's defaults for ceph-osd@.service, emulated in --naive mode
-RESTART_SEC = 10.0
-START_LIMIT_BURST = 3
 
 
 @dataclass
@@ -165,7 +162,7 @@ class Drill(object):
         t_start = time.time()
         try:
             if o.naive:
-                self._naive(failed_osds, t_start)
+                naive.start_all(self, failed_osds)
             else:
                 self._controlled(t_start)
             self._wait_clean(t_start, failed_osds)
@@ -225,28 +222,6 @@ class Drill(object):
         log.info("budget fitted to the first start", **fit)
         return self._dry_run(hosts)
 
-    def _naive(self, osds: List[int], t_start: float) -> None:
-        """Start every failed OSD at once; restart dead ones like systemd would."""
-        for osd in osds:
-            launch.start_osd(self.state, osd)
-            self.naive_starts[osd] = 1
-        self.result["start_order"] = list(osds)
-
-    def _naive_supervise(self, osds: List[int], dead_since: Dict[int, float]) -> None:
-        up = set(self._up())
-        now = time.time()
-        for osd in osds:
-            if osd in up or launch.osd_pid(self.state, osd) is not None:
-                dead_since.pop(osd, None)
-                continue
-            dead_since.setdefault(osd, now)
-            if now - dead_since[osd] >= RESTART_SEC and \
-                    self.naive_starts.get(osd, 0) <= START_LIMIT_BURST:
-                log.info("naive: restarting dead OSD (systemd Restart=on-failure)", osd=osd)
-                launch.start_osd(self.state, osd)
-                self.naive_starts[osd] = self.naive_starts.get(osd, 0) + 1
-                dead_since.pop(osd, None)
-
     def _controlled(self, t_start: float) -> None:
         cmd: Dict[str, Any] = {"prefix": "recovery start-controlled", "budget": self.o.budget}
         if self.o.scope:
@@ -268,7 +243,9 @@ class Drill(object):
         restarted_mgr = False
         while time.time() < deadline:
             if self.o.naive:
-                self._naive_supervise(failed, dead_since)
+                naive.supervise(self, failed, dead_since)
+                if naive.gave_up(self, failed, dead_since):
+                    return
             else:
                 self.ensure_helpers()
             if (not restarted_mgr and self.o.restart_mgr_after is not None
