@@ -3,12 +3,14 @@ its objects, its poller of OSD processes and module command latency, and the che
 ends with. Loaded by file path (not a test module)."""
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
+from ceph_recovery.inflight import MAX_START_FAILURES  # noqa: F401 (the rows' bound)
 from ceph_recovery_tools.drill.objects import ObjectSet
 from ceph_recovery_tools.lab import launch
 from ceph_recovery_tools.lab.launch import CephError
@@ -16,6 +18,18 @@ from ceph_recovery_tools.lab.launch import CephError
 RESULTS: Dict[str, Any] = {}
 COMMAND_TIMEOUT = 30.0        # mgr/recovery/mon_command_timeout (default)
 RUN_FLAGS = ("noout", "norebalance")
+
+
+def save_results(path: str) -> None:
+    """Merge this file's RESULTS into the JSON at `path` (several files share it)."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = {}
+    old.update(RESULTS)
+    with open(path, "w") as f:
+        json.dump(old, f, indent=1, sort_keys=True)
 
 
 def status(state, timeout=60) -> Dict[str, Any]:
@@ -65,6 +79,64 @@ def excerpt(entries, n=12) -> List[str]:
         flag = " %s" % a["flag"] if "flag" in a else ""
         out.append("%s%s%s: %s" % (a.get("kind"), osd, flag, str(j.get("result"))[:60]))
     return out[-n:] if len(out) > n else out
+
+
+# ------------------------------------------------------------------ faults
+def corrupt_state(state) -> str:
+    head = launch.ceph(state, "config-key", "get", "mgr/recovery/run_state", json_out=False)
+    slot = json.loads(head)["slot"]
+    key = "mgr/recovery/run_state.%s.0" % slot
+    launch.ceph(state, "config-key", "set", key, "corrupt{", json_out=False)
+    return key
+
+
+def report(host: str, **over) -> str:
+    rep = {"version": 1, "host": host, "time": time.time(), "seq": 1,
+           "memory": {"total": 8 << 30, "used": 1 << 20, "available": 6 << 30, "limit": None,
+                      "source": "host"}, "osds": [], "done": []}
+    rep.update(over)
+    return json.dumps(rep)
+
+
+def stored_progress(state) -> Dict[str, Any]:
+    """The run's progress as the module stored it (config-key chunks of mgr/recovery/run_state):
+    what a standby would resume, e.g. `failures` (failed starts per OSD in this run)."""
+    def get(key):
+        return launch.ceph(state, "config-key", "get", key, json_out=False, timeout=30)
+    head = json.loads(get("mgr/recovery/run_state"))
+    text = "".join(get("mgr/recovery/run_state.%s.%d" % (head["slot"], i))
+                   for i in range(head["chunks"]))
+    return json.loads(text)["progress"]
+
+
+def named(state, code: str, what: str) -> List[str]:
+    """The detail lines of health check `code` (`ceph health detail`) that name `what`."""
+    check = launch.health(state).get("checks", {}).get(code) or {}
+    return [d.get("message", "") for d in check.get("detail", []) if what in d.get("message", "")]
+
+
+def pause_and_second_run(state) -> Dict[str, Any]:
+    """Mid-fault: `pause` (RECOVERY_PAUSED raised) and a second `start-controlled`, which must
+    be refused with EBUSY and change nothing. The caller resumes once its fault is cleared."""
+    launch.ceph(state, "recovery", "pause", json_out=False)
+    wait_for(lambda: "RECOVERY_PAUSED" in launch.health(state).get("checks", {}), 30,
+             "RECOVERY_PAUSED")
+    try:
+        launch.ceph(state, "recovery", "start-controlled", json_out=False, timeout=60)
+    except CephError as e:
+        assert e.rc == errno.EBUSY, (e.rc, e.stderr[-300:])
+        refused = e.stderr.strip()[-160:]
+    else:
+        raise AssertionError("a second start-controlled was accepted during a run")
+    s = status(state)
+    assert s["active"] and s["mode"] == "paused", (s["active"], s["mode"])
+    return {"second_run": "EBUSY: " + refused}
+
+
+def resume(state) -> None:
+    launch.ceph(state, "recovery", "resume", json_out=False)
+    wait_for(lambda: "RECOVERY_PAUSED" not in launch.health(state).get("checks", {}), 30,
+             "RECOVERY_PAUSED cleared")
 
 
 # ------------------------------------------------------------------ one row
