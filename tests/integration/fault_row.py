@@ -1,16 +1,30 @@
-"""The fault matrix's shared parts (tests/integration/test_fault_matrix.py): a row's outage,
-its objects, its poller of OSD processes and module command latency, and the checks every row
-ends with. Loaded by file path (not a test module)."""
+"""The fault matrix's shared parts (tests/integration/test_fault_matrix.py and
+test_fault_netns.py): a row's outage, its objects, its poller of OSD processes and module
+command latency, and the checks every row ends with (Row.finish), after the fault clears:
+- every object written so far (before the outage and during it, by every row) reads back with
+  its checksum (scripts/drill/objects.py);
+- no OSD process started outside the plan or twice: an OSD outside the row's outage keeps its
+  process; each row OSD has no more new processes than start instructions the helper carried
+  out for it (journal `helper_done`), and exactly one where the fault does not kill starts;
+- every flag the run changed is restored (no noout/norebalance, no per-OSD noup, no group
+  noup) and the cluster is HEALTH_OK; a row that leaves something on purpose checks the
+  health check that names it first;
+- no `ceph recovery status` call, polled every few seconds through the row, took longer than
+  the module's mon_command_timeout (calls while no mgr is active are not the module's).
+Loaded by file path (not a test module)."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
+import os
 import signal
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
 from ceph_recovery.inflight import MAX_START_FAILURES  # noqa: F401 (the rows' bound)
+from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.drill.objects import ObjectSet
 from ceph_recovery_tools.lab import launch
 from ceph_recovery_tools.lab.launch import CephError
@@ -18,6 +32,30 @@ from ceph_recovery_tools.lab.launch import CephError
 RESULTS: Dict[str, Any] = {}
 COMMAND_TIMEOUT = 30.0        # mgr/recovery/mon_command_timeout (default)
 RUN_FLAGS = ("noout", "norebalance")
+
+
+@contextlib.contextmanager
+def objects(state):
+    """A rados connection to the lab's pool for the rows' objects (state["_objects"])."""
+    import rados
+    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
+    cluster.connect(timeout=30)
+    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
+    state["_objects"] = ObjectSet(ioctx)
+    try:
+        yield state["_objects"]
+    finally:
+        ioctx.close()
+        cluster.shutdown()
+
+
+def limit_empty_group(cg, limit) -> None:
+    """Limit a memory cgroup that has no process left; on v1 its leftover page cache is
+    dropped first (memory.force_empty), or a limit below that charge is refused (EBUSY)."""
+    if cg["version"] == 1:
+        with open(os.path.join(cg["path"], "memory.force_empty"), "w") as f:
+            f.write("0")
+    cgroup.set_limit(cg["path"], cg["version"], limit)
 
 
 def save_results(path: str) -> None:
@@ -193,6 +231,19 @@ class Row(object):
         wait_for(lambda: all(not x["up"] for x in osd_dump(self.state)["osds"]
                              if x["osd"] in self.osds), 90, "the row's OSDs down")
         self.write("during")
+
+    def fail_over(self, timeout: float):
+        """SIGKILL the active mgr; once a standby is active and the module answers, the
+        window without a mgr is recorded (its calls are not the module's): (old, new)."""
+        self.remember()
+        old = active_mgr(self.state)
+        t_kill = time.time()
+        os.kill(launch.mgr_pid(self.state, old), signal.SIGKILL)
+        new = wait_for(lambda: (lambda n: n if n and n != old else None)(
+            active_mgr(self.state)), timeout, "a standby mgr active")
+        wait_for(lambda: status(self.state, timeout=30), 60, "the module answering")
+        self.no_mgr.append([t_kill, time.time()])
+        return old, new
 
     def start_run(self) -> None:
         launch.ceph(self.state, "recovery", "start-controlled", json_out=False, timeout=60)

@@ -1,21 +1,8 @@
 """The fault matrix of issue 11 on ONE real lab (3 hosts x 2 OSDs, BlueStore, 2 mgrs): one
-test per fault, each in the middle of a controlled run that brings a failed OSD back.
-
-Every row checks, after the fault clears:
-- every object written so far (before the outage and during it, by every row) reads back with
-  its checksum (scripts/drill/objects.py);
-- no OSD process started outside the plan or twice: an OSD outside the row's outage keeps its
-  process; each row OSD has as many new processes as start instructions the helper carried
-  out for it (journal `helper_done`), and exactly one where the fault does not kill starts;
-- every flag the run changed is restored (no noout/norebalance, no per-OSD noup, no group
-  noup) and the cluster is HEALTH_OK; a row that leaves something on purpose checks the
-  health check that names it first;
-- no `ceph recovery status` call, polled every few seconds through the row, took longer than
-  the module's mon_command_timeout (calls while no mgr is active are not the module's).
-
-The measured numbers (time to recover, journal excerpts, objects) are written to
-$CEPH_RECOVERY_FAULT_MATRIX_OUT (default /tmp/fault-matrix.json) for docs/reliability.md.
-"""
+test per fault, each in the middle of a controlled run that brings failed OSDs back. What
+every row checks once the fault clears is in fault_row.py (Row.finish). The measured numbers
+go to $CEPH_RECOVERY_FAULT_MATRIX_OUT (default /tmp/fault-matrix.json) for
+docs/reliability.md; test_fault_netns.py adds the network row."""
 from __future__ import annotations
 
 import errno
@@ -29,7 +16,6 @@ from typing import List
 
 import pytest
 
-from ceph_recovery_tools.drill.objects import ObjectSet
 from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.lab import launch, procs
@@ -60,18 +46,12 @@ def flab(lab_factory):
                 json_out=False)   # no netns: probes over the shared loopback say nothing
     launch.ceph(state, "config", "set", "mon", "mon_mgr_beacon_grace", str(BEACON_GRACE),
                 json_out=False)
-    import rados
-    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
-    cluster.connect(timeout=30)
-    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
-    state["_objects"] = ObjectSet(ioctx)
     RESULTS["lab"] = {"up_seconds": state.get("up_seconds"),
                       "setup_seconds": round(time.monotonic() - t0, 1)}
     try:
-        yield state
+        with fr.objects(state):
+            yield state
     finally:
-        ioctx.close()
-        cluster.shutdown()
         fr.save_results(OUT)
         print("fault matrix results: %s" % OUT)
         lab_factory.down()
@@ -321,15 +301,6 @@ OOM_LIMIT = 8 << 20           # below what a BlueStore OSD holds once loaded (24
 SMALL_LIMIT = 48 << 20        # after the kill: a host with room, but not for an OSD's start
 
 
-def _limit_empty_group(cg, limit) -> None:
-    """Limit a memory cgroup that has no process left; on v1 its leftover page cache is
-    dropped first (memory.force_empty), or a limit below that charge is refused (EBUSY)."""
-    if cg["version"] == 1:
-        with open(os.path.join(cg["path"], "memory.force_empty"), "w") as f:
-            f.write("0")
-    cgroup.set_limit(cg["path"], cg["version"], limit)
-
-
 def test_osd_oom_killed_during_its_start(flab, row):
     """Both OSDs of h3 fail; the run (one start at a time) grants one while h3's helper is
     stopped; h3's memory cgroup is then limited to 8 MiB and the helper resumed, so the OSD
@@ -352,13 +323,13 @@ def test_osd_oom_killed_during_its_start(flab, row):
         victim = wait_for(lambda: kinds(journal(flab, r.t0), "grant_start"), 60,
                           "a grant on h3")[0]["action"]["osd"]
         t_fault = time.time()
-        _limit_empty_group(cg, OOM_LIMIT)
+        fr.limit_empty_group(cg, OOM_LIMIT)
         os.kill(helper, signal.SIGCONT)
         oom = wait_for(lambda: (lambda n: n if n > oom0 else None)(
             launch.cgroup_memory(flab, host)["oom_kill"]), 90, "an OOM kill in h3's cgroup")
         squeezed = sorted(status(flab)["health"])
         wait_for(lambda: not [o for o in osds if launch.osd_pid(flab, o)], 30, "no OSD on h3")
-        _limit_empty_group(cg, SMALL_LIMIT)
+        fr.limit_empty_group(cg, SMALL_LIMIT)
         failures = wait_for(lambda: fr.stored_progress(flab).get("failures", {}).get(
             str(victim)), 90, "a failed start of osd.%d counted" % victim, every=2.0)
         r.write("oom", 100)
@@ -412,14 +383,7 @@ def test_state_over_the_mons_entry_limit_is_loud_then_saved_and_resumed(flab, ro
         launch.ceph(flab, "config", "rm", "mon", "mon_config_key_max_entry_size", json_out=False)
     wait_for(lambda: "RECOVERY_STATE_NOT_SAVED" not in launch.health(flab).get("checks", {}), 60,
              "RECOVERY_STATE_NOT_SAVED cleared")
-    r.remember()
-    old = active_mgr(flab)
-    t_kill = time.time()
-    os.kill(launch.mgr_pid(flab, old), signal.SIGKILL)
-    new = wait_for(lambda: (lambda n: n if n and n != old else None)(active_mgr(flab)),
-                   BEACON_GRACE * 6, "a standby mgr active")
-    wait_for(lambda: status(flab, timeout=30), 60, "the module answering")
-    r.no_mgr.append([t_kill, time.time()])
+    old, new = r.fail_over(BEACON_GRACE * 6)
     r.wait_done()
     res = r.finish(t_fault)
     entries = r.remember()

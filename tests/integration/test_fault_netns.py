@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-from ceph_recovery_tools.drill.objects import ObjectSet
 from ceph_recovery_tools.lab import launch, procs
 from ceph_recovery_tools.lab.launch import CephError
 from ceph_recovery_tools.lab.restore import restore
@@ -31,18 +30,12 @@ status, wait_for, journal, kinds = fr.status, fr.wait_for, fr.journal, fr.kinds
 def nlab(lab_factory):
     t0 = time.monotonic()
     state = lab_factory(netns=True, osds_per_host=1)
-    import rados
-    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
-    cluster.connect(timeout=30)
-    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
-    state["_objects"] = ObjectSet(ioctx)
     fr.RESULTS["netns_lab"] = {"up_seconds": state.get("up_seconds"),
                                "setup_seconds": round(time.monotonic() - t0, 1)}
     try:
-        yield state
+        with fr.objects(state):
+            yield state
     finally:
-        ioctx.close()
-        cluster.shutdown()
         fr.save_results(OUT)
         lab_factory.down()
 
