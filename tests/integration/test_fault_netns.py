@@ -44,34 +44,40 @@ STALE_S = 30                  # mgr/recovery/helper_stale_timeout (default)
 RESTART_S = 5                 # RestartSec of scripts/systemd/ceph-recovery-helper.service
 
 
-def _segfaults(tids) -> list:
-    """Kernel lines about a segfault of one of these threads (`comm[tid]: segfault ...`)."""
+def _uptime() -> float:
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def _segfaults(since: float) -> list:
+    """Kernel lines about a librados segfault (`comm[tid]: segfault ... libceph-common`)
+    stamped after `since` (seconds of uptime): the helper's threads come and go with its
+    connection attempts, so they are matched by time, not by thread id."""
     out = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout
-    return [ln.strip() for ln in out.splitlines() if "segfault" in ln
-            and any("[%d]: segfault" % t in ln for t in tids)]
+    lines = []
+    for ln in out.splitlines():
+        if "segfault" in ln and "libceph-common" in ln and ln.startswith("["):
+            try:
+                if float(ln[1:ln.index("]")]) >= since:
+                    lines.append(ln.strip())
+            except ValueError:
+                continue
+    return lines
 
 
-def _tids(pid) -> list:
-    try:
-        return [int(t) for t in os.listdir("/proc/%d/task" % pid)]
-    except OSError:
-        return []
-
-
-def _run_done_restarting_helper(r, host, tids, timeout=300):
+def _run_done_restarting_helper(r, host, since, timeout=300):
     """Wait for the run to end. A helper that died meanwhile is started again after
     RestartSec, as the helper's unit (Restart=always) does; returns what each death left in
-    the kernel log (its threads' segfaults)."""
+    the kernel log (librados segfaults since the link came back)."""
     state, deaths = r.state, []
     pid = state["pids"]["helper.%s" % host]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not procs.alive(pid, ("ceph-recovery-helper", state["dir"])):
-            deaths.append({"pid": pid, "kernel": _segfaults(tids)})
+            deaths.append({"pid": pid, "kernel": _segfaults(since)})
             time.sleep(RESTART_S)
             pid = launch.start_helper(state, host)
             time.sleep(1)
-            tids = _tids(pid)
         try:
             s = status(state)
             if s["phase"] in ("done", "aborted") and not s["active"]:
@@ -113,10 +119,10 @@ def test_host_cut_off_the_network_mid_run(nlab, request):
         assert not kinds(journal(nlab, r.t0), "grant_start", osd), "granted on a cut-off host"
         assert launch.osd_pid(nlab, osd) is None
         cut_s = time.time() - t_fault
-        tids = _tids(nlab["pids"]["helper.%s" % host])
+        since = _uptime()
         cut.undo()
         t_back = time.time()
-        deaths = _run_done_restarting_helper(r, host, tids)
+        deaths = _run_done_restarting_helper(r, host, since)
         res = r.finish(t_fault)
         entries = r.remember()
         grants = kinds(entries, "grant_start", osd)
