@@ -24,7 +24,7 @@ from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
 from . import maint, statusdoc
-from .state import RunState, leftovers_from
+from .state import RunState, leftovers_from, windows_from
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
 # checks about a run's budget and progress: raised only while a run is active (the last run's
@@ -251,14 +251,19 @@ class Engine(HelperProtocol):
     def state_unreadable(self, why: str, now: float, marks: Optional[str] = None) -> None:
         """The stored run state could not be read: say so until the next run starts, since
         flags and per-OSD noup a lost run set may still be on the cluster. What the state's
-        marks show that run set is kept: the next run takes it over and restores it."""
+        marks show that run set is kept: the next run takes it over and restores it. The
+        maintenance windows they name stay windows (held, noout kept, `maintenance exit`
+        still ends them)."""
         self.run.leftovers = leftovers_from(marks)
+        if not self.run.windows:
+            self.run.windows = windows_from(marks)
         self.shell_checks["RECOVERY_STATE_UNREADABLE"] = (
             "recovery run state unreadable: flags or noup a lost run set may be left over",
             [why, "check `ceph osd dump` (flags, per-OSD noup) and `ceph osd tree` (group "
                   "noup); clear what no operator set, then start a new run"])
         self.run.record(now, 0, {"kind": "state_unreadable", "reason": why,
-                                 "leftovers": self.run.leftovers}, "noted")
+                                 "leftovers": self.run.leftovers,
+                                 "windows": [w.bucket for w in self.run.windows]}, "noted")
 
     def shell_health(self) -> Dict[str, Dict[str, Any]]:
         """The shell's own checks, shaped for MgrModule.set_health_checks."""

@@ -20,7 +20,7 @@ from .maintcli import MaintenanceCommands
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
     from .inputs import InputError
-    from .state import STORE_KEY, RunState, leftovers_from, marks_of
+    from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from
     from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
@@ -85,7 +85,7 @@ class Module(MaintenanceCommands, MgrModule):
         self._stopping = False
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
-            leftovers_from(m))) if IMPORT_ERROR is None else None
+            leftovers_from(m) or windows_from(m))) if IMPORT_ERROR is None else None
         self._progress_ev = ""
         self._maint_ev: Dict[str, str] = {}
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
@@ -159,7 +159,7 @@ class Module(MaintenanceCommands, MgrModule):
             if text == self._saved:
                 return
             try:
-                writes = self._store.writes(text)
+                writes = self._store.writes(text, self._mon_entry_limit())
             except StateTooLarge as e:
                 with self._lock:
                     self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
@@ -172,6 +172,14 @@ class Module(MaintenanceCommands, MgrModule):
             self._saved = text
             with self._lock:
                 self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
+
+    def _mon_entry_limit(self) -> Optional[int]:
+        """The mon's current mon_config_key_max_entry_size (None when unknown): set_store
+        does not fail on a larger entry, the mon drops it and ceph-mgr only logs that."""
+        try:
+            return int(self.get_foreign_ceph_option("mon", "mon_config_key_max_entry_size"))
+        except Exception:  # an unknown option or entity on this release: the default limit
+            return None
 
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:

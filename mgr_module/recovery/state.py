@@ -266,9 +266,11 @@ MAX_MARK_OSDS = 4096      # held OSD ids kept in the marks (the entry stays belo
 
 def marks_of(text: str) -> Optional[str]:
     """The small record kept beside the state (its own config-key entry): which run, its
-    phase, the cluster flags saved at its start, the OSDs it holds by per-OSD noup, and any
-    leftovers it has not taken over yet. Enough to tell what a run set when the state itself
-    is lost or corrupt. None for a text that is not a run state."""
+    phase, the cluster flags saved at its start, the OSDs it holds by per-OSD noup, any
+    leftovers it has not taken over yet, and the maintenance windows (their group noup and
+    noout stay on the cluster). Enough to tell what a run set and which buckets are in
+    maintenance when the state itself is lost or corrupt. None for a text that is not a run
+    state."""
     try:
         d = json.loads(text)
         p = d["progress"]
@@ -277,7 +279,24 @@ def marks_of(text: str) -> Optional[str]:
     return json.dumps({"run_id": p.get("run_id"), "phase": p.get("phase"),
                        "saved_flags": p.get("saved_flags"),
                        "held_osds": sorted(p.get("held_osds") or ())[:MAX_MARK_OSDS],
-                       "leftovers": d.get("leftovers")}, sort_keys=True)
+                       "leftovers": d.get("leftovers"),
+                       "windows": d.get("windows") or []}, sort_keys=True)
+
+
+def windows_from(marks: Optional[str]) -> List[maint.Window]:
+    """The maintenance windows the marks name (malformed ones left out: the state is
+    unreadable already, its health check says what to check)."""
+    try:
+        m = json.loads(marks) if marks else None
+    except ValueError:
+        return []
+    out = []
+    for w in (m.get("windows") if isinstance(m, dict) else None) or ():
+        try:
+            out.append(maint.window_from_dict(w))
+        except (ValueError, TypeError):
+            continue
+    return out
 
 
 def leftovers_from(marks: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -6,7 +6,10 @@ write a larger value. The state text is cut into chunks of at most CHUNK_BYTES a
 two alternating slots: the chunks of the slot the current header does not name first, then the
 header (slot, count, sha256). A mgr killed mid-write leaves the previous header pointing at the
 previous, complete slot. A state that would need more than MAX_CHUNKS chunks is not written
-at all (StateTooLarge: the module raises a health check).
+at all (StateTooLarge: the module raises a health check). The mon's limit is a setting: the
+module passes its current value (`entry_limit`), chunks are cut at most that long, and a
+state, header or marks entry that cannot fit is StateTooLarge too (the mon would refuse the
+entry with EFBIG, and ceph-mgr's set_store only logs that: the state would be lost silently).
 An optional `marks(text)` gives a small summary written to its own entry `<key>.marks` before
 the chunks: when the header or a chunk is lost or corrupt, the summary still tells what the
 run had set (read() keeps it in `found_marks`). A missing header whose marks show a run still
@@ -19,6 +22,7 @@ import hashlib
 import json
 from typing import Callable, Dict, List, Optional, Tuple
 
+MON_ENTRY_LIMIT = 65536    # mon_config_key_max_entry_size's default
 CHUNK_BYTES = 60000        # below 65,536 with room for the key and the mon's framing
 MAX_CHUNKS = 32            # ~1.9 MB: more means the state is unbounded somewhere
 HEADER_FORMAT = "chunked-v1"
@@ -59,17 +63,27 @@ class ChunkedStore(object):
         self.slot = "b"                 # the slot of the last header written
         self.written: Dict[str, Optional[str]] = {}
 
-    def writes(self, text: str) -> List[Tuple[str, Optional[str]]]:
+    def writes(self, text: str, entry_limit: Optional[int] = None
+               ) -> List[Tuple[str, Optional[str]]]:
         """(key, value) pairs to write in order; value None deletes. StateTooLarge if the
-        state does not fit MAX_CHUNKS chunks (nothing is written then)."""
-        parts = split(text, self.chunk_bytes)
+        state does not fit MAX_CHUNKS chunks of min(chunk_bytes, entry_limit) bytes, or its
+        marks do not fit one entry (nothing is written then)."""
+        size = self.chunk_bytes if not entry_limit else max(1, min(self.chunk_bytes,
+                                                                   int(entry_limit)))
+        parts = split(text, size)
         if len(parts) > self.max_chunks:
-            raise StateTooLarge("run state is %d bytes: more than %d entries of %d bytes"
-                                % (len(text.encode("utf-8")), self.max_chunks,
-                                   self.chunk_bytes))
+            raise StateTooLarge("run state is %d bytes: more than %d entries of %d bytes "
+                                "(mon_config_key_max_entry_size %s)"
+                                % (len(text.encode("utf-8")), self.max_chunks, size,
+                                   entry_limit))
         slot = "a" if self.slot == "b" else "b"
         out: List[Tuple[str, Optional[str]]] = []
         summary = self.marks(text) if self.marks is not None else None
+        entry = int(entry_limit) if entry_limit else MON_ENTRY_LIMIT
+        if summary is not None and len(summary.encode("utf-8")) > entry:
+            raise StateTooLarge("run state marks are %d bytes: more than one entry of %d bytes"
+                                " (mon_config_key_max_entry_size %s)"
+                                % (len(summary.encode("utf-8")), entry, entry_limit))
         if summary is not None and self.written.get(self.marks_key) != summary:
             out.append((self.marks_key, summary))
         for i, part in enumerate(parts):
@@ -79,6 +93,10 @@ class ChunkedStore(object):
         header = json.dumps({"format": HEADER_FORMAT, "slot": slot, "chunks": len(parts),
                              "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()},
                             sort_keys=True)
+        if len(header) > entry:
+            raise StateTooLarge("run state header is %d bytes: more than one entry of %d "
+                                "bytes (mon_config_key_max_entry_size %s)"
+                                % (len(header), entry, entry_limit))
         out.append((self.key, header))
         i = len(parts)
         while self.written.get(chunk_key(self.key, slot, i)) is not None:

@@ -8,6 +8,7 @@ touches only the lab's own objects: its bridge's nft table (named after the lab,
   `min_len` bytes between two hosts, both directions: a faulty optic on one path.
 - mtu: one veth (inside the host's namespace, and its bridge-side peer) at a smaller MTU.
 - cap: tc tbf on both ends of one host's veth pair: that host's throughput is capped.
+- link_down: one host's veth pair down (bridge side): that host is cut off the network.
 - mon_redirect: nft nat in the root namespace sends the lab hosts' new connections to the mon
   through a local port (the delaying proxy).
 """
@@ -159,6 +160,17 @@ def inject_cap(lab: LabNet, host: str, rate: str = "100mbit", burst: str = "256k
         run(["tc", "-n", h["netns"], "qdisc", "del", "dev", h["veth_host"], "root"], check=False)
         run(["tc", "qdisc", "del", "dev", h["veth_root"], "root"], check=False)
     return Fault("cap", host, undo, {"rate": rate})
+
+
+def inject_link_down(lab: LabNet, host: str) -> Fault:
+    """The bridge-side end of the host's veth down: no packet in or out of that host (its
+    namespace keeps its own end and address), as a pulled cable or a dead switch port."""
+    h = lab.host(host)
+    run(["ip", "link", "set", "dev", h["veth_root"], "down"])
+
+    def undo() -> None:
+        run(["ip", "link", "set", "dev", h["veth_root"], "up"])
+    return Fault("link_down", host, undo, {"veth": h["veth_root"]})
 
 
 def inject_mon_redirect(lab: LabNet, proxy_port: int, hosts: Optional[Sequence[str]] = None,

@@ -1,14 +1,30 @@
-"""The fault matrix's shared parts (tests/integration/test_fault_matrix.py): a row's outage,
-its objects, its poller of OSD processes and module command latency, and the checks every row
-ends with. Loaded by file path (not a test module)."""
+"""The fault matrix's shared parts (tests/integration/test_fault_matrix.py and
+test_fault_netns.py): a row's outage, its objects, its poller of OSD processes and module
+command latency, and the checks every row ends with (Row.finish), after the fault clears:
+- every object written so far (before the outage and during it, by every row) reads back with
+  its checksum (scripts/drill/objects.py);
+- no OSD process started outside the plan or twice: an OSD outside the row's outage keeps its
+  process; each row OSD has no more new processes than start instructions the helper carried
+  out for it (journal `helper_done`), and exactly one where the fault does not kill starts;
+- every flag the run changed is restored (no noout/norebalance, no per-OSD noup, no group
+  noup) and the cluster is HEALTH_OK; a row that leaves something on purpose checks the
+  health check that names it first;
+- no `ceph recovery status` call, polled every few seconds through the row, took longer than
+  the module's mon_command_timeout (calls while no mgr is active are not the module's).
+Loaded by file path (not a test module)."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import signal
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
+from ceph_recovery.inflight import MAX_START_FAILURES  # noqa: F401 (the rows' bound)
+from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.drill.objects import ObjectSet
 from ceph_recovery_tools.lab import launch
 from ceph_recovery_tools.lab.launch import CephError
@@ -16,6 +32,42 @@ from ceph_recovery_tools.lab.launch import CephError
 RESULTS: Dict[str, Any] = {}
 COMMAND_TIMEOUT = 30.0        # mgr/recovery/mon_command_timeout (default)
 RUN_FLAGS = ("noout", "norebalance")
+
+
+@contextlib.contextmanager
+def objects(state):
+    """A rados connection to the lab's pool for the rows' objects (state["_objects"])."""
+    import rados
+    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
+    cluster.connect(timeout=30)
+    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
+    state["_objects"] = ObjectSet(ioctx)
+    try:
+        yield state["_objects"]
+    finally:
+        ioctx.close()
+        cluster.shutdown()
+
+
+def limit_empty_group(cg, limit) -> None:
+    """Limit a memory cgroup that has no process left; on v1 its leftover page cache is
+    dropped first (memory.force_empty), or a limit below that charge is refused (EBUSY)."""
+    if cg["version"] == 1:
+        with open(os.path.join(cg["path"], "memory.force_empty"), "w") as f:
+            f.write("0")
+    cgroup.set_limit(cg["path"], cg["version"], limit)
+
+
+def save_results(path: str) -> None:
+    """Merge this file's RESULTS into the JSON at `path` (several files share it)."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = {}
+    old.update(RESULTS)
+    with open(path, "w") as f:
+        json.dump(old, f, indent=1, sort_keys=True)
 
 
 def status(state, timeout=60) -> Dict[str, Any]:
@@ -65,6 +117,64 @@ def excerpt(entries, n=12) -> List[str]:
         flag = " %s" % a["flag"] if "flag" in a else ""
         out.append("%s%s%s: %s" % (a.get("kind"), osd, flag, str(j.get("result"))[:60]))
     return out[-n:] if len(out) > n else out
+
+
+# ------------------------------------------------------------------ faults
+def corrupt_state(state) -> str:
+    head = launch.ceph(state, "config-key", "get", "mgr/recovery/run_state", json_out=False)
+    slot = json.loads(head)["slot"]
+    key = "mgr/recovery/run_state.%s.0" % slot
+    launch.ceph(state, "config-key", "set", key, "corrupt{", json_out=False)
+    return key
+
+
+def report(host: str, **over) -> str:
+    rep = {"version": 1, "host": host, "time": time.time(), "seq": 1,
+           "memory": {"total": 8 << 30, "used": 1 << 20, "available": 6 << 30, "limit": None,
+                      "source": "host"}, "osds": [], "done": []}
+    rep.update(over)
+    return json.dumps(rep)
+
+
+def stored_progress(state) -> Dict[str, Any]:
+    """The run's progress as the module stored it (config-key chunks of mgr/recovery/run_state):
+    what a standby would resume, e.g. `failures` (failed starts per OSD in this run)."""
+    def get(key):
+        return launch.ceph(state, "config-key", "get", key, json_out=False, timeout=30)
+    head = json.loads(get("mgr/recovery/run_state"))
+    text = "".join(get("mgr/recovery/run_state.%s.%d" % (head["slot"], i))
+                   for i in range(head["chunks"]))
+    return json.loads(text)["progress"]
+
+
+def named(state, code: str, what: str) -> List[str]:
+    """The detail lines of health check `code` (`ceph health detail`) that name `what`."""
+    check = launch.health(state).get("checks", {}).get(code) or {}
+    return [d.get("message", "") for d in check.get("detail", []) if what in d.get("message", "")]
+
+
+def pause_and_second_run(state) -> Dict[str, Any]:
+    """Mid-fault: `pause` (RECOVERY_PAUSED raised) and a second `start-controlled`, which must
+    be refused with EBUSY and change nothing. The caller resumes once its fault is cleared."""
+    launch.ceph(state, "recovery", "pause", json_out=False)
+    wait_for(lambda: "RECOVERY_PAUSED" in launch.health(state).get("checks", {}), 30,
+             "RECOVERY_PAUSED")
+    try:
+        launch.ceph(state, "recovery", "start-controlled", json_out=False, timeout=60)
+    except CephError as e:
+        assert e.rc == errno.EBUSY, (e.rc, e.stderr[-300:])
+        refused = e.stderr.strip()[-160:]
+    else:
+        raise AssertionError("a second start-controlled was accepted during a run")
+    s = status(state)
+    assert s["active"] and s["mode"] == "paused", (s["active"], s["mode"])
+    return {"second_run": "EBUSY: " + refused}
+
+
+def resume(state) -> None:
+    launch.ceph(state, "recovery", "resume", json_out=False)
+    wait_for(lambda: "RECOVERY_PAUSED" not in launch.health(state).get("checks", {}), 30,
+             "RECOVERY_PAUSED cleared")
 
 
 # ------------------------------------------------------------------ one row
@@ -121,6 +231,19 @@ class Row(object):
         wait_for(lambda: all(not x["up"] for x in osd_dump(self.state)["osds"]
                              if x["osd"] in self.osds), 90, "the row's OSDs down")
         self.write("during")
+
+    def fail_over(self, timeout: float):
+        """SIGKILL the active mgr; once a standby is active and the module answers, the
+        window without a mgr is recorded (its calls are not the module's): (old, new)."""
+        self.remember()
+        old = active_mgr(self.state)
+        t_kill = time.time()
+        os.kill(launch.mgr_pid(self.state, old), signal.SIGKILL)
+        new = wait_for(lambda: (lambda n: n if n and n != old else None)(
+            active_mgr(self.state)), timeout, "a standby mgr active")
+        wait_for(lambda: status(self.state, timeout=30), 60, "the module answering")
+        self.no_mgr.append([t_kill, time.time()])
+        return old, new
 
     def start_run(self) -> None:
         launch.ceph(self.state, "recovery", "start-controlled", json_out=False, timeout=60)

@@ -122,3 +122,24 @@ def test_unreadable_state_raises_a_health_check_until_a_new_run():
     assert "RECOVERY_STATE_UNREADABLE" in checks
     assert "digest" in checks["RECOVERY_STATE_UNREADABLE"]["detail"][0]
     assert json.dumps(checks)
+
+
+def test_chunks_follow_the_mons_current_entry_limit():
+    """mon_config_key_max_entry_size below the default: every entry fits the mon's limit (a
+    larger one would be dropped by the mon while set_store only logs it) and reads back."""
+    text = big_state().dumps()
+    cs, kv = statestore.ChunkedStore("run_state", marks=lambda t: "m" * 100,
+                                     max_chunks=1000), Store()
+    writes = cs.writes(text, entry_limit=4096)
+    kv.apply(writes)
+    cs.done(writes)
+    assert max(len(v.encode()) for v in kv.kv.values()) <= 4096
+    assert statestore.ChunkedStore("run_state", max_chunks=1000).read(kv.kv.get) == text
+
+
+def test_a_state_or_marks_over_the_mons_entry_limit_is_refused_not_dropped():
+    with pytest.raises(statestore.StateTooLarge, match="mon_config_key_max_entry_size 512"):
+        statestore.ChunkedStore("k").writes("x" * (33 * 512), entry_limit=512)
+    marks = statestore.ChunkedStore("k", marks=lambda t: "m" * 600)
+    with pytest.raises(statestore.StateTooLarge, match="marks"):
+        marks.writes("x" * 100, entry_limit=512)
