@@ -243,6 +243,8 @@ def _tail(t: Decision) -> None:
         t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
                  % ", ".join(unknown), count=len(unknown))
     if t.state in ("new", "running"):
+        if t.phase == PHASE_PAUSED:         # resumed
+            t.phase = PHASE_RUNNING
         track_service(t)
         if end_if_stalled(t, _restore_flags):
             pass

@@ -143,6 +143,8 @@ def test_pause_or_abort_mid_run_then_resume_converges(at, length, mode):
             assert not {a.kind for a in res.actions} & {"grant_start", "allow_boot",
                                                          "restart_osd"}
         progress = res.progress
+        if k >= at + length:        # resumed: the run says so from the first tick on
+            assert progress.phase in ("running", "done"), (k, progress.phase)
         model.apply(res.actions)
         if progress.phase == "done" and k >= at + length:
             break
