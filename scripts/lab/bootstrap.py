@@ -160,6 +160,14 @@ def create_pool(state: Dict[str, Any], pg_num: int) -> None:
     ceph(state, "osd", "pool", "application", "enable", pool, "rbd", json_out=False)
 
 
+def balancer_off(state: Dict[str, Any]) -> None:
+    """Turn the balancer (on by default) off: once the cluster is clean it moves PGs with
+    `osd pg-upmap-items`, and every move re-peers them, so whatever a test does right after a
+    recovery (`ok-to-stop` among others, which refuses while a PG peers) would race it. The
+    lab keeps CRUSH's own placement."""
+    ceph(state, "balancer", "off", json_out=False)
+
+
 def create_helper_key(state: Dict[str, Any]) -> None:
     ceph(state, "auth", "get-or-create", HELPER_NAME, *_caps_args(HELPER_CAPS),
          "-o", state["helper_keyring"], json_out=False)

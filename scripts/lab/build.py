@@ -191,6 +191,7 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
     launch.wait_all_up(state, timeout=opts.health_timeout, require_running=True)
     log.info("all OSDs up", t=round(time.monotonic() - t0, 1))
     bootstrap.create_pool(state, opts.pg_num)
+    bootstrap.balancer_off(state)
     bootstrap.create_helper_key(state)
     if with_module:
         bootstrap.enable_module(state)

@@ -9,18 +9,17 @@ import os
 
 import pytest
 
-from ceph_recovery_tools.drill.runner import Drill, DrillOptions
+from ceph_recovery_tools.lab import inrelease
 
 pytestmark = pytest.mark.integration
 
 
 def drill(lab, tmp_path, **kw):
     """One controlled drill, one start at a time per host (asserted below): --concurrency 1
-    explicitly, whatever the module's default is."""
+    explicitly, whatever the module's default is. Run by the lab release's client."""
     out = str(tmp_path / "drill.json")
     kw.setdefault("concurrency", "1")
-    opts = DrillOptions(lab_dir=lab["dir"], json_out=out, **kw)
-    result = Drill(opts).run()
+    result = inrelease.run_drill(lab, out, **kw)
     with open(out) as f:
         assert json.load(f)["objects_written"] == result["objects_written"]
     assert os.path.getsize(result["timeline_png"]) > 1000

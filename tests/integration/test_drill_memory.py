@@ -32,13 +32,10 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
-import subprocess
 
 import pytest
 
-from ceph_recovery_tools.drill.runner import Drill, DrillOptions
-from ceph_recovery_tools.lab import release
+from ceph_recovery_tools.lab import inrelease
 from ceph_recovery_tools.lab.restore import restore
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -67,29 +64,10 @@ def tcmalloc(lab):
 
 
 def drill(lab, out, **kw):
-    """One drill: in this process on the host's Pacific; on a chroot release through the
-    release's own Python and librados (release.tool_argv), its report in the lab directory
-    (visible inside the chroot), then copied to `out`."""
-    if not release.prefix(lab):
-        return Drill(DrillOptions(lab_dir=lab["dir"], fail="host:" + HOST, objects=OBJECTS,
-                                  downtime=DOWNTIME, timeout=TIMEOUT, json_out=out,
-                                  **kw)).run()
-    inside = os.path.join(lab["dir"], "log", os.path.basename(out))
-    argv = ["--dir", lab["dir"], "--fail", "host:" + HOST, "--objects", str(OBJECTS),
-            "--downtime", str(DOWNTIME), "--timeout", str(TIMEOUT), "--json", inside]
-    flags = {"naive": "--naive", "host_mem_limit": "--host-mem-limit", "budget": "--budget",
-             "scope": "--scope", "fit_first": "--fit-first", "concurrency": "--concurrency"}
-    for k, v in kw.items():
-        if v is None:
-            continue
-        argv += [flags[k]] if v is True else [flags[k], str(v)]
-    proc = subprocess.run(release.tool_argv(lab, "ceph-recovery-drill") + argv,
-                          env=release.tool_env(lab), capture_output=True, text=True,
-                          timeout=TIMEOUT + 900)
-    assert proc.returncode in (0, 3), proc.stderr[-3000:]     # 3: objects bad or timed out
-    shutil.copy(inside, out)
-    with open(out) as f:
-        return json.load(f)
+    """One drill of HOST by the lab release's client (inrelease.run_drill: in this process on
+    the host's Pacific, the release's own Python and librados on a chroot release)."""
+    return inrelease.run_drill(lab, out, fail="host:" + HOST, objects=OBJECTS,
+                               downtime=DOWNTIME, timeout=TIMEOUT, **kw)
 
 
 def run(lab, tmp_path, name, **kw):

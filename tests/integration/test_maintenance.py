@@ -23,8 +23,7 @@ import time
 
 import pytest
 
-from ceph_recovery_tools.drill.objects import ObjectSet
-from ceph_recovery_tools.lab import launch, procs, release
+from ceph_recovery_tools.lab import inrelease, launch, procs, release
 from ceph_recovery_tools.lab.launch import CephError
 
 pytestmark = pytest.mark.integration
@@ -158,11 +157,8 @@ def exit_h2(state, t0, restart_helper=False):
 def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
     state = maint_lab
     t_all = time.monotonic()
-    import rados
-    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
-    cluster.connect(timeout=30)
+    objs = inrelease.LabObjects(state)      # the lab release's librados
     try:
-        objs = ObjectSet(cluster.open_ioctx(state.get("pool", "lab")))
         objs.write_aio("maint", 300)
 
         # a rack of two of the three hosts: not ok-to-stop, refused, nothing changes
@@ -186,8 +182,8 @@ def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
         enter_h2(state, "kernel update")
         # a start as systemd would make it goes through the gate: refused, nothing runs
         osd = h2_osds(state)[0]
-        p = subprocess.run([launch.helper_executable(), "start-osd", str(osd), "--lab-dir",
-                            state["dir"]], capture_output=True, text=True, timeout=120)
+        p = inrelease.run_tool(state, "ceph-recovery-helper", "start-osd", osd, "--lab-dir",
+                               state["dir"])
         assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
         time.sleep(3)
         assert launch.osd_pid(state, osd) is None
@@ -220,8 +216,7 @@ def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
         ok, bad = objs.verify()
         assert (ok, bad) == (300, [])
     finally:
-        cluster.shutdown()
-    print("test_maintenance total %.1f s" % (time.monotonic() - t_all))
+        print("test_maintenance total %.1f s" % (time.monotonic() - t_all))
 
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import errno
 import json
-import subprocess
+import os
 import time
 
 import pytest
 
 from ceph_recovery_tools.common.wait import wait_until
-from ceph_recovery_tools.lab import launch
+from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
 
 pytestmark = pytest.mark.integration
@@ -108,8 +108,8 @@ def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
              60, "the held host's OSDs down")
     # a start attempt goes through the boot gate, like systemd's ExecCondition would
     for osd in osds:
-        p = subprocess.run([launch.helper_executable(), "start-osd", str(osd), "--lab-dir",
-                            state["dir"]], capture_output=True, text=True, timeout=120)
+        p = inrelease.run_tool(state, "ceph-recovery-helper", "start-osd", osd, "--lab-dir",
+                               state["dir"])
         assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
     time.sleep(5)
     assert all(launch.osd_pid(state, o) is None for o in osds)
@@ -152,7 +152,7 @@ def test_per_host_helper_key_cannot_report_for_another_host(lab, tmp_path):
     """A key made with caps.helper_caps("h1") reports for h1 only: Ceph refuses the command
     with host=h2 (the cap's `with host=h1`), the module refuses host=h1 with an h2 report."""
     from ceph_recovery_tools.helper import caps
-    keyring = str(tmp_path / "h1.keyring")
+    keyring = os.path.join(inrelease.scratch(lab, str(tmp_path)), "h1.keyring")
     name = caps.helper_name("h1")
     launch.ceph(lab, "auth", "get-or-create", name, *caps.caps_args(caps.helper_caps("h1")),
                 "-o", keyring, json_out=False)
