@@ -45,6 +45,14 @@ class Options:
     lab_dir: Optional[str] = None
 
 
+def _shutdown(handle: Any) -> None:
+    if handle is not None:
+        try:
+            handle.shutdown()
+        except Exception:   # noqa: BLE001 - best effort
+            pass
+
+
 class Helper:
     def __init__(self, opts: Options, launcher: Any,
                  read_memory: Optional[Callable[[], Dict[str, Any]]] = None,
@@ -154,8 +162,9 @@ class Helper:
         worker.join(deadline)
         if worker.is_alive():
             self._abandon_mgr(cluster, worker)
-            raise client.ClusterUnreachable("mgr command %r: no answer within %.0fs (lost in "
-                                            "a mgr failover?); connecting again" % (prefix, deadline))
+            raise client.ClusterUnreachable(
+                "mgr command %r: no answer within %.0fs (lost in a mgr failover or a network "
+                "cut?); connecting again" % (prefix, deadline))
         if "e" in box:
             raise box["e"]
         return box["v"]
@@ -173,21 +182,13 @@ class Helper:
 
     def _disconnect_mgr(self) -> None:
         """Shut the mgr handle down; only called when no command is in flight on it."""
-        if self.mgr_cluster is not None:
-            try:
-                self.mgr_cluster.shutdown()
-            except Exception:   # noqa: BLE001 - best effort
-                pass
-            self.mgr_cluster = None
+        _shutdown(self.mgr_cluster)
+        self.mgr_cluster = None
 
     def _disconnect(self) -> None:
         self._disconnect_mgr()
-        if self.cluster is not None:
-            try:
-                self.cluster.shutdown()
-            except Exception:   # noqa: BLE001 - best effort
-                pass
-            self.cluster = None
+        _shutdown(self.cluster)
+        self.cluster = None
 
     def _ok_to_stop(self, osd: int) -> Tuple[bool, str]:
         """Ask `ceph osd ok-to-stop` (a mgr command) right before stopping: the mgr's answer
