@@ -1,7 +1,8 @@
 """python-rados access for the helper: connect with a timeout, mon/mgr commands with retries.
 
-Every call is bounded: the connect timeout and `rados_mon_op_timeout`/`client_mount_timeout`
-keep a dead or unreachable mon from blocking the helper (or the boot gate) for long.
+Connecting and mon commands are bounded: the connect timeout and `rados_mon_op_timeout`/
+`client_mount_timeout` keep a dead or unreachable mon from blocking the helper (or the boot
+gate) for long. Mgr commands block (see connect's op_timeout); their caller bounds them.
 Transient errors (timeouts, connection resets) are retried by tenacity; an answer with a
 non-zero rc is returned, not retried (the caller decides: EBUSY from ok-to-stop is an answer).
 """
