@@ -1,7 +1,8 @@
 """python-rados access for the helper: connect with a timeout, mon/mgr commands with retries.
 
-Every call is bounded: the connect timeout and `rados_mon_op_timeout`/`client_mount_timeout`
-keep a dead or unreachable mon from blocking the helper (or the boot gate) for long.
+Connecting and mon commands are bounded: the connect timeout and `rados_mon_op_timeout`/
+`client_mount_timeout` keep a dead or unreachable mon from blocking the helper (or the boot
+gate) for long. Mgr commands block (see connect's op_timeout); their caller bounds them.
 Transient errors (timeouts, connection resets) are retried by tenacity; an answer with a
 non-zero rc is returned, not retried (the caller decides: EBUSY from ok-to-stop is an answer).
 """
@@ -29,10 +30,17 @@ class CommandFailed(RuntimeError):
 
 
 def connect(conf: str, name: str, keyring: Optional[str] = None,
-            timeout: float = 5.0) -> "rados.Rados":
-    """Connected Rados handle, or ClusterUnreachable after about `timeout` seconds."""
+            timeout: float = 5.0, op_timeout: bool = True) -> "rados.Rados":
+    """Connected Rados handle, or ClusterUnreachable after about `timeout` seconds.
+
+    op_timeout=False makes a handle for mgr commands: `rados_mon_op_timeout` 0, so
+    mgr_command blocks until the mgr answers. With a timeout, librados (Pacific) returns
+    ETIMEDOUT while MgrClient still holds the caller's stack buffers and completion, and the
+    late reply or session reset writes into freed memory. The caller bounds the blocking call
+    itself (see Helper._mgr)."""
     t = str(max(1, int(timeout)))
-    opts = {"client_mount_timeout": t, "rados_mon_op_timeout": t, "rados_osd_op_timeout": t,
+    opts = {"client_mount_timeout": t, "rados_mon_op_timeout": t if op_timeout else "0",
+            "rados_osd_op_timeout": t,
             # the helper/gate is a short-lived client: no admin socket, no log file clutter
             "admin_socket": "", "log_to_stderr": "false", "err_to_stderr": "false",
             "log_file": ""}
@@ -61,13 +69,13 @@ def _retrying(timeout: float, attempts: int):
 
 
 def _send(command: Callable[..., Tuple[int, bytes, str]], prefix: str, timeout: float,
-          attempts: int, args: Dict[str, Any]) -> Tuple[int, bytes, str]:
+          attempts: int, args: Dict[str, Any], call_timeout: int) -> Tuple[int, bytes, str]:
     """One `-f json` command through a rados mon_command/mgr_command, under the retry policy."""
     cmd = json.dumps(dict(args, prefix=prefix, format="json"))
 
     @_retrying(timeout, attempts)
     def call() -> Tuple[int, bytes, str]:
-        return command(cmd, b"", timeout=int(max(1, timeout)))
+        return command(cmd, b"", timeout=call_timeout)
 
     return call()
 
@@ -75,7 +83,8 @@ def _send(command: Callable[..., Tuple[int, bytes, str]], prefix: str, timeout: 
 def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
              **args: Any) -> Any:
     """`ceph <prefix> -f json` through the mon; CommandFailed on a non-zero rc."""
-    rc, out, outs = _send(cluster.mon_command, prefix, timeout, attempts, args)
+    rc, out, outs = _send(cluster.mon_command, prefix, timeout, attempts, args,
+                          int(max(1, timeout)))
     if rc != 0:
         raise CommandFailed(prefix, rc, outs)
     return json.loads(out) if out else None
@@ -83,8 +92,12 @@ def mon_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts
 
 def mgr_json(cluster: "rados.Rados", prefix: str, timeout: float = 5.0, attempts: int = 3,
              **args: Any) -> Tuple[int, Any, str]:
-    """A mgr (module) command: (rc, parsed JSON or None, status string). Not raised on rc."""
-    rc, out, outs = _send(cluster.mgr_command, prefix, timeout, attempts, args)
+    """A mgr (module) command: (rc, parsed JSON or None, status string). Not raised on rc.
+
+    The call itself has no timeout (timeout=0; the handle must come from
+    connect(op_timeout=False)): a blocking mgr_command is the only memory-safe one in
+    librados, so the caller runs it in a thread with its own deadline."""
+    rc, out, outs = _send(cluster.mgr_command, prefix, timeout, attempts, args, 0)
     try:
         parsed = json.loads(out) if out else None
     except ValueError:

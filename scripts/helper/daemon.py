@@ -27,6 +27,7 @@ log = structlog.get_logger("ceph-recovery-helper")
 REPORT_PREFIX = "recovery helper-report"
 VIEW_MAX_AGE = 60.0
 PROBLEM_LOG_EVERY = 60.0
+MAX_ABANDONED = 8          # mgr handles stuck in a call, kept referenced (see Helper._mgr)
 
 
 @dataclass
@@ -44,6 +45,14 @@ class Options:
     lab_dir: Optional[str] = None
 
 
+def _shutdown(handle: Any) -> None:
+    if handle is not None:
+        try:
+            handle.shutdown()
+        except Exception:   # noqa: BLE001 - best effort
+            pass
+
+
 class Helper:
     def __init__(self, opts: Options, launcher: Any,
                  read_memory: Optional[Callable[[], Dict[str, Any]]] = None,
@@ -53,7 +62,11 @@ class Helper:
         self.ok_to_stop = ok_to_stop or self._ok_to_stop
         self.state = StateDir(opts.state_dir).ensure()
         self.read_memory = read_memory or (lambda: memory.read_memory(opts.cgroup))
-        self.cluster = None
+        self.cluster = None                 # mon commands (with rados_mon_op_timeout)
+        self.mgr_cluster = None             # mgr commands (blocking, see _mgr)
+        self.abandoned: List[Tuple[Any, threading.Thread]] = []
+        self.mgr_deadline = opts.timeout * 3 + 10    # the retry policy's 3 attempts, and slack
+        self.exit_code = 0
         self.stop_requested = False
         self.reload_requested = False
         self.failed: List[Dict[str, str]] = []
@@ -93,8 +106,8 @@ class Helper:
                               exc_info=True)
             self._sleep_until(began + self.opts.interval)
         self.close()
-        log.info("helper_stopped", host=self.opts.host)
-        return 0
+        log.info("helper_stopped", host=self.opts.host, exit_code=self.exit_code)
+        return self.exit_code
 
     def close(self) -> None:
         self._disconnect()
@@ -122,12 +135,21 @@ class Helper:
             self.cluster = client.connect(o.conf, o.name, o.keyring, o.timeout)
         return self.cluster
 
+    def _mgr_connected(self):
+        if self.mgr_cluster is None:
+            o = self.opts
+            self.mgr_cluster = client.connect(o.conf, o.name, o.keyring, o.timeout,
+                                              op_timeout=False)
+        return self.mgr_cluster
+
     def _mgr(self, prefix: str, **args: Any) -> Tuple[int, Any, str]:
-        """A mgr command that cannot hang the helper: librados' mgr_command has no timeout
-        (the binding ignores it), and a command lost in a mgr failover waits forever, so this
-        host would stop reporting. The call runs in a thread; past its deadline the handle is
-        abandoned (shutdown would wait for the stuck call) and the next cycle connects again."""
-        cluster, box = self._connected(), {}
+        """A mgr command that can neither hang the helper nor corrupt its memory. It runs on its
+        own handle without an op timeout (the only memory-safe mgr_command in librados, see
+        client.connect), in a thread with this deadline. Past the deadline the handle is
+        abandoned, never shut down: shutdown would wait for the stuck call, and the call's
+        buffers must outlive it, so the handle and its thread stay referenced (a bounded
+        number) and the next command connects a fresh handle."""
+        cluster, box = self._mgr_connected(), {}
 
         def call() -> None:
             try:
@@ -136,23 +158,37 @@ class Helper:
                 box["e"] = exc
         worker = threading.Thread(target=call, name="mgr-command", daemon=True)
         worker.start()
-        deadline = self.opts.timeout * 3 + 10      # the retry policy's 3 attempts, and slack
+        deadline = self.mgr_deadline
         worker.join(deadline)
         if worker.is_alive():
-            self.cluster = None
-            raise client.ClusterUnreachable("mgr command %r: no answer within %.0fs (lost in "
-                                            "a mgr failover?); connecting again" % (prefix, deadline))
+            self._abandon_mgr(cluster, worker)
+            raise client.ClusterUnreachable(
+                "mgr command %r: no answer within %.0fs (lost in a mgr failover or a network "
+                "cut?); connecting again" % (prefix, deadline))
         if "e" in box:
             raise box["e"]
         return box["v"]
 
+    def _abandon_mgr(self, cluster: Any, worker: threading.Thread) -> None:
+        """Keep a stuck handle alive; too many stuck at once means librados is wedged: exit
+        so the service manager starts a clean process (leaving them is unsafe at exit)."""
+        self.mgr_cluster = None
+        self.abandoned = [(c, w) for c, w in self.abandoned if w.is_alive()]
+        self.abandoned.append((cluster, worker))
+        if len(self.abandoned) > MAX_ABANDONED:
+            log.error("mgr_handles_stuck", count=len(self.abandoned))
+            self.exit_code = 1
+            self.stop_requested = True
+
+    def _disconnect_mgr(self) -> None:
+        """Shut the mgr handle down; only called when no command is in flight on it."""
+        _shutdown(self.mgr_cluster)
+        self.mgr_cluster = None
+
     def _disconnect(self) -> None:
-        if self.cluster is not None:
-            try:
-                self.cluster.shutdown()
-            except Exception:   # noqa: BLE001 - best effort
-                pass
-            self.cluster = None
+        self._disconnect_mgr()
+        _shutdown(self.cluster)
+        self.cluster = None
 
     def _ok_to_stop(self, osd: int) -> Tuple[bool, str]:
         """Ask `ceph osd ok-to-stop` (a mgr command) right before stopping: the mgr's answer

@@ -1,7 +1,9 @@
-"""A mgr command lost in a mgr failover must not stop the helper for good (found by the fault
-matrix: after a failover one helper's report never returned and its host reported nothing
-again, so the run could not start that host's OSDs). librados' mgr_command has no timeout; the
-helper bounds it and connects again on the next cycle."""
+"""A mgr command lost in a mgr failover or a network cut must neither stop the helper for good
+nor corrupt its memory. librados (Pacific) mgr_command with `rados_mon_op_timeout` returns
+ETIMEDOUT while MgrClient still holds the caller's buffers, and the late reply writes into freed
+memory; so mgr commands run on their own handle without an op timeout, blocking in a worker
+thread that the helper bounds, and a stuck handle is abandoned (kept referenced, never shut
+down) and replaced."""
 from __future__ import annotations
 
 import threading
@@ -17,20 +19,29 @@ class StuckCluster(object):
     def __init__(self):
         self.release = threading.Event()
         self.calls = 0
+        self.timeouts = []
+        self.shut_down = False
 
     def mgr_command(self, cmd, inbuf, timeout=0):
         self.calls += 1
+        self.timeouts.append(timeout)
         self.release.wait()
         return 0, b"{}", ""
 
+    def shutdown(self):
+        self.shut_down = True
 
-def test_a_mgr_command_that_never_answers_is_abandoned_and_the_helper_reconnects(tmp_path):
+
+def _helper(tmp_path):
     opts = daemon.Options(host="h2", conf="/nonexistent.conf", name="client.recovery-helper",
                           keyring=None, state_dir=str(tmp_path / "state"), probe_budget=0,
                           timeout=1.0)
     h = daemon.Helper(opts, launcher=None, read_memory=lambda: {})
-    stuck = StuckCluster()
-    h.cluster = stuck
+    h.mgr_deadline = 0.5
+    return h
+
+
+def _mgr_in_thread(h):
     result = {}
 
     def cycle():
@@ -41,7 +52,76 @@ def test_a_mgr_command_that_never_answers_is_abandoned_and_the_helper_reconnects
     t = threading.Thread(target=cycle, daemon=True)
     t.start()
     t.join(120)                      # a bound for the test itself, not a timing claim
-    stuck.release.set()
-    assert not t.is_alive(), "the helper is stuck in a mgr command"
-    assert "no answer" in result.get("error", ""), result
-    assert h.cluster is None and stuck.calls == 1    # the next cycle connects a new handle
+    return t, result
+
+
+def test_a_mgr_command_that_never_answers_is_abandoned_and_the_helper_reconnects(tmp_path):
+    h = _helper(tmp_path)
+    stuck, mon = StuckCluster(), StuckCluster()
+    h.mgr_cluster, h.cluster = stuck, mon
+    t, result = _mgr_in_thread(h)
+    try:
+        assert not t.is_alive(), "the helper is stuck in a mgr command"
+        assert "no answer" in result.get("error", ""), result
+        assert h.mgr_cluster is None and stuck.calls == 1   # the next command connects anew
+        assert stuck.timeouts == [0]          # blocking: librados' own timeout is unsafe
+        # the stuck handle stays referenced and is never shut down, even by a reconnect
+        assert [c for c, _w in h.abandoned] == [stuck]
+        h._disconnect()
+        assert not stuck.shut_down and mon.shut_down and h.cluster is None
+    finally:
+        stuck.release.set()
+
+
+def test_too_many_stuck_mgr_handles_stop_the_helper_with_an_error(tmp_path):
+    h = _helper(tmp_path)
+    handles = []
+    try:
+        for _ in range(daemon.MAX_ABANDONED + 1):
+            assert not h.stop_requested
+            stuck = StuckCluster()
+            handles.append(stuck)
+            h.mgr_cluster = stuck
+            t, result = _mgr_in_thread(h)
+            assert not t.is_alive() and "no answer" in result.get("error", "")
+        assert h.stop_requested and h.exit_code == 1
+        assert len(h.abandoned) == daemon.MAX_ABANDONED + 1
+        assert not any(c.shut_down for c in handles)
+    finally:
+        for c in handles:
+            c.release.set()
+
+
+def test_an_answered_handle_is_dropped_from_the_abandoned_list(tmp_path):
+    h = _helper(tmp_path)
+    first = StuckCluster()
+    h.mgr_cluster = first
+    _mgr_in_thread(h)
+    first.release.set()
+    h.abandoned[0][1].join(120)
+    second = StuckCluster()
+    h.mgr_cluster = second
+    try:
+        _mgr_in_thread(h)
+        assert [c for c, _w in h.abandoned] == [second]
+    finally:
+        second.release.set()
+
+
+class FakeRados(object):
+    made = []
+
+    def __init__(self, conffile=None, name=None, conf=None):
+        self.conf = dict(conf or {})
+        FakeRados.made.append(self)
+
+    def connect(self, timeout=0):
+        pass
+
+
+@pytest.mark.parametrize("op_timeout, want", [(True, "5"), (False, "0")])
+def test_the_mgr_handle_has_no_mon_op_timeout(monkeypatch, op_timeout, want):
+    monkeypatch.setattr(client.rados, "Rados", FakeRados)
+    handle = client.connect("/c.conf", "client.x", None, 5.0, op_timeout=op_timeout)
+    assert handle.conf["rados_mon_op_timeout"] == want
+    assert handle.conf["client_mount_timeout"] == "5"     # connecting stays bounded
