@@ -32,7 +32,7 @@ from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .decision import PROBE_LOAD_FRACTION, Decision, fmt_bytes
-from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
+from .view import HELPER_STALE_S, MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
@@ -193,6 +193,10 @@ def grant_stage(t: Decision) -> None:
                 st["next_osd"] = o.id
             continue
         _try_grant(t, o, st)
+    for h in sorted(set(flight) - set(hosts)):
+        if v.helper_missing(h):         # only its granted OSDs wait for that helper
+            _helper_missing(t, h, " (osd.%s granted there)" % ", osd.".join(
+                str(x) for x in sorted(flight[h])))
     for h, st in hosts.items():
         if st["next_osd"] is not None and st["predicted"] is None and h in v.hostmem:
             st["predicted"] = t.predict(st["next_osd"])
@@ -204,12 +208,22 @@ def grant_stage(t: Decision) -> None:
                               "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
 
 
+def _helper_missing(t: Decision, host: str, extra: str) -> None:
+    """RECOVERY_HELPER_MISSING for `host`: since when its helper is silent, if it ever reported."""
+    seen = t.s.helpers_seen.get(host)
+    if seen is None and host in t.view.hostmem:
+        seen = t.view.hostmem[host].reported_at
+    t.health("RECOVERY_HELPER_MISSING", "%s: %s%s" % (
+        host, "no helper report in this mgr's memory" if seen is None else
+        "last helper report %.0fs ago (stale after %.0fs)" % (t.now - seen, HELPER_STALE_S),
+        extra))
+
+
 def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
     gate = _host_gate(t, host, in_flight)
     hm = t.view.hostmem.get(host)
     if gate == "helper missing":
-        t.health("RECOVERY_HELPER_MISSING", "%s: no helper report for %s" % (
-            host, "ever" if hm is None else "> %.0fs" % 30.0))
+        _helper_missing(t, host, "")
     elif gate == "network finding":
         for f in t.view.findings_for(host):
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (

@@ -136,6 +136,7 @@ class Decision:
         self.downtime = dict(progress.downtime)
         self.fresh_rss = dict(progress.fresh_rss)
         self.failures = dict(progress.failures)
+        self.failed_now: Set[int] = set()     # OSDs whose start failed in this call
         self.settling = dict(progress.settling)
         self.grew_at = dict(progress.grew_at)
         self.load_rss = dict(progress.load_rss)

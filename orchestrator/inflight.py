@@ -249,6 +249,7 @@ def fail_start(t: Decision, o, why: str) -> None:
     t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
     _observe(t, o)
     t.failures[o.id] = t.failures.get(o.id, 0) + 1
+    t.failed_now.add(o.id)
     t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (
         o.id, o.host, why, fmt_bytes(t.peaks.get(o.id, 0)), t.failures[o.id],
         MAX_START_FAILURES))
@@ -258,8 +259,15 @@ def fail_start(t: Decision, o, why: str) -> None:
 
 
 def report_failures(t: Decision) -> None:
-    """OSDs that reached MAX_START_FAILURES are not granted again in this run: say so."""
+    """Every OSD with a failed start in this run stays named while the run goes on (not only in
+    the tick it failed): retried ones with their count, those at MAX_START_FAILURES as given
+    up (not granted again in this run)."""
     for osd_id, n in sorted(t.failures.items()):
-        if n >= MAX_START_FAILURES and osd_id not in t.finished:
+        if osd_id in t.finished or osd_id in t.failed_now:
+            continue
+        if n >= MAX_START_FAILURES:
             t.health("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in this "
                      "run (see its log; start it by hand or raise the budget)" % (osd_id, n))
+        elif t.state is not None:
+            t.health("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; started "
+                     "again when it fits (at most %d)" % (osd_id, n, MAX_START_FAILURES))

@@ -28,6 +28,10 @@ def test_an_osd_that_dies_at_start_is_granted_a_bounded_number_of_times():
     now = 1001.0
     while now < 1001.0 + 8 * GRANT_RETRY_S:
         tick(eng, world, now)
+        failed = sorted(eng.run.progress.failures)
+        named = " ".join(str(h) for h in eng.plan_out.health if h.code == "RECOVERY_START_FAILED")
+        # once failed, named on every tick of the run (not only the tick it failed in)
+        assert all("osd.%d" % o in named for o in failed), (now, failed, named)
         # the helper carries out every start; the process dies before the next report
         reply = all_helpers(eng, now + 1, [STOPPED(4), STOPPED(5)], done=done)
         done = tuple(i.id for i in reply.instructions if i.op == "start")

@@ -349,3 +349,16 @@ def test_health_detail_is_capped_but_counts_every_host():
     hc = {h.code: h for h in res.health}["RECOVERY_HELPER_MISSING"]
     assert hc.count == len(hosts) and len(hc.detail) == 51
     assert hc.detail[-1] == "... and %d more" % (len(hosts) - 50)
+
+
+def test_helper_missing_names_a_host_whose_only_down_osd_is_granted():
+    """h1's one down OSD (5) is granted and its helper went silent 60 s ago: nothing else
+    waits there, yet the grant waits for that helper, so the check must name h1 (and say
+    when it last reported, not "ever")."""
+    s = snap(osd(3, up=True), osd(4, up=True), osd(5, flags=NOUP),
+             helpers_seen={"h0": NOW - 5, "h1": NOW - 60}, cluster_flags=RUNF)
+    p = RUNNING.evolve(granted={5: NOW - 20}, held_osds=frozenset({5}))
+    res = plan(s, RUN, p, POL, NOW)
+    detail = {h.code: h.detail for h in res.health}.get("RECOVERY_HELPER_MISSING", ())
+    assert detail == ("h1: last helper report 60s ago (stale after 30s) (osd.5 granted "
+                      "there)",), res.health
