@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 
 import pytest
 
@@ -14,12 +13,7 @@ from recovery import drillcli, maint, state as state_mod  # see conftest.py
 
 from ceph_recovery import drill as D
 
-_here = os.path.dirname(os.path.abspath(__file__))
-import importlib.util  # noqa: E402  (the sibling test module, importlib mode)
-_spec = importlib.util.spec_from_file_location(
-    "maint_engine_cases", os.path.join(_here, "test_maintenance_engine.py"))
-ME = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ME)
+import maintcases as ME  # noqa: E402  (registered by conftest.py)
 
 world = ME.world
 make, tick, helpers, set_up = ME.make, ME.tick, ME.helpers, ME.set_up

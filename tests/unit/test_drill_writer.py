@@ -4,18 +4,12 @@ checksum verdicts in."""
 from __future__ import annotations
 
 import errno
-import os
 
 from recovery import drillcli, drillload  # see conftest.py
 
 from ceph_recovery import drillload as L
 
-_here = os.path.dirname(os.path.abspath(__file__))
-import importlib.util  # noqa: E402  (the sibling test module, importlib mode)
-_spec = importlib.util.spec_from_file_location(
-    "maint_engine_cases", os.path.join(_here, "test_maintenance_engine.py"))
-ME = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ME)
+import maintcases as ME  # noqa: E402  (registered by conftest.py)
 world = ME.world
 
 

@@ -1,109 +1,18 @@
 """Maintenance windows through the mgr shell (engine + maint.py) on recorded lab dumps with the
 real plan(): the mon commands sent, the helper instructions, the persisted windows across a
-restarted module, and `ceph recovery wait`'s answers. Ceph is a recording fake."""
+restarted module, and `ceph recovery wait`'s answers. Ceph is a recording fake
+(maintcases.Mon)."""
 from __future__ import annotations
 
 import copy
 import errno
 import json
-import os
 
 import pytest
+from maintcases import Mon, helpers, load, make, set_up, tick
+from maintcases import world  # noqa: F401  (the fixture)
 
-from ceph_recovery.protocol import parse_report
 from recovery import engine as engine_mod, maint, state as state_mod  # see conftest.py
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr")
-
-
-def load(name):
-    with open(os.path.join(DATA, name)) as f:
-        return json.load(f)
-
-
-class Mon(object):
-    """Records commands; applies flag commands to the map like the mon (epoch + 1 each);
-    answers `osd ok-to-stop` with `verdict`."""
-
-    def __init__(self, osd_map, verdict=None):
-        self.map, self.calls = osd_map, []
-        self.verdict = verdict or {"ok_to_stop": True}
-
-    def mon_command(self, cmd):
-        self.calls.append(cmd)
-        p, m = cmd["prefix"], self.map
-        if p == "osd ok-to-stop":
-            ok = self.verdict["ok_to_stop"]
-            return (0 if ok else -errno.EBUSY), json.dumps(self.verdict), ""
-        if p in ("osd set-group", "osd unset-group"):
-            for b in cmd["who"]:
-                fl = set(m["crush_node_flags"].get(b, [])) - {cmd["flags"]}
-                fl |= {cmd["flags"]} if p == "osd set-group" else set()
-                m["crush_node_flags"][b] = sorted(fl)
-                if not fl:
-                    del m["crush_node_flags"][b]
-        elif p in ("osd add-noup", "osd rm-noup"):
-            for name in cmd["ids"]:
-                o = next(x for x in m["osds"] if x["osd"] == int(name.split(".")[1]))
-                o["state"] = [s for s in o["state"] if s != "noup"] + (
-                    ["noup"] if p == "osd add-noup" else [])
-        elif p in ("osd set", "osd unset"):
-            fl = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
-            m["flags_set"] = sorted(fl)
-        else:
-            return 0, "", ""
-        m["epoch"] += 1
-        return 0, "", ""
-
-    def osd_command(self, osd, cmd, timeout):
-        return 0, "", ""
-
-    def mutations(self):
-        return [c for c in self.calls if c["prefix"] != "osd ok-to-stop"]
-
-
-def set_up(world, osd, up):
-    o = next(x for x in world["map"]["osds"] if x["osd"] == osd)
-    o["up"] = 1 if up else 0
-    o["state"] = [s for s in o["state"] if s != "up"] + (["up"] if up else [])
-    world["map"]["epoch"] += 1
-
-
-def helper(eng, host, osds, now, done=()):
-    """A helper report: `osds` {id: running?}."""
-    rep = parse_report({"version": 1, "host": host, "time": now, "seq": 1,
-                        "memory": {"total": 8 << 30, "used": 200 << 20,
-                                   "available": 6 << 30, "limit": None, "source": "host"},
-                        "osds": [{"id": i, "process": "running" if r else "stopped",
-                                  "rss": (90 << 20) if r else 0, "started_at": 900.0}
-                                 for i, r in sorted(osds.items())], "done": list(done)})
-    return eng.helper_report(rep, now)
-
-
-@pytest.fixture
-def world():
-    w = {"map": load("osdmap_h3down.json"), "tree": load("tree_h3down.json"),
-         "pgs": load("pgdump_h3down.json")}
-    for i in (4, 5):                     # h3 is up too: the lab with every OSD running
-        set_up(w, i, True)
-    return w
-
-
-def make(world, verdict=None):
-    mon = Mon(world["map"], verdict)
-    eng = engine_mod.Engine(mon, lambda *a, **k: None)
-    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
-    return eng, mon
-
-
-def tick(eng, world, now):
-    eng.tick(world["map"], world["tree"], world["pgs"], now, lambda: world["map"]["epoch"])
-
-
-def helpers(eng, now, h2=(True, True), done=()):
-    helper(eng, "h1", {0: True, 1: True}, now)
-    helper(eng, "h3", {4: True, 5: True}, now)
-    return helper(eng, "h2", {2: h2[0], 3: h2[1]}, now, done)
 
 
 def test_enter_refused_names_the_pgs_and_changes_nothing(world):
