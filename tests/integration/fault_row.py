@@ -49,6 +49,21 @@ def objects(state):
         cluster.shutdown()
 
 
+@contextlib.contextmanager
+def serving(state, lab_factory, out: str, name: str, t0: float):
+    """A module's lab for fault rows: its set-up times recorded as RESULTS[name], served with
+    the rows' objects; then the results merged into `out` and the lab taken down."""
+    RESULTS[name] = {"up_seconds": state.get("up_seconds"),
+                     "setup_seconds": round(time.monotonic() - t0, 1)}
+    try:
+        with objects(state):
+            yield state
+    finally:
+        save_results(out)
+        print("fault matrix results: %s" % out)
+        lab_factory.down()
+
+
 def limit_empty_group(cg, limit) -> None:
     """Limit a memory cgroup that has no process left; on v1 its leftover page cache is
     dropped first (memory.force_empty), or a limit below that charge is refused (EBUSY)."""

@@ -46,15 +46,8 @@ def flab(lab_factory):
                 json_out=False)   # no netns: probes over the shared loopback say nothing
     launch.ceph(state, "config", "set", "mon", "mon_mgr_beacon_grace", str(BEACON_GRACE),
                 json_out=False)
-    RESULTS["lab"] = {"up_seconds": state.get("up_seconds"),
-                      "setup_seconds": round(time.monotonic() - t0, 1)}
-    try:
-        with fr.objects(state):
-            yield state
-    finally:
-        fr.save_results(OUT)
-        print("fault matrix results: %s" % OUT)
-        lab_factory.down()
+    with fr.serving(state, lab_factory, OUT, "lab", t0):
+        yield state
 
 
 @pytest.fixture

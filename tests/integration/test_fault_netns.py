@@ -30,14 +30,8 @@ status, wait_for, journal, kinds = fr.status, fr.wait_for, fr.journal, fr.kinds
 def nlab(lab_factory):
     t0 = time.monotonic()
     state = lab_factory(netns=True, osds_per_host=1)
-    fr.RESULTS["netns_lab"] = {"up_seconds": state.get("up_seconds"),
-                               "setup_seconds": round(time.monotonic() - t0, 1)}
-    try:
-        with fr.objects(state):
-            yield state
-    finally:
-        fr.save_results(OUT)
-        lab_factory.down()
+    with fr.serving(state, lab_factory, OUT, "netns_lab", t0):
+        yield state
 
 
 STALE_S = 30                  # mgr/recovery/helper_stale_timeout (default)
