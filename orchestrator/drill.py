@@ -293,11 +293,11 @@ def _aborting(d, w, windows, snap, now) -> DrillStep:
         started = dict(d.started)
         started.update((o.id, now) for o in due)
         return DrillStep(replace(d, started=started), tuple(windows), acts)
+    d = d if d.up_at is not None else replace(d, up_at=now)
     if M.NOOUT in (snap.bucket_flags.get(d.bucket) or ()) and not d.noout_before:
         return DrillStep(d, tuple(windows), (UnsetGroupFlag(
             bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
             % (d.id, d.bucket)),))
-    d = d if d.up_at is not None else replace(d, up_at=now)
     return _end(d, windows, snap, ABORTED, d.reason, now)
 
 
@@ -350,7 +350,8 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
     if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
     d = replace(d, peaks=peaks, samples=samples + (s,))
-    if d.exit_at is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
+    back = d.exit_at if d.exit_at is not None else d.aborted_at
+    if back is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
             and all(o.up for o in mine):
         d = replace(d, active_at=now)
     if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:

@@ -69,6 +69,10 @@ def test_each_osd_gets_exactly_one_start_instruction_on_abort():
     assert acts == [[("grant_start", 2), ("grant_start", 3)], [], [], [],
                     [("unset_group_flag", "h2")], []]
     assert d.phase == D.ABORTED
+    # the report's times run from the abort (the bucket's return), as from an exit's start
+    r = D.report(d)
+    assert (r["downtime_s"], r["time_to_all_up_s"], r["time_to_all_active_s"],
+            r["time_to_clean_s"]) == (1.0, 8.0, 8.0, 8.0)
 
 
 def test_a_start_that_failed_is_instructed_again_only_after_the_retry_time():
