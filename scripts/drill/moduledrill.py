@@ -72,8 +72,8 @@ def check_options(o: Any) -> Optional[str]:
     if o.fit_first is not None:
         return ("--fit-first needs the module's prediction of a first start before the drill "
                 "begins: not available with --engine module")
-    if o.restart_mgr_after is not None or o.scope:
-        return "--restart-mgr-after and --scope are the lab engine's (start-controlled) only"
+    if o.scope:
+        return "--scope is the lab engine's (start-controlled) only"
     if o.write_load is not None and not 0 <= o.write_load <= 500:
         return "--write-load must be 0 to 500 objects/s"
     return None
@@ -109,14 +109,27 @@ def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
         time.sleep(POLL_S)
 
 
-def until_end(d: Any, drill_id: str, limit: float) -> Tuple[int, str]:
+def until_end(d: Any, drill_id: str, limit: float,
+              restart_at: Optional[float] = None) -> Tuple[int, str]:
     """`ceph recovery wait` in a loop while it answers ETIMEDOUT: (rc, its text). Past
-    `limit` the drill is aborted (its abort brings everything back) and waited for again."""
+    `limit` the drill is aborted (its abort brings everything back) and waited for again.
+    restart_at: the time ceph-mgr is killed and started again (--restart-mgr-after)."""
     deadline = time.time() + limit
     aborted = False
     while True:
         d.ensure_helpers()
-        rc, _body, err = mgr_call(d.cluster, {"prefix": "recovery wait", "timeout": 2.0})
+        if restart_at is not None and time.time() >= restart_at:
+            log.info("restarting ceph-mgr in the middle of the drill")
+            launch.restart_mgr(d.state)
+            d.result["mgr_restarted_at_s"] = round(
+                (d.o.restart_mgr_after or 0.0) + time.time() - restart_at, 1)
+            restart_at = None
+        try:
+            rc, _body, err = mgr_call(d.cluster, {"prefix": "recovery wait", "timeout": 2.0})
+        except Exception as e:     # noqa: BLE001 - mgr restarting: keep waiting
+            log.info("waiting", error=str(e)[:200])
+            rc, err = -errno.ETIMEDOUT, ""
+            time.sleep(POLL_S)
         if rc != -errno.ETIMEDOUT:
             return rc, (err or "").strip()
         if not aborted and time.time() >= deadline:
@@ -175,7 +188,9 @@ def _drive(d: Any, hosts: List[str], limited: List[str]) -> Tuple[float, Tuple[i
             d.result["naive_abort_after_down_s"] = round(time.time() - t_down, 1)
     else:
         log.warning("drill went past down before the tool saw it", phase=rep["phase"])
-    wait = until_end(d, ans["id"], o.timeout + o.downtime)
+    restart_at = None if o.restart_mgr_after is None else \
+        t_down + o.downtime + o.restart_mgr_after       # seconds into the exit (about)
+    wait = until_end(d, ans["id"], o.timeout + o.downtime, restart_at)
     log.info("drill ended", rc=wait[0], text=wait[1])
     return t_down, wait
 

@@ -100,7 +100,6 @@ def test_a_drill_that_never_ends_is_aborted_once_past_the_timeout(log):
 
 @pytest.mark.parametrize("kw,word", [({"fit_first": 1.05}, "--fit-first"),
                                      ({"scope": "r1"}, "--scope"),
-                                     ({"restart_mgr_after": 5.0}, "--restart-mgr-after"),
                                      ({"write_load": 501}, "--write-load"),
                                      ({"engine": "other"}, "--engine")])
 def test_options_the_module_engine_cannot_take_are_refused_before_any_lab(kw, word):
@@ -113,3 +112,14 @@ def test_options_the_module_engine_cannot_take_are_refused_before_any_lab(kw, wo
 def test_fail_must_name_a_host_or_rack():
     with pytest.raises(ValueError):
         moduledrill.start_command(opts(fail="osd:2"))
+
+
+def test_restart_mgr_after_restarts_it_once_while_waiting(log, monkeypatch):
+    monkeypatch.setattr(moduledrill.launch, "restart_mgr",
+                        lambda state: log.append(("restart_mgr",)))
+    d = FakeDrill(opts(restart_mgr_after=6.0), SCRIPT, log)
+    rc, _text = moduledrill.until_end(d, "d1", 60.0, restart_at=0.0)
+    assert rc == -errno.ECANCELED
+    assert [e[1] if e[0] == "mgr" else e[0] for e in log] == [
+        "restart_mgr", "recovery wait", "recovery wait", "recovery wait"]
+    assert d.result["mgr_restarted_at_s"] >= 6.0
