@@ -16,7 +16,8 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
             and ends `done`.
   aborting  the drill is stopped and everything comes back at once: the window is dropped
             (so its bucket is no longer held: plan() releases the group noup), the exit's run
-            (if any) is aborted, every down OSD of the bucket gets a start instruction, and
+            (if any) is aborted, every down OSD of the bucket gets one start instruction
+            (again only if still stopped START_RETRY_S later), and
             once all are up the bucket's noout is unset (unless it was set before the drill).
   done | aborted   final; the drill keeps its timeline for `drill report`.
 
@@ -40,7 +41,7 @@ from . import drillload as L
 from . import maintenance as M
 from .drillreport import _FLOATS, drill_to_dict, inactive_pg_seconds, report, summary_line
 from .actions import Action, GrantStart, UnsetGroupFlag
-from .model import PROC_RUNNING, Snapshot
+from .model import PROC_RUNNING, PROC_STOPPED, Snapshot
 
 PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
     "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
@@ -48,6 +49,7 @@ PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
 PREPARE_TIMEOUT_S = 120.0
 FINAL = (DONE, ABORTED)
 INACTIVE_GRACE_S = 20.0
+START_RETRY_S = 30.0           # as the run's GRANT_RETRY_S: a start not taken by then failed
 CLEAN_WAIT_S = 600.0
 MAX_SAMPLES = 240
 TIMELINE_BYTES = 60000         # a drill's timeline fits one state-store chunk
@@ -75,6 +77,7 @@ class Drill:
     clean_at: Optional[float] = None     # every PG active+clean again
     ended_at: Optional[float] = None
     aborted_at: Optional[float] = None   # the abort began (every OSD started at once)
+    started: Mapping[int, float] = field(default_factory=dict)  # osd -> abort's start sent
     exit_run: str = ""
     inactive_since: Optional[float] = None
     abort_requested: str = ""            # operator's abort, picked up by the next tick
@@ -284,16 +287,29 @@ def _aborting(d, w, windows, snap, now) -> DrillStep:
     mine = M.under(d.bucket, snap)
     down = [o for o in mine if not o.up]
     if down:
+        due = [o for o in down if _start_due(d, o, now)]
         acts = tuple(GrantStart(osd=o.id, host=o.host, reason="drill %s aborted (%s): start "
-                                "every OSD of %s" % (d.id, d.reason, d.bucket))
-                     for o in down if o.process != PROC_RUNNING)
-        return DrillStep(d, tuple(windows), acts)
+                                "every OSD of %s" % (d.id, d.reason, d.bucket)) for o in due)
+        started = dict(d.started)
+        started.update((o.id, now) for o in due)
+        return DrillStep(replace(d, started=started), tuple(windows), acts)
+    d = d if d.up_at is not None else replace(d, up_at=now)
     if M.NOOUT in (snap.bucket_flags.get(d.bucket) or ()) and not d.noout_before:
         return DrillStep(d, tuple(windows), (UnsetGroupFlag(
             bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
             % (d.id, d.bucket)),))
-    d = d if d.up_at is not None else replace(d, up_at=now)
     return _end(d, windows, snap, ABORTED, d.reason, now)
+
+
+def _start_due(d: Drill, o: Any, now: float) -> bool:
+    """One start instruction per down OSD: the helpers' process states lag it (a report
+    built before the start, or none fresh), so a process not yet seen running is no reason
+    to instruct it again. Only a process still seen stopped START_RETRY_S after its start
+    was instructed is a failed start, instructed once more."""
+    if o.process == PROC_RUNNING:
+        return False
+    sent = d.started.get(o.id)
+    return sent is None or (o.process == PROC_STOPPED and now - sent > START_RETRY_S)
 
 
 def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) -> DrillStep:
@@ -334,7 +350,8 @@ def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
     if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
     d = replace(d, peaks=peaks, samples=samples + (s,))
-    if d.exit_at is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
+    back = d.exit_at if d.exit_at is not None else d.aborted_at
+    if back is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
             and all(o.up for o in mine):
         d = replace(d, active_at=now)
     if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:
@@ -371,4 +388,5 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  reason=str(x.get("reason", "")),
                  peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
                  samples=tuple(dict(s) for s in x.get("samples", ())),
+                 started={int(k): float(v) for k, v in (x.get("started") or {}).items()},
                  load=L.from_dict(x.get("load")), **opt)

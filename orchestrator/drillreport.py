@@ -14,17 +14,18 @@ def _since(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 
 def report(d: Any) -> Dict[str, Any]:
-    """`drill report -f json`: the drill, its measured times, per-host peak vs budget and
-    the timeline."""
+    """`drill report -f json`: the drill, its measured times (from the bucket's return: the
+    exit's start, or the abort), per-host peak vs budget and the timeline."""
     hosts = {h: {"peak_bytes": d.peaks.get(h), "budget_bytes": d.budgets.get(h),
                  "peak_over_budget": (d.peaks.get(h) is not None and d.budgets.get(h)
                                       is not None and d.peaks[h] > d.budgets[h])}
              for h in sorted(set(d.peaks) | set(d.budgets))}
     out = drill_to_dict(d)
-    out.update({"outcome": d.phase, "downtime_s": _since(d.down_at, d.exit_at),
-                "time_to_all_up_s": _since(d.exit_at, d.up_at),
-                "time_to_all_active_s": _since(d.exit_at, d.active_at),
-                "time_to_clean_s": _since(d.exit_at, d.clean_at), "hosts": hosts,
+    back = d.exit_at if d.exit_at is not None else d.aborted_at     # the bucket's return
+    out.update({"outcome": d.phase, "downtime_s": _since(d.down_at, back),
+                "time_to_all_up_s": _since(back, d.up_at),
+                "time_to_all_active_s": _since(back, d.active_at),
+                "time_to_clean_s": _since(back, d.clean_at), "hosts": hosts,
                 "timeline": [dict(s) for s in d.samples],
                 "inactive_pg_seconds": inactive_pg_seconds(d.samples, _since(
                     d.started_at, d.exit_at or d.aborted_at)),
@@ -77,7 +78,8 @@ def drill_to_dict(d: Any) -> Dict[str, Any]:
         "phase": d.phase, "osds": list(d.osds), "hosts": list(d.hosts),
         "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
         "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
-        "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load)}
+        "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load),
+        "started": {str(k): v for k, v in sorted(d.started.items())}}
     for k in _FLOATS:
         out[k] = getattr(d, k)
     return out

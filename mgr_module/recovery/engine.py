@@ -23,7 +23,7 @@ from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_membe
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
 from .helperproto import HelperProtocol
-from . import maint, statusdoc
+from . import drillcli, maint, statusdoc
 from .state import RunState, leftovers_from, windows_from
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -229,7 +229,9 @@ class Engine(HelperProtocol):
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else (
             "stop" if isinstance(action, A.StopOsd) else "restart")
-        if self.run.intent.mode == MODE_ABORT:        # abort came while this tick was acting
+        if self.run.intent.mode == MODE_ABORT and not (
+                op == "start" and action.osd in drillcli.starting(self)):
+            # abort came while this tick was acting; an aborting drill's starts need no run
             return "not instructed: the run is aborted"
         if self.run.open_instructions(osd=action.osd):
             return "already instructed (open instruction), not repeated"

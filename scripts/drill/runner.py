@@ -55,6 +55,8 @@ class DrillOptions:
     scope: Optional[str] = None     # start-controlled --scope (default: the whole cluster)
     fit_first: Optional[float] = None   # budget = this x the module's prediction (see _fit_first)
     concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
+    engine: str = "lab"             # "module": a thin client of `ceph recovery drill` (moduledrill)
+    write_load: Optional[int] = None    # --engine module: the drill's --write-load (objects/s)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
@@ -91,6 +93,7 @@ class Drill(object):
         self.made_lab = False
         self.cluster: Any = None
         self.result: Dict[str, Any] = {"mode": "naive" if opts.naive else "controlled",
+                                       "engine": opts.engine,
                                        "fail": opts.fail, "budget": opts.budget}
         self.naive_starts: Dict[int, int] = {}
 
@@ -120,8 +123,18 @@ class Drill(object):
         self.cluster.connect(timeout=30)
 
     def run(self) -> Dict[str, Any]:
+        if self.o.engine not in ("lab", "module"):
+            raise ValueError("--engine must be lab or module, not %r" % self.o.engine)
+        if self.o.engine == "module":
+            from . import moduledrill
+            why = moduledrill.check_options(self.o)
+            if why:
+                raise ValueError(why)
         try:
             self.lab()
+            if self.o.engine == "module":
+                from . import moduledrill
+                return moduledrill.run(self)
             return self._drill()
         finally:
             if self.cluster is not None:

@@ -58,8 +58,15 @@ def check_recovered(r):
     assert all(n == 1 for n in r["process_starts_by_osd"].values()), r["process_starts_by_osd"]
 
 
-def test_host_down_controlled_start(healthy_lab, tmp_path):
-    r = drill(healthy_lab, tmp_path, fail="host:h2", objects=3000, downtime=15.0)
+# lab: kill -9 of h2, the tool writes its objects, `start-controlled`; module: the same
+# checks on `ceph-recovery-drill --engine module` (the module's drill stops h2 through the
+# helpers, writes its own objects and brings h2 back by its controlled start)
+ENGINES = {"lab": {"objects": 3000}, "module": {"engine": "module", "write_load": 20}}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_host_down_controlled_start(healthy_lab, tmp_path, engine):
+    r = drill(healthy_lab, tmp_path, fail="host:h2", downtime=15.0, **ENGINES[engine])
     host = "h2"
     failed = sorted(healthy_lab["hosts"][host]["osds"])
     assert sorted(r["start_order"]) == failed
@@ -69,9 +76,10 @@ def test_host_down_controlled_start(healthy_lab, tmp_path):
     check_recovered(r)
 
 
-def test_mgr_restart_mid_run_resumes_without_second_start(healthy_lab, tmp_path):
-    r = drill(healthy_lab, tmp_path, fail="host:h3", objects=3000, downtime=15.0,
-              restart_mgr_after=6.0)
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_mgr_restart_mid_run_resumes_without_second_start(healthy_lab, tmp_path, engine):
+    r = drill(healthy_lab, tmp_path, fail="host:h3", downtime=15.0, restart_mgr_after=6.0,
+              **ENGINES[engine])
     assert r.get("mgr_restarted_at_s") is not None
     failed = sorted(healthy_lab["hosts"]["h3"]["osds"])
     grants = [j["action"]["osd"] for j in r["journal"] if j["action"]["kind"] == "grant_start"]

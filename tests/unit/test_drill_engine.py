@@ -134,3 +134,23 @@ def test_health_err_aborts_the_drill_at_once(world):
     (d,) = eng.run.drills
     assert d.phase == D.ABORTING and d.reason == "HEALTH_ERR appeared"
     assert sorted(i["osd"] for i in eng.run.open_instructions() if i["op"] == "start") == [2, 3], list(eng.run.journal)[-5:]
+
+
+def test_operator_abort_instructs_each_start_once_though_the_helper_lags(world):
+    """The helper answers `done` for both starts while its process states still say
+    stopped (its report predates the start): no tick instructs a start again."""
+    eng, mon = make(world)
+    enter_and_stop(eng, mon, world)
+    assert drillcli.abort(eng, "plain", 1010.0)[0] == 0
+    created = []
+    done = []
+    for k in range(8):
+        now = 1011.0 + 2 * k
+        reply = helpers(eng, now, h2=(False, False), done=done)
+        done = [i.id for i in reply.instructions]
+        tick(eng, world, now)
+        created += [i for i in eng.run.instructions.values()
+                    if i["op"] == "start" and i not in created]
+    assert sorted(i["osd"] for i in created) == [2, 3]
+    assert all(i.get("done_at") is not None for i in created)
+    assert eng.run.drills[0].phase == D.ABORTING

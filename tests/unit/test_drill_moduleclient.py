@@ -1,0 +1,125 @@
+"""`ceph-recovery-drill --engine module`: the commands it sends the module, in order, for a
+recorded sequence of the module's answers (no lab: a recording mgr)."""
+from __future__ import annotations
+
+import errno
+import json
+
+import pytest
+
+from ceph_recovery_tools.drill import cgroup_limit, moduledrill
+from ceph_recovery_tools.drill.runner import Drill, DrillOptions
+
+
+class Mgr(object):
+    """Answers mgr commands from a script: prefix -> list of (rc, body) used in turn (the
+    last one repeats); records every command and every cgroup limit in one log."""
+
+    def __init__(self, script, log):
+        self.script, self.log = {k: list(v) for k, v in script.items()}, log
+
+    def mgr_command(self, text, _inbuf, timeout=0):
+        cmd = json.loads(text)
+        self.log.append(("mgr", cmd["prefix"]) + tuple(
+            "%s=%s" % (k, cmd[k]) for k in sorted(cmd) if k not in ("prefix", "format")))
+        answers = self.script[cmd["prefix"]]
+        rc, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        return rc, json.dumps(body).encode() if body is not None else b"", \
+            "" if rc == 0 else "recovery: drill d1 aborted: operator abort"
+
+
+class FakeDrill(object):
+    def __init__(self, opts, script, log):
+        self.o, self.state, self.result = opts, {"hosts": {"h2": {}}}, {}
+        self.cluster = Mgr(script, log)
+
+    def ensure_helpers(self):
+        pass
+
+
+def opts(**kw):
+    base = dict(lab_dir="/L", fail="host:h2", downtime=30.0, budget="80%", json_out="/x")
+    base.update(kw)
+    return DrillOptions(**base)
+
+
+SCRIPT = {
+    "recovery drill start": [(0, {"id": "d1", "bucket": "h2", "osds": [2, 3]})],
+    "recovery drill report": [(0, {"phase": "preparing"}), (0, {"phase": "entering"}),
+                              (0, {"phase": "down"})],
+    "recovery drill abort": [(0, {"id": "d1", "aborting": True})],
+    "recovery wait": [(-errno.ETIMEDOUT, None), (-errno.ETIMEDOUT, None),
+                      (-errno.ECANCELED, None)],
+}
+
+
+@pytest.fixture
+def log(monkeypatch):
+    out = []
+    monkeypatch.setattr(cgroup_limit, "set_limit",
+                        lambda state, host, limit: out.append(("limit", host, limit)))
+    monkeypatch.setattr(moduledrill, "POLL_S", 0.0)
+    return out
+
+
+def test_naive_with_a_limit_limits_once_down_then_aborts_then_waits(log):
+    d = FakeDrill(opts(naive=True, host_mem_limit=3 << 30, write_load=5, concurrency="1"),
+                  SCRIPT, log)
+    limited = []
+    _t_down, wait = moduledrill._drive(d, ["h2"], limited)
+    assert log == [
+        ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
+         "fail=h2", "write_load=5"),
+        ("mgr", "recovery drill report", "id=d1"), ("mgr", "recovery drill report", "id=d1"),
+        ("mgr", "recovery drill report", "id=d1"),
+        ("limit", "h2", 3 << 30),
+        ("mgr", "recovery drill abort"),
+        ("mgr", "recovery wait", "timeout=2.0"), ("mgr", "recovery wait", "timeout=2.0"),
+        ("mgr", "recovery wait", "timeout=2.0")]
+    assert limited == ["h2"] and d.result["drill_id"] == "d1"
+    assert wait == (-errno.ECANCELED, "recovery: drill d1 aborted: operator abort")
+
+
+def test_controlled_neither_limits_nor_aborts(log):
+    d = FakeDrill(opts(fail="rack:r1"), dict(SCRIPT, **{"recovery wait": [(0, None)]}), log)
+    _t, wait = moduledrill._drive(d, ["h1", "h2"], [])
+    assert [e[1] for e in log] == ["recovery drill start"] + ["recovery drill report"] * 3 + [
+        "recovery wait"]
+    assert log[0] == ("mgr", "recovery drill start", "budget=80%", "downtime=30s", "fail=r1")
+    assert wait == (0, "")
+
+
+def test_a_drill_that_never_ends_is_aborted_once_past_the_timeout(log):
+    script = dict(SCRIPT, **{"recovery wait": [(-errno.ETIMEDOUT, None)]})
+    d = FakeDrill(opts(timeout=0.0, downtime=0.0), script, log)
+    with pytest.raises(TimeoutError):
+        moduledrill.until_end(d, "d1", 0.0)
+    assert [e[1] for e in log] == ["recovery wait", "recovery drill abort", "recovery wait"]
+    assert d.result["timed_out"] is True
+
+
+@pytest.mark.parametrize("kw,word", [({"fit_first": 1.05}, "--fit-first"),
+                                     ({"scope": "r1"}, "--scope"),
+                                     ({"write_load": 501}, "--write-load"),
+                                     ({"engine": "other"}, "--engine")])
+def test_options_the_module_engine_cannot_take_are_refused_before_any_lab(kw, word):
+    kw = dict({"engine": "module"}, **kw)
+    with pytest.raises(ValueError) as e:
+        Drill(opts(**kw)).run()
+    assert word in str(e.value)
+
+
+def test_fail_must_name_a_host_or_rack():
+    with pytest.raises(ValueError):
+        moduledrill.start_command(opts(fail="osd:2"))
+
+
+def test_restart_mgr_after_restarts_it_once_while_waiting(log, monkeypatch):
+    monkeypatch.setattr(moduledrill.launch, "restart_mgr",
+                        lambda state: log.append(("restart_mgr",)))
+    d = FakeDrill(opts(restart_mgr_after=6.0), SCRIPT, log)
+    rc, _text = moduledrill.until_end(d, "d1", 60.0, restart_at=0.0)
+    assert rc == -errno.ECANCELED
+    assert [e[1] if e[0] == "mgr" else e[0] for e in log] == [
+        "restart_mgr", "recovery wait", "recovery wait", "recovery wait"]
+    assert d.result["mgr_restarted_at_s"] >= 6.0
