@@ -103,8 +103,29 @@ def initial_state(d: str, opts: LabOptions, root: Optional[str] = None) -> Dict[
     return state
 
 
+# The kernel limits Ceph's ceph-osd package sets (/etc/sysctl.d/30-ceph-osd.conf), which a
+# booted host applies but an install without a reboot does not: each BlueStore OSD takes
+# thousands of the machine's 65,536 default AIO contexts, and past them an OSD's mount fails
+# with EAGAIN ("try increasing /proc/sys/fs/aio-max-nr"). Only ever raised, never lowered.
+OSD_SYSCTLS = (("fs/aio-max-nr", 1048576), ("kernel/pid_max", 4194304))
+
+
+def raise_osd_sysctls(root: str = "/proc/sys") -> None:
+    for name, want in OSD_SYSCTLS:
+        path = os.path.join(root, name)
+        with open(path) as f:
+            have = int(f.read().split()[0])
+        if have < want:
+            with open(path, "w") as f:
+                f.write(str(want))
+            log.info("raised a kernel limit to Ceph's OSD setting", sysctl=name, was=have,
+                     now=want)
+
+
 def make_kernel_objects(state: Dict[str, Any], opts: LabOptions) -> None:
-    """Memory cgroups per host; with netns, the bridge, namespaces and veths."""
+    """Ceph's OSD kernel limits; memory cgroups per host; with netns, the bridge, namespaces
+    and veths."""
+    raise_osd_sysctls()
     kn = state["names"]
     for host in state["hosts"]:
         cgroups.create(state["cgroup_version"], kn["cgroup"], host, opts.host_mem_limit)
