@@ -364,8 +364,13 @@ class Progress:
         return replace(self, **changes)
 
     def osd_map(self, name: str) -> Dict[int, Any]:
-        """One per-OSD map (a name of OSD_FIELDS) as a plain dict."""
-        return dict(OsdColumn(dict(self.osds), name))
+        """One per-OSD map (a name of OSD_FIELDS), built once per Progress (it is frozen, and
+        the stages read these maps inside loops over every OSD). Do not modify it."""
+        cache = self.__dict__.setdefault("_maps", {})
+        m = cache.get(name)
+        if m is None:
+            m = cache[name] = dict(OsdColumn(dict(self.osds), name))
+        return m
 
 
 # the per-OSD maps as read-only properties: Progress.granted, .peaks, ... (OSD_FIELDS)
