@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .actions import Action
 from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, OsdState, Progress, Snapshot)
+from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
 from .view import View
@@ -123,25 +123,26 @@ class Decision:
         self.run_id = progress.run_id
         self.saved_flags = progress.saved_flags
         self.started_at, self.finished_at = progress.started_at, progress.finished_at
-        self.granted = dict(progress.granted)
-        self.booting = dict(progress.booting)
+        self.osds = dict(progress.osds)           # osd -> OsdRun; the maps below view it
+        self.granted = OsdColumn(self.osds, "granted")
+        self.booting = OsdColumn(self.osds, "booting")
         self.finished: Set[int] = set(progress.finished)
         self.held_osds: Set[int] = set(progress.held_osds)
         self.held_buckets: Set[str] = set(progress.held_buckets)
         self.auto_held: Set[str] = set(progress.auto_held)
-        self.restarted = dict(progress.restarted)
-        self.heap_released = dict(progress.heap_released)
+        self.restarted = OsdColumn(self.osds, "restarted")
+        self.heap_released = OsdColumn(self.osds, "heap_released")
         self.observations: List[Observation] = list(progress.observations)
-        self.peaks = dict(progress.peaks)
-        self.downtime = dict(progress.downtime)
-        self.fresh_rss = dict(progress.fresh_rss)
-        self.failures = dict(progress.failures)
+        self.peaks = OsdColumn(self.osds, "peaks")
+        self.downtime = OsdColumn(self.osds, "downtime")
+        self.fresh_rss = OsdColumn(self.osds, "fresh_rss")
+        self.failures = OsdColumn(self.osds, "failures")
         self.failed_now: Set[int] = set()     # OSDs whose start failed in this call
-        self.settling = dict(progress.settling)
-        self.grew_at = dict(progress.grew_at)
-        self.load_rss = dict(progress.load_rss)
-        self.missed = dict(progress.missed)
-        self.heap_rss = dict(progress.heap_rss)
+        self.settling = OsdColumn(self.osds, "settling")
+        self.grew_at = OsdColumn(self.osds, "grew_at")
+        self.load_rss = OsdColumn(self.osds, "load_rss")
+        self.missed = OsdColumn(self.osds, "missed")
+        self.heap_rss = OsdColumn(self.osds, "heap_rss")
         self.saved_config = dict(progress.saved_config)
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.released: Set[str] = set()           # buckets released this tick
@@ -351,17 +352,12 @@ class Decision:
         """The progress as it stands now (what policies see, and what plan() returns)."""
         return Progress(
             run_id=self.run_id, phase=self.phase, epoch=max(self.s.epoch, self.p.epoch),
-            granted=dict(self.granted), booting=dict(self.booting),
+            osds=dict(self.osds),
             finished=frozenset(self.finished), held_osds=frozenset(self.held_osds),
-            held_buckets=frozenset(self.held_buckets), restarted=dict(self.restarted),
-            heap_released=dict(self.heap_released), saved_flags=self.saved_flags,
-            observations=tuple(self.observations[-MAX_OBSERVATIONS:]), peaks=dict(self.peaks),
+            held_buckets=frozenset(self.held_buckets), saved_flags=self.saved_flags,
+            observations=tuple(self.observations[-MAX_OBSERVATIONS:]),
             started_at=self.started_at, finished_at=self.finished_at,
-            auto_held=frozenset(self.auto_held), downtime=dict(self.downtime),
-            fresh_rss=dict(self.fresh_rss), failures=dict(self.failures),
-            settling=dict(self.settling), grew_at=dict(self.grew_at),
-            load_rss=dict(self.load_rss), missed=dict(self.missed),
-            heap_rss=dict(self.heap_rss), saved_config=dict(self.saved_config),
+            auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
             service_at=self.service_at, stalled_since=self.stalled_since)
 
     def actions(self) -> Tuple[Action, ...]:

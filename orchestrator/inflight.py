@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .actions import AllowBoot
-from .model import PROC_STOPPED, Observation
+from .model import PROC_STOPPED, SETTLE_MARKERS, START_MARKERS, Observation, clear_osd
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 
@@ -127,21 +127,11 @@ def _settled_observation(t: Decision, o) -> None:
 
 
 def _unsettle(t: Decision, osd_id: int) -> None:
-    t.settling.pop(osd_id, None)
-    t.load_rss.pop(osd_id, None)
-    t.grew_at.pop(osd_id, None)
-    t.peaks.pop(osd_id, None)
-    t.downtime.pop(osd_id, None)
-    t.missed.pop(osd_id, None)
+    clear_osd(t.osds, osd_id, SETTLE_MARKERS)
 
 
 def forget(t: Decision, osd_id: int) -> None:
-    t.granted.pop(osd_id, None)
-    t.load_rss.pop(osd_id, None)
-    t.booting.pop(osd_id, None)
-    t.peaks.pop(osd_id, None)
-    t.downtime.pop(osd_id, None)
-    t.missed.pop(osd_id, None)
+    clear_osd(t.osds, osd_id, START_MARKERS)
     t.held_osds.discard(osd_id)
 
 

@@ -9,9 +9,9 @@ Python >= 3.9 (runs inside ceph-mgr): no `match`, no `X | Y` at runtime, no data
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, Mapping, MutableMapping, Optional, Tuple
 
 # process states reported by the node helper for an OSD daemon
 PROC_STOPPED = "stopped"      # no process
@@ -230,42 +230,152 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class OsdRun:
+    """What a run knows of one OSD it touched. None = not known / not set. Progress keeps one
+    per OSD (Progress.osds), so that forgetting an OSD is one deletion; the per-field maps
+    (Progress.granted, ...) are views of these records."""
+
+    granted: Optional[float] = None        # when its start was granted
+    booting: Optional[float] = None        # when it was allowed to boot
+    restarted: Optional[float] = None      # its last restart
+    heap_released: Optional[float] = None  # its last heap release
+    peak: Optional[int] = None             # peak rss seen while in flight or settling
+    downtime: Optional[float] = None       # seconds down at grant
+    fresh_rss: Optional[int] = None        # rss once back after a restart
+    failures: Optional[int] = None         # failed starts this run
+    settling: Optional[float] = None       # finished at, still recovering
+    grew_at: Optional[float] = None        # settling: last grew by 1 %
+    load_rss: Optional[int] = None         # preboot rss when allowed to boot
+    missed: Optional[int] = None           # missed PG log entries at grant
+    heap_rss: Optional[int] = None         # rss at its last heap release
+
+
+NO_RUN = OsdRun()
+# Progress's per-OSD map name -> the OsdRun field it views (the map names are the persisted
+# JSON keys); the float-valued ones first
+OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarted",
+              "heap_released": "heap_released", "downtime": "downtime",
+              "settling": "settling", "grew_at": "grew_at", "peaks": "peak",
+              "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
+              "missed": "missed", "heap_rss": "heap_rss"}
+# what a start measured: cleared when the start is forgotten and when the OSD settled
+START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
+START_MARKERS = ("granted", "booting") + START_MEASURES
+SETTLE_MARKERS = ("settling", "grew_at") + START_MEASURES
+
+
+class OsdColumn(MutableMapping):
+    """One OsdRun field of every OSD, seen as an osd -> value map; writes go to the records
+    (an OSD whose record becomes empty is dropped)."""
+
+    def __init__(self, records: Dict[int, OsdRun], name: str) -> None:
+        self._records, self._field = records, OSD_FIELDS[name]
+
+    def __getitem__(self, osd: int) -> Any:
+        v = getattr(self._records.get(osd, NO_RUN), self._field)
+        if v is None:
+            raise KeyError(osd)
+        return v
+
+    def __contains__(self, osd: object) -> bool:
+        r = self._records.get(osd)  # type: ignore[call-overload]
+        return r is not None and getattr(r, self._field) is not None
+
+    def __setitem__(self, osd: int, value: Any) -> None:
+        self._records[osd] = replace(self._records.get(osd, NO_RUN), **{self._field: value})
+
+    def __delitem__(self, osd: int) -> None:
+        if osd not in self:
+            raise KeyError(osd)
+        rec = replace(self._records[osd], **{self._field: None})
+        if rec == NO_RUN:
+            del self._records[osd]
+        else:
+            self._records[osd] = rec
+
+    def __iter__(self) -> Iterator[int]:
+        return iter([o for o, r in self._records.items() if getattr(r, self._field) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for r in self._records.values() if getattr(r, self._field) is not None)
+
+
+def clear_osd(records: Dict[int, OsdRun], osd: int, names: Tuple[str, ...]) -> None:
+    """Forget the `names` maps' entries of one OSD (its record goes once empty)."""
+    rec = replace(records.get(osd, NO_RUN), **{OSD_FIELDS[n]: None for n in names})
+    if rec == NO_RUN:
+        records.pop(osd, None)
+    else:
+        records[osd] = rec
+
+
+def _osd_records(base: Mapping[int, OsdRun], maps: Mapping[str, Mapping[int, Any]]):
+    """`base` with each of `maps` (map name -> osd -> value) replacing its field entirely."""
+    records = dict(base)
+    for name, m in maps.items():
+        col = OsdColumn(records, name)
+        for osd in list(col):
+            del col[osd]
+        for osd, v in m.items():
+            col[osd] = v
+    return records
+
+
+@dataclass(frozen=True, init=False)
 class Progress:
-    """What a run persists (with a schema version): intent markers, never a cluster copy."""
+    """What a run persists (with a schema version): intent markers, never a cluster copy.
+    Per-OSD facts live in one OsdRun per OSD (`osds`); the constructor, evolve() and
+    dataclasses.replace() also take the per-field maps (granted={osd: t}, peaks=..., see
+    OSD_FIELDS), each replacing that field of every record, and read them back as
+    properties."""
 
     run_id: str = ""
     phase: RunPhase = PHASE_IDLE
     epoch: int = 0                                  # last OSD map epoch decided on
-    granted: Mapping[int, float] = field(default_factory=dict)   # osd -> when start granted
-    booting: Mapping[int, float] = field(default_factory=dict)   # osd -> when allowed to boot
+    osds: Mapping[int, OsdRun] = field(default_factory=dict)
     finished: FrozenSet[int] = frozenset()          # OSDs brought up by this run
     held_osds: FrozenSet[int] = frozenset()         # per-OSD noup this run added
     held_buckets: FrozenSet[str] = frozenset()      # bucket noup this run (or auto-hold) set
-    restarted: Mapping[int, float] = field(default_factory=dict)     # osd -> last restart
-    heap_released: Mapping[int, float] = field(default_factory=dict)  # osd -> last release
     saved_flags: Optional[FrozenSet[str]] = None    # cluster flags before the run
     observations: Tuple[Observation, ...] = ()
-    peaks: Mapping[int, int] = field(default_factory=dict)  # osd -> peak RSS seen while in flight
     started_at: Optional[float] = None
     finished_at: Optional[float] = None
     auto_held: FrozenSet[str] = frozenset()         # of held_buckets, those auto-hold set
-    downtime: Mapping[int, float] = field(default_factory=dict)  # osd -> seconds down at grant
-    fresh_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss once back after restart
-    failures: Mapping[int, int] = field(default_factory=dict)   # osd -> failed starts this run
-    settling: Mapping[int, float] = field(default_factory=dict)  # osd -> finished, still recovering
-    grew_at: Mapping[int, float] = field(default_factory=dict)   # settling osd -> last grew 1 %
-    load_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> preboot rss when booted
-    missed: Mapping[int, int] = field(default_factory=dict)    # osd -> missed entries at grant
-    heap_rss: Mapping[int, int] = field(default_factory=dict)  # osd -> rss at its last release
     saved_config: Mapping[str, Optional[str]] = field(default_factory=dict)
     # "who name" -> the value before this run changed it (None: not set at that level),
     # written before the SetConfig goes out (write-ahead) and restored at the end
     service_at: Optional[float] = None     # first tick of this run with every PG active
     stalled_since: Optional[float] = None  # since when no start fits and nothing is pending
 
+    def __init__(self, **kw: Any) -> None:
+        maps = {n: kw.pop(n) for n in OSD_FIELDS if n in kw}
+        for f in fields(self):
+            if f.name in kw:
+                v = kw.pop(f.name)
+            else:
+                v = f.default if f.default_factory is MISSING else f.default_factory()
+            object.__setattr__(self, f.name, v)
+        if kw:
+            raise TypeError("Progress: unknown field(s) %s" % ", ".join(sorted(kw)))
+        if maps:
+            object.__setattr__(self, "osds", _osd_records(self.osds, maps))
+
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)
 
+    def osd_map(self, name: str) -> Dict[int, Any]:
+        """One per-OSD map (a name of OSD_FIELDS), built once per Progress (it is frozen, and
+        the stages read these maps inside loops over every OSD). Do not modify it."""
+        cache = self.__dict__.setdefault("_maps", {})
+        m = cache.get(name)
+        if m is None:
+            m = cache[name] = dict(OsdColumn(dict(self.osds), name))
+        return m
+
+
+# the per-OSD maps as read-only properties: Progress.granted, .peaks, ... (OSD_FIELDS)
+for _name in OSD_FIELDS:
+    setattr(Progress, _name, property(lambda self, _n=_name: self.osd_map(_n)))
 
 @dataclass(frozen=True)
 class HealthCheck:

@@ -1,15 +1,15 @@
 """Builders for the maintenance and drill shell tests (registered by conftest.py as
-`maintcases`): recorded lab dumps, a recording mon that applies flag commands to the OSD map
-dict and answers ok-to-stop with a chosen verdict, helper reports, and one engine tick."""
+`maintcases`): recorded lab dumps, the recording mon (cephfake.FakeCeph answering ok-to-stop
+with a chosen verdict), helper reports, and one engine tick."""
 from __future__ import annotations
 
-import errno
 import json
 import os
 
 import pytest
 
 from ceph_recovery.protocol import parse_report
+from cephfake import FakeCeph
 from recovery import engine as engine_mod  # see conftest.py
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr")
@@ -20,45 +20,10 @@ def load(name):
         return json.load(f)
 
 
-class Mon(object):
-    """Records commands; applies flag commands to the map like the mon (epoch + 1 each);
-    answers `osd ok-to-stop` with `verdict`."""
-
-    def __init__(self, osd_map, verdict=None):
-        self.map, self.calls = osd_map, []
-        self.verdict = verdict or {"ok_to_stop": True}
-
-    def mon_command(self, cmd):
-        self.calls.append(cmd)
-        p, m = cmd["prefix"], self.map
-        if p == "osd ok-to-stop":
-            ok = self.verdict["ok_to_stop"]
-            return (0 if ok else -errno.EBUSY), json.dumps(self.verdict), ""
-        if p in ("osd set-group", "osd unset-group"):
-            for b in cmd["who"]:
-                fl = set(m["crush_node_flags"].get(b, [])) - {cmd["flags"]}
-                fl |= {cmd["flags"]} if p == "osd set-group" else set()
-                m["crush_node_flags"][b] = sorted(fl)
-                if not fl:
-                    del m["crush_node_flags"][b]
-        elif p in ("osd add-noup", "osd rm-noup"):
-            for name in cmd["ids"]:
-                o = next(x for x in m["osds"] if x["osd"] == int(name.split(".")[1]))
-                o["state"] = [s for s in o["state"] if s != "noup"] + (
-                    ["noup"] if p == "osd add-noup" else [])
-        elif p in ("osd set", "osd unset"):
-            fl = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
-            m["flags_set"] = sorted(fl)
-        else:
-            return 0, "", ""
-        m["epoch"] += 1
-        return 0, "", ""
-
-    def osd_command(self, osd, cmd, timeout):
-        return 0, "", ""
-
-    def mutations(self):
-        return [c for c in self.calls if c["prefix"] != "osd ok-to-stop"]
+def Mon(osd_map, verdict=None):
+    """The recording mon of these tests: cephfake.FakeCeph answering ok-to-stop with
+    `verdict` (default: ok)."""
+    return FakeCeph(osd_map, verdict or {"ok_to_stop": True})
 
 
 def set_up(world, osd, up):

@@ -1,6 +1,6 @@
 """Builders for the mgr engine's tests (registered by conftest.py as `mgrcases`): recorded lab
-dumps, helper reports, and a recording stand-in for the Ceph side (mon_command / osd_command
-applied to the OSD map dict like the mon would); everything else the tests run is real."""
+dumps, helper reports, and the recording stand-in for the Ceph side (cephfake.FakeCeph);
+everything else the tests run is real."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import os
 import pytest
 
 from ceph_recovery.protocol import parse_report
+from cephfake import FakeCeph  # noqa: F401 (the tests take it from here too)
 from recovery import engine as engine_mod  # see conftest.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,46 +19,6 @@ DATA = os.path.join(HERE, "data", "mgr")
 def load(name):
     with open(os.path.join(DATA, name)) as f:
         return json.load(f)
-
-
-class FakeCeph(object):
-    """Records commands and applies the flag commands to the OSD map dict like the mon would
-    (per-OSD state, cluster flags, crush_node_flags; epoch + 1 per change)."""
-
-    def __init__(self, osd_map=None):
-        self.calls = []
-        self.map = osd_map
-
-    def mon_command(self, cmd):
-        self.calls.append(cmd)
-        if self.map is not None:
-            self._apply(cmd)
-        return 0, "", ""
-
-    def _apply(self, cmd):
-        m, p = self.map, cmd["prefix"]
-        if p in ("osd add-noup", "osd rm-noup"):
-            for name in cmd["ids"]:
-                osd = next(o for o in m["osds"] if o["osd"] == int(name.split(".")[1]))
-                osd["state"] = [s for s in osd["state"] if s != "noup"] + (
-                    ["noup"] if p == "osd add-noup" else [])
-        elif p in ("osd set", "osd unset"):
-            flags = set(m["flags_set"]) - {cmd["key"]} | ({cmd["key"]} if p == "osd set" else set())
-            m["flags_set"] = sorted(flags)
-        elif p in ("osd set-group", "osd unset-group"):
-            for b in cmd["who"]:
-                fl = set(m["crush_node_flags"].get(b, [])) - {"noup"}
-                fl |= {"noup"} if p == "osd set-group" else set()
-                m["crush_node_flags"][b] = sorted(fl)
-                if not fl:
-                    del m["crush_node_flags"][b]
-        else:
-            return
-        m["epoch"] += 1
-
-    def osd_command(self, osd, cmd, timeout):
-        self.calls.append(dict(cmd, osd=osd))
-        return 0, "", ""
 
 
 def report(host, osds, done=(), used=50 << 20, t=1000.0):

@@ -6,6 +6,7 @@ import json
 import os
 
 from ceph_recovery.protocol import parse_report
+from cephfake import FakeCeph  # see conftest.py
 from recovery import engine as engine_mod, text  # see conftest.py
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr")
@@ -16,18 +17,6 @@ def load(name):
         return json.load(f)
 
 
-class Mon(object):
-    def __init__(self):
-        self.calls = []
-
-    def mon_command(self, cmd, timeout=None):
-        self.calls.append(cmd)
-        return 0, "", ""
-
-    def osd_command(self, osd, cmd, timeout=None):
-        return 0, "", ""
-
-
 def report(host, osds, now):
     return parse_report({"version": 1, "host": host, "time": now, "seq": 1,
                          "memory": {"total": 8 << 30, "used": 700 << 20, "available": 6 << 30,
@@ -36,7 +25,7 @@ def report(host, osds, now):
 
 def running_status():
     m, tree, pgs = load("osdmap_h3down.json"), load("tree_h3down.json"), load("pgdump_h3down.json")
-    eng = engine_mod.Engine(Mon(), lambda *a, **k: None)
+    eng = engine_mod.Engine(FakeCeph(), lambda *a, **k: None)
     up = [{"id": i, "process": "running", "rss": 70 << 20, "started_at": 990.0}
           for i in range(4)]
     for now in (1000.0, 1002.0):
@@ -76,7 +65,7 @@ def test_a_memory_wait_shows_its_eta():
 
 
 def test_idle_status_text_has_no_tables():
-    eng = engine_mod.Engine(Mon(), lambda *a, **k: None)
+    eng = engine_mod.Engine(FakeCeph(), lambda *a, **k: None)
     out = text.status_text(eng.status(1000.0))
     assert out.startswith("run -: idle")
     assert "HOST" not in out and "journal" not in out

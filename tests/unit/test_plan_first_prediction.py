@@ -13,17 +13,17 @@ from dataclasses import replace
 
 from ceph_recovery.actions import AllowBoot, GrantStart
 from ceph_recovery.inflight import BOOT_OBSERVE_MAX_S
-from ceph_recovery.model import Budget, HostMem, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, Intent, OsdState, Progress, Snapshot
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.policies.footprint import DOWNTIME_EXTRA, DOWNTIME_FULL_S, PEERING_PEAK, prior
 from ceph_recovery.decision import Decision
+from plancases import lab_h2_snap  # see conftest.py
 
 MiB = 1 << 20
 NOW = 50000.0
 DOWN_S = 20.0
 NOUP = frozenset({"noup"})
-RUNF = frozenset({"noout", "norebalance"})
 RSS = {0: 120 * MiB, 1: 140 * MiB, 4: 130 * MiB, 5: 125 * MiB}
 INTENT = Intent(mode="controlled", run_id="r1", scope=("h2",),
                 budget=Budget(kind="bytes", value=200 * MiB))
@@ -44,11 +44,7 @@ def osd(i: int, **kw) -> OsdState:
 def snap(*changed: OsdState, h2_used: int = 2 * MiB) -> Snapshot:
     by_id = {o.id: o for o in (osd(i) for i in range(6))}
     by_id.update({o.id: o for o in changed})
-    hosts = tuple(HostMem(name=h, mem_total=222 * MiB, mem_limit=222 * MiB, source="cgroup",
-                          mem_used=h2_used if h == "h2" else 200 * MiB, mem_available=0,
-                          reported_at=NOW) for h in ("h1", "h2", "h3"))
-    return Snapshot(epoch=150, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hosts,
-                    cluster_flags=RUNF, helpers_seen={h: NOW - 1 for h in ("h1", "h2", "h3")})
+    return lab_h2_snap(by_id.values(), 222 * MiB, h2_used, NOW)
 
 
 def own_size_prior(largest_rss: int) -> int:

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 
 from ceph_recovery.actions import AllowBoot
-from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, Intent, Observation, OsdState, Progress, Snapshot
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
@@ -23,12 +23,12 @@ from ceph_recovery.decision import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
                                 HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN, floor_from_load,
                                 growth_samples, peak_from_load)
 
+from plancases import lab_h2_snap  # see conftest.py
 from recovery import state as state_mod  # see conftest.py
 
 MiB = 1 << 20
 NOW = 50000.0
 NOUP = frozenset({"noup"})
-RUNF = frozenset({"noout", "norebalance"})
 BUDGET = Intent(mode="controlled", run_id="r1", scope=("h2",), concurrency=1,
                 budget=Budget(kind="bytes", value=237 * MiB))
 POL = resolve(BUDGET)
@@ -49,11 +49,7 @@ def osd(i, **kw):
 def snap(*changed, used=0, at=NOW):
     by_id = {o.id: o for o in (osd(i) for i in range(6))}
     by_id.update({o.id: o for o in changed})
-    hosts = tuple(HostMem(name=h, mem_total=263 * MiB, mem_limit=263 * MiB, source="cgroup",
-                          mem_used=used if h == "h2" else 200 * MiB, mem_available=0,
-                          reported_at=at) for h in ("h1", "h2", "h3"))
-    return Snapshot(epoch=150, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hosts,
-                    cluster_flags=RUNF, helpers_seen={h: at - 1 for h in ("h1", "h2", "h3")})
+    return lab_h2_snap(by_id.values(), 263 * MiB, used, at)
 
 
 def settled(osd_id, load_mib, peak_mib, missed=None):

@@ -1,0 +1,82 @@
+"""Progress keeps one OsdRun per OSD: the per-field maps are views of those records, a
+state document saved before the records existed still loads, and forgetting an OSD is one
+deletion."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ceph_recovery.model import (NO_RUN, PHASE_RUNNING, SETTLE_MARKERS, START_MARKERS,
+                                 Observation, OsdColumn, OsdRun, Progress, clear_osd)
+from ceph_recovery.persist import progress_from_json, progress_to_json
+
+# written by the persist.py of the commit before OsdRun (13 parallel maps in Progress)
+OLD_STATE = (
+    '{"auto_held":["rack1"],"booting":{"3":12.5},"downtime":{"3":3600.0},"epoch":7,'
+    '"failures":{"2":1},"finished":[1],"finished_at":null,"fresh_rss":{"1":104857600},'
+    '"granted":{"3":10.0},"grew_at":{"1":25.0},"heap_released":{"1":4.0},'
+    '"heap_rss":{"1":157286400},"held_buckets":["rack1"],"held_osds":[3],'
+    '"load_rss":{"1":83886080},"missed":{"1":12},'
+    '"observations":[[1,40,60.0,1000,314572800,12,83886080]],'
+    '"peaks":{"1":325058560,"3":209715200},"phase":"running","restarted":{"1":5.0},'
+    '"run_id":"r1","saved_config":{"osd osd_memory_target":null},"saved_flags":["noout"],'
+    '"schema":1,"service_at":30.0,"settling":{"1":20.0},"stalled_since":null,'
+    '"started_at":1.0}')
+MiB = 1 << 20
+
+
+def test_old_state_document_loads_into_records():
+    p = progress_from_json(OLD_STATE)
+    assert p.osds == {
+        1: OsdRun(restarted=5.0, heap_released=4.0, peak=310 * MiB, fresh_rss=100 * MiB,
+                  settling=20.0, grew_at=25.0, load_rss=80 * MiB, missed=12,
+                  heap_rss=150 * MiB),
+        2: OsdRun(failures=1),
+        3: OsdRun(granted=10.0, booting=12.5, peak=200 * MiB, downtime=3600.0)}
+    assert (p.run_id, p.phase, p.epoch) == ("r1", PHASE_RUNNING, 7)
+    assert p.granted == {3: 10.0} and p.booting == {3: 12.5} and p.failures == {2: 1}
+    assert p.peaks == {1: 310 * MiB, 3: 200 * MiB} and p.missed == {1: 12}
+    assert p.finished == {1} and p.held_osds == {3} and p.held_buckets == {"rack1"}
+    assert p.saved_flags == {"noout"} and p.saved_config == {"osd osd_memory_target": None}
+    assert p.observations == (Observation(1, 40, 60.0, 1000, 300 * MiB, 12, 80 * MiB),)
+    assert (p.started_at, p.service_at, p.finished_at) == (1.0, 30.0, None)
+    assert progress_to_json(p) == OLD_STATE        # and it is saved in the same format
+
+
+def test_maps_and_records_are_two_spellings_of_one_value():
+    by_maps = Progress(granted={4: 1.0}, peaks={4: 7, 5: 9}, failures={5: 2})
+    by_records = Progress(osds={4: OsdRun(granted=1.0, peak=7), 5: OsdRun(peak=9, failures=2)})
+    assert by_maps == by_records
+    assert by_maps.evolve(granted={}).osds == {4: OsdRun(peak=7), 5: OsdRun(peak=9, failures=2)}
+    assert replace(by_maps, peaks={}, failures={}).osds == {4: OsdRun(granted=1.0)}
+    with pytest.raises(TypeError, match="unknown field"):
+        Progress(grants={1: 0.0})
+
+
+def test_column_writes_go_to_the_records_and_empty_records_go():
+    records = {}
+    col = OsdColumn(records, "peaks")
+    col[2] = 5
+    col.setdefault(2, 8)
+    assert records == {2: OsdRun(peak=5)} and dict(col) == {2: 5} and 3 not in col
+    OsdColumn(records, "granted")[2] = 1.5
+    assert col.pop(2) == 5 and records == {2: OsdRun(granted=1.5)}
+    del OsdColumn(records, "granted")[2]
+    assert records == {} and len(col) == 0
+    with pytest.raises(KeyError):
+        del col[2]
+
+
+def test_forgetting_a_start_keeps_what_the_run_knows_of_the_osd():
+    rec = OsdRun(granted=1.0, booting=2.0, peak=3, downtime=4.0, missed=5, load_rss=6,
+                 restarted=7.0, failures=1, settling=8.0, grew_at=9.0)
+    records = {0: rec}
+    clear_osd(records, 0, START_MARKERS)
+    assert records == {0: OsdRun(restarted=7.0, failures=1, settling=8.0, grew_at=9.0)}
+    clear_osd(records, 0, SETTLE_MARKERS)
+    assert records == {0: OsdRun(restarted=7.0, failures=1)}
+    records = {1: OsdRun(granted=1.0, peak=2)}
+    clear_osd(records, 1, START_MARKERS)
+    clear_osd(records, 9, START_MARKERS)          # an OSD without a record: nothing to do
+    assert records == {} and NO_RUN == OsdRun()
