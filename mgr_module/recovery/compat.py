@@ -11,6 +11,8 @@ Command registration:
 per-module registry (None where the mgr has none) for `Module.CLICommand`.
 Option, NotifyType, HandleCommandResult and CommandResult keep the same import and call shape on
 16 .. 20, so they need no shim here (NOTIFY_TYPES stays empty: the module polls in serve()).
+Commands sent with `send_command` leave from one long-lived thread (sender.py): with Python 3.12+
+ceph-mgr (seen on 18.2.7) can crash when a reply comes back to a command handler's thread state.
 """
 from typing import Any, Callable, Optional
 

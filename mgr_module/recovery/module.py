@@ -15,6 +15,7 @@ from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
 from .compat import CLI_REGISTRY, read_command, write_command
 from . import maintcli
+from .sender import CommandSender
 from .maintcli import MaintenanceCommands
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
@@ -83,6 +84,8 @@ class Module(MaintenanceCommands, MgrModule):
         super().__init__(*args, **kwargs)
         self._wake = threading.Event()
         self._stopping = False
+        # every mon/OSD command goes out from this one thread: see sender.py
+        self._sender = CommandSender(self.send_command)
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
             leftovers_from(m) or windows_from(m))) if IMPORT_ERROR is None else None
@@ -103,7 +106,7 @@ class Module(MaintenanceCommands, MgrModule):
 
     def osd_command(self, osd: int, cmd: Dict[str, Any], timeout: float) -> Tuple[int, str, str]:
         result = CommandResult("")
-        self.send_command(result, "osd", str(osd), json.dumps(cmd), "")
+        self._sender.send(result, "osd", str(osd), json.dumps(cmd), "")
         if not result.ev.wait(timeout):
             return -errno.ETIMEDOUT, "", "osd.%d did not answer within %.0fs" % (osd, timeout)
         return result.r, result.outb, result.outs
@@ -115,7 +118,7 @@ class Module(MaintenanceCommands, MgrModule):
         if timeout is None:
             timeout = float(self.get_module_option("mon_command_timeout"))
         result = CommandResult("")
-        self.send_command(result, "mon", "", json.dumps(cmd_dict), "")
+        self._sender.send(result, "mon", "", json.dumps(cmd_dict), "")
         if not result.ev.wait(timeout):
             return -errno.ETIMEDOUT, "", "mon command %s: no answer within %.0fs" % (
                 cmd_dict.get("prefix"), timeout)
@@ -255,6 +258,7 @@ class Module(MaintenanceCommands, MgrModule):
     def shutdown(self) -> None:
         self._stopping = True
         self._wake.set()
+        self._sender.stop()
 
     # ------------------------------------------------------------ commands
     # A command changes the engine's state under the lock and wakes the tick thread, which

@@ -70,7 +70,8 @@ def call(state: Dict[str, Any], fn: Callable[..., Any], *args: Any, timeout: flo
     function that imports what it uses inside its body). Arguments and result are JSON."""
     if not in_chroot(state):
         return json.loads(json.dumps(fn(*args)))
-    code = "%s\nimport json, sys\nprint('\\n' + json.dumps(%s(*json.loads(sys.argv[1]))))\n" % (
+    # fn's annotations name this file's typing imports: left unevaluated, as here
+    code = "from __future__ import annotations\n%s\nimport json, sys\nprint('\\n' + json.dumps(%s(*json.loads(sys.argv[1]))))\n" % (
         textwrap.dedent(inspect.getsource(fn)), fn.__name__)
     proc = subprocess.run(release.prefix(state) + ["python3", "-c", code, json.dumps(args)],
                           env=release.tool_env(state), capture_output=True, text=True,
