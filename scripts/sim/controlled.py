@@ -18,12 +18,12 @@ from ceph_recovery.model import (MODE_CONTROLLED, PROC_RUNNING, PROC_STOPPED, Bu
                                  Intent, OsdState, PgMap, PoolInfo, Progress, Snapshot)
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
+from ceph_recovery.view import OK_TO_STOP_TTL_S
 
 from . import levers
 from .cluster import Osd
 from .strategies import Strategy
 
-QUERY_TTL_S = 120.0
 STUCK_S = 3600.0
 
 
@@ -121,10 +121,12 @@ class Controlled(Strategy):
         return replace(st, missed_entries=int(min(writes, cap)))
 
     def _answers(self, sim) -> Dict[int, bool]:
-        """Like a shell that re-asks `ceph osd ok-to-stop` for its recent queries every tick:
-        fresh answers, valid at this snapshot's epoch."""
+        """Like the mgr shell: an answer lives OK_TO_STOP_TTL_S after plan() asked for it (the
+        core's constant, view.fresh_ok_to_stop), then plan() must ask again; within that time
+        it is answered at this snapshot's epoch (the shell also drops it at a new epoch: the
+        model answers afresh instead, which is the state the re-asked query would see)."""
         for oid, at in list(self.queries.items()):
-            if sim.now - at > QUERY_TTL_S:
+            if sim.now - at >= OK_TO_STOP_TTL_S:
                 del self.queries[oid]
         return {oid: sim.cl.ok_to_stop(sim.cl.osds[oid]) for oid in sorted(self.queries)}
 

@@ -28,12 +28,12 @@ def test_default_order_brings_the_whole_rack_back(extra):
     assert r["restarts"] > 0            # the tail did need restarts that ok-to-stop cleared
 
 
-def test_auto_concurrency_brings_the_whole_rack_back_without_an_oom_kill():
-    """The default, concurrency auto: every OSD back, no OOM kill, invariants hold. It keeps
-    the host's RAM, not the 0.8 budget: several starts in flight on learned predictions
-    overshoot the budget (the sweep's pk/RAM column, docs/memory-model.md)."""
+def test_auto_concurrency_brings_the_whole_rack_back_within_the_budget():
+    """The default, concurrency auto: every OSD back, no OOM kill, invariants hold, and the
+    0.8 budget holds (before auto waited for real peaks, Decision.concurrency, starts
+    admitted on load floors took a failed host to 1.14 x the budget)."""
     r = run(parser().parse_args(BASE))
     assert r["concurrency"] == 0
     assert r["converged"] and r["osds_down_at_end"] == 0 and r["pgs_inactive_at_end"] == 0
     assert r["oom_kills"] == 0 and r["invariant_violations"] == 0
-    assert r["peak_host_mem_bytes"] <= r["host_ram_bytes"]
+    assert r["peak_host_mem_over_budget"] <= 1.0

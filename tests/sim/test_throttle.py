@@ -8,9 +8,14 @@ for two cells:
      (1 + 1 x 8) x 4 MiB = 36 MiB (scripts/sim/levers.py);
   48 GiB per host (4 GiB per OSD, Ceph's default osd_memory_target), Ceph's defaults:
      24 MiB in flight, throttled 16 MiB: the throttle has little to take there.
-Asserted: no OOM kill either way, the throttle acts (settings set), every setting it changed
-is restored by the end, and in the first cell it lowers the failed hosts' peak and the
-number of OSDs the brake had to stop."""
+The throttle acts only on a host over its budget. Since auto concurrency opens only on real
+peaks (Decision.concurrency), the failed hosts stay within the budget in both cells, so it
+has nothing to do there (before, with starts admitted on load floors, the 44 GiB cell went
+over the budget and the throttle lowered its peak from 41.07 to 40.52 GiB). Its actions are
+tested on snapshots in tests/unit/test_plan_throttle.py.
+Asserted: no OOM kill and no invariant violation either way, the failed hosts' peak within
+the budget, every setting restored by the end but the lowered osd_memory_target the host
+cannot hold, and with no host over its budget the throttle sets nothing."""
 from __future__ import annotations
 
 from ceph_recovery_tools.sim.controlled import Controlled
@@ -61,7 +66,5 @@ def test_throttle_on_tight_hosts_with_and_without(topo360, capsys):
                 print("\n" + _line(name, ram, thr, r), end="")
             assert r["oom_kills"] == 0 and r["invariant_violations"] == 0
             assert all(k.endswith("osd_memory_target") for k in r["config_left_changed"])
-        assert out[name, True]["config_sets"] > out[name, False]["config_sets"]
-    raised_on, raised_off = out[CELLS[0][0], True], out[CELLS[0][0], False]
-    assert raised_on["failed_host_peak"] < raised_off["failed_host_peak"]
-    assert raised_on["stops"] < raised_off["stops"]
+            assert r["failed_host_peak"] <= r["budget_bytes"]
+        assert out[name, True]["config_sets"] == out[name, False]["config_sets"]
