@@ -39,8 +39,6 @@ _corrupt_state, _report = fr.corrupt_state, fr.report
 @pytest.fixture(scope="module")
 def flab(lab_factory):
     state = lab_factory(mgrs=2)
-    if os.path.exists(OUT):
-        os.unlink(OUT)             # this file's rows come first; test_fault_netns.py adds its own
     t0 = time.monotonic()
     launch.ceph(state, "config", "set", "mgr", "mgr/recovery/network_holds_starts", "false",
                 json_out=False)   # no netns: probes over the shared loopback say nothing
