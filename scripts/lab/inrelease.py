@@ -47,10 +47,14 @@ def run_tool(state: Dict[str, Any], name: str, *args: Any, timeout: float = 120,
                           stdin=subprocess.DEVNULL)
 
 
-def popen_tool(state: Dict[str, Any], name: str, *args: Any, **kw: Any) -> subprocess.Popen:
+def popen_tool(state: Dict[str, Any], name: str, *args: Any, conf: Optional[str] = None,
+               **kw: Any) -> subprocess.Popen:
     """run_tool without waiting (a long-running helper); kw go to Popen."""
-    return subprocess.Popen(release.tool_argv(state, name) + [str(a) for a in args],
-                            env=release.tool_env(state), **kw)
+    env = release.tool_env(state)
+    if conf is not None:
+        env["CEPH_CONF"] = conf
+    return subprocess.Popen(release.tool_argv(state, name) + [str(a) for a in args], env=env,
+                            **kw)
 
 
 def scratch(state: Dict[str, Any], fallback: str) -> str:
@@ -67,15 +71,18 @@ def scratch(state: Dict[str, Any], fallback: str) -> str:
 def call(state: Dict[str, Any], fn: Callable[..., Any], *args: Any, timeout: float = 300) -> Any:
     """fn(*args) under the lab release's Python: in this process on the host's release; on a
     chroot release, fn's source is run by the chroot's python3 (so fn must be a module-level
-    function that imports what it uses inside its body). Arguments and result are JSON."""
+    function that imports what it uses inside its body). Arguments and result are JSON; the
+    arguments go through stdin, since one argv string is limited to 128 KiB (MAX_ARG_STRLEN)
+    and the checksums of a few thousand objects exceed it."""
     if not in_chroot(state):
         return json.loads(json.dumps(fn(*args)))
     # fn's annotations name this file's typing imports: left unevaluated, as here
-    code = "from __future__ import annotations\n%s\nimport json, sys\nprint('\\n' + json.dumps(%s(*json.loads(sys.argv[1]))))\n" % (
+    code = ("from __future__ import annotations\n%s\nimport json, sys\n"
+            "print('\\n' + json.dumps(%s(*json.load(sys.stdin))))\n") % (
         textwrap.dedent(inspect.getsource(fn)), fn.__name__)
-    proc = subprocess.run(release.prefix(state) + ["python3", "-c", code, json.dumps(args)],
+    proc = subprocess.run(release.prefix(state) + ["python3", "-c", code],
                           env=release.tool_env(state), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+                          timeout=timeout, input=json.dumps(args))
     if proc.returncode != 0:
         raise ReleaseCallError("%s under the %s chroot's python3: rc %d: %s" % (
             fn.__name__, state.get("ceph"), proc.returncode, proc.stderr.strip()[-3000:]))

@@ -25,8 +25,7 @@ from typing import Any, Dict, List, Optional
 
 from ceph_recovery.inflight import MAX_START_FAILURES  # noqa: F401 (the rows' bound)
 from ceph_recovery_tools.common import cgroup
-from ceph_recovery_tools.drill.objects import ObjectSet
-from ceph_recovery_tools.lab import launch
+from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
 
 RESULTS: Dict[str, Any] = {}
@@ -36,17 +35,14 @@ RUN_FLAGS = ("noout", "norebalance")
 
 @contextlib.contextmanager
 def objects(state):
-    """A rados connection to the lab's pool for the rows' objects (state["_objects"])."""
-    import rados
-    cluster = rados.Rados(conffile=state["conf"], conf={"keyring": state["admin_keyring"]})
-    cluster.connect(timeout=30)
-    ioctx = cluster.open_ioctx(state.get("pool", "lab"))
-    state["_objects"] = ObjectSet(ioctx)
+    """The rows' objects in the lab's pool (state["_objects"]), written and read back by the
+    lab release's librados (inrelease.LabObjects): a Pacific client cannot authenticate to a
+    Tentacle cluster."""
+    state["_objects"] = inrelease.LabObjects(state)
     try:
         yield state["_objects"]
     finally:
-        ioctx.close()
-        cluster.shutdown()
+        state.pop("_objects", None)
 
 
 @contextlib.contextmanager
@@ -200,7 +196,7 @@ class Row(object):
     def __init__(self, state, name: str, osds: List[int]) -> None:
         self.state, self.name, self.osds = state, name, sorted(osds)
         self.t0 = time.time()
-        self.objs: ObjectSet = state["_objects"]
+        self.objs: inrelease.LabObjects = state["_objects"]
         self.pids: Dict[int, set] = {int(o): set() for o in state["osds"]}
         self.calls: List[Dict[str, float]] = []
         self.no_mgr: List[List[float]] = []      # windows without an active mgr (planned)

@@ -58,3 +58,22 @@ def test_chroot_release_runs_the_function_source_under_its_python(tmp_path, monk
     where = inrelease.scratch(state, "/unused")
     assert os.path.dirname(where) == os.path.join(str(tmp_path), "scratch")
     assert os.path.isdir(where)
+
+
+def count(sums):
+    return len(sums)
+
+
+def test_chroot_release_takes_arguments_larger_than_one_argv_string(tmp_path, monkeypatch):
+    """The checksums of a fault matrix's objects (thousands of entries) exceed the kernel's
+    128 KiB limit on one argv string: they must reach the release's python3 all the same."""
+    root = tmp_path / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "chroot").write_text('#!/bin/sh\nshift\nexec "$@"\n')
+    (bindir / "chroot").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    state = {"dir": str(tmp_path), "root": str(root), "pythonpath": "", "ceph": "tentacle"}
+    sums = {"row-%05d" % i: "%064x" % i for i in range(4000)}      # about 360 KB of JSON
+    assert inrelease.call(state, count, sums) == 4000
