@@ -1,5 +1,5 @@
 """Make the mgr module's pieces importable as `recovery.<name>` without ceph-mgr, and the
-test builders (cephfake.py, plancases.py, mgrcases.py, gatecases.py, maintcases.py) under their names.
+test builders (cephfake.py, plancases.py, labh2cases.py, mgrcases.py, gatecases.py, maintcases.py) under their names.
 
 mgr_module/recovery/__init__.py imports mgr_module (only inside ceph-mgr), so the package is
 registered here as a bare namespace over that directory: `from recovery import engine` then
@@ -22,7 +22,7 @@ if "recovery" not in sys.modules:
     sys.modules["recovery"] = _pkg
 
 # The shared test builders, importable by name (importlib mode: tests/unit is not on sys.path)
-for _name in ("cephfake", "plancases", "mgrcases", "gatecases", "maintcases"):
+for _name in ("cephfake", "plancases", "labh2cases", "mgrcases", "gatecases", "maintcases"):
     if _name not in sys.modules:
         _spec = importlib.util.spec_from_file_location(
             _name, os.path.join(os.path.dirname(os.path.abspath(__file__)), _name + ".py"))

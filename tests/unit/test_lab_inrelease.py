@@ -40,9 +40,9 @@ def test_host_release_calls_in_process_and_scratch_is_the_fallback(tmp_path):
     assert inrelease.scratch(state, "/somewhere") == "/somewhere"
 
 
-def test_chroot_release_runs_the_function_source_under_its_python(tmp_path, monkeypatch):
-    """The chroot is faked by a `chroot` on PATH that drops its root argument and runs the
-    rest: the function's source travels as `python3 -c`, its JSON result comes back."""
+def fake_chroot(tmp_path, monkeypatch):
+    """A tentacle lab state whose chroot is faked by a `chroot` on PATH that drops its root
+    argument and runs the rest."""
     root = tmp_path / "root"
     (root / "usr" / "bin").mkdir(parents=True)
     bindir = tmp_path / "bin"
@@ -50,7 +50,12 @@ def test_chroot_release_runs_the_function_source_under_its_python(tmp_path, monk
     (bindir / "chroot").write_text('#!/bin/sh\nshift\nexec "$@"\n')
     (bindir / "chroot").chmod(0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    state = {"dir": str(tmp_path), "root": str(root), "pythonpath": "", "ceph": "tentacle"}
+    return {"dir": str(tmp_path), "root": str(root), "pythonpath": "", "ceph": "tentacle"}
+
+
+def test_chroot_release_runs_the_function_source_under_its_python(tmp_path, monkeypatch):
+    """The function's source travels as `python3 -c`, its JSON result comes back."""
+    state = fake_chroot(tmp_path, monkeypatch)
     assert inrelease.in_chroot(state)
     assert inrelease.call(state, add, 2, 3) == {"sum": 5, "pair": [2, 3]}
     with pytest.raises(inrelease.ReleaseCallError, match="add under the tentacle chroot"):
@@ -67,13 +72,6 @@ def count(sums):
 def test_chroot_release_takes_arguments_larger_than_one_argv_string(tmp_path, monkeypatch):
     """The checksums of a fault matrix's objects (thousands of entries) exceed the kernel's
     128 KiB limit on one argv string: they must reach the release's python3 all the same."""
-    root = tmp_path / "root"
-    (root / "usr" / "bin").mkdir(parents=True)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "chroot").write_text('#!/bin/sh\nshift\nexec "$@"\n')
-    (bindir / "chroot").chmod(0o755)
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    state = {"dir": str(tmp_path), "root": str(root), "pythonpath": "", "ceph": "tentacle"}
+    state = fake_chroot(tmp_path, monkeypatch)
     sums = {"row-%05d" % i: "%064x" % i for i in range(4000)}      # about 360 KB of JSON
     assert inrelease.call(state, count, sums) == 4000

@@ -12,49 +12,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
+from ceph_recovery.model import Observation, Progress
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
-from ceph_recovery.policies import REGISTRY, resolve
-from ceph_recovery.policy_types import Policies
+from ceph_recovery.policies import resolve
 
-MiB = 1 << 20
-NOW = 50000.0
-NOUP = frozenset({"noup"})
-RUNF = frozenset({"noout", "norebalance"})
-BUDGET = Intent(mode="controlled", run_id="r1", scope=("h2",),
-                budget=Budget(kind="bytes", value=237 * MiB))
-
-
-def fixed_107(osd, observations, now):
-    return 107 * MiB
-
-
-POL = Policies(start_order=REGISTRY["start_order"]["service_first"],
-               budget=REGISTRY["budget"]["bytes"], footprint=fixed_107,
-               over_budget=REGISTRY["over_budget"]["heap_then_restart"])
-
-
-def osd(i, **kw):
-    host = "h%d" % (i // 2 + 1)
-    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
-                up=i not in (2, 3), process="running", rss_bytes=150 * MiB, pgs=16,
-                down_since=None)
-    if i in (2, 3):
-        base.update(process="stopped", rss_bytes=0, flags=NOUP, pgs_inactive=0,
-                    pgs_degraded=16, down_since=NOW - 60)
-    base.update(kw)
-    return OsdState(**base)
-
-
-def snap(*changed, used=0, epoch=150, at=NOW):
-    by_id = {o.id: o for o in (osd(i) for i in range(6))}
-    by_id.update({o.id: o for o in changed})
-    hosts = tuple(HostMem(name=h, mem_total=263 * MiB, mem_limit=263 * MiB, source="cgroup",
-                          mem_used=used if h == "h2" else 200 * MiB, mem_available=0,
-                          reported_at=at) for h in ("h1", "h2", "h3"))
-    return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hosts,
-                    cluster_flags=RUNF, helpers_seen={h: at - 1 for h in ("h1", "h2", "h3")})
+from labh2cases import BUDGET, MiB, NOW, POL, osd, sig, snap
 
 
 GRANTED2 = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
@@ -63,13 +26,6 @@ GRANTED2 = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozens
 PRE2 = osd(2, process="running", rss_bytes=112 * MiB, process_started_at=NOW - 11)
 ACTIVE2 = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=82 * MiB,
               pgs_degraded=8, down_since=None)
-
-
-def sig(a):
-    d = a.to_dict()
-    d.pop("reason")
-    kind = d.pop("kind")
-    return " ".join([kind] + ["%s=%s" % (k, d[k]) for k in sorted(d) if d[k] not in (None, "")])
 
 
 def boot_then_active(pol):

@@ -1,0 +1,52 @@
+"""Builders of the lab-shaped plan() cases (registered as module `labh2cases` by conftest.py).
+
+The lab: hosts h1-h3 with two OSDs each (osd.0-5), racks r1 (h1, h2) and r2 (h3), every host
+limited to 263 MiB; the run's scope is h2 (osd.2 and osd.3, down 60 s, held by noup) with a
+237 MiB budget. The footprint policy is a fixed 107 MiB so that the expected grants are exact;
+the others are the real registered policies.
+"""
+from __future__ import annotations
+
+from ceph_recovery.model import Budget, HostMem, Intent, OsdState, Snapshot
+from ceph_recovery.policies import REGISTRY
+from ceph_recovery.policy_types import Policies
+
+from plancases import sig  # noqa: F401  (the action signature the cases compare)
+
+MiB = 1 << 20
+NOW = 50000.0
+NOUP = frozenset({"noup"})
+RUNF = frozenset({"noout", "norebalance"})
+BUDGET = Intent(mode="controlled", run_id="r1", scope=("h2",),
+                budget=Budget(kind="bytes", value=237 * MiB))
+
+
+def fixed_107(osd, observations, now):
+    return 107 * MiB
+
+
+POL = Policies(start_order=REGISTRY["start_order"]["service_first"],
+               budget=REGISTRY["budget"]["bytes"], footprint=fixed_107,
+               over_budget=REGISTRY["over_budget"]["heap_then_restart"])
+
+
+def osd(i, **kw):
+    host = "h%d" % (i // 2 + 1)
+    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
+                up=i not in (2, 3), process="running", rss_bytes=150 * MiB, pgs=16,
+                down_since=None)
+    if i in (2, 3):
+        base.update(process="stopped", rss_bytes=0, flags=NOUP, pgs_inactive=0,
+                    pgs_degraded=16, down_since=NOW - 60)
+    base.update(kw)
+    return OsdState(**base)
+
+
+def snap(*changed, used=0, epoch=150, at=NOW):
+    by_id = {o.id: o for o in (osd(i) for i in range(6))}
+    by_id.update({o.id: o for o in changed})
+    hosts = tuple(HostMem(name=h, mem_total=263 * MiB, mem_limit=263 * MiB, source="cgroup",
+                          mem_used=used if h == "h2" else 200 * MiB, mem_available=0,
+                          reported_at=at) for h in ("h1", "h2", "h3"))
+    return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hosts,
+                    cluster_flags=RUNF, helpers_seen={h: at - 1 for h in ("h1", "h2", "h3")})
