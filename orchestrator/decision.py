@@ -369,8 +369,10 @@ class Decision:
         """The factor on predictions that charges a start beyond concurrency() (while fewer
         than WARMUP_OBSERVATIONS real peaks are known, WARMUP_MARGIN): more starts per host
         when memory admits them with that margin, instead of one until three starts settled
-        (simulator, one rack down 1 h, 30 hosts x 56 GiB: all PGs active in 795 s at one start
-        per host, 180 s when all start at once). 1.0 once real peaks are known."""
+        (simulator, one rack down 1 h, 30 hosts, seed 1, all PGs active: 64 GiB 715 -> 230 s,
+        48 GiB 1,090 -> 805 s, 44 GiB 1,215 -> 1,065 s, failed hosts' peak <= 0.93 x the
+        budget; with a margin of 1.0 the 44 GiB cell peaked at 1.18 x the budget). 1.0 once
+        real peaks are known."""
         if self.final_observations() < WARMUP_OBSERVATIONS:
             return WARMUP_MARGIN
         return 1.0
