@@ -1,12 +1,15 @@
-"""concurrency auto opens only on real peaks (Decision.concurrency): load floors of OSDs that
-booted are lower bounds of their peaks, and several starts admitted beside each other on a
-prediction only lower bounds shaped each add their under-prediction to the host (simulator,
-one rack down 1 h, 1,200 OSDs: 1.14 x the budget while load floors opened it).
+"""concurrency auto before real peaks are known (Decision.concurrency, Decision.margin): a
+host's first start in flight is admitted on its plain prediction; a start beside it only where
+the admission rule holds with every prediction x WARMUP_MARGIN (load floors of OSDs that booted
+are lower bounds of their peaks, and starts admitted beside each other on predictions only
+lower bounds shaped each add their under-prediction to the host: simulator, one rack down 1 h,
+1,200 OSDs, 1.14 x the budget when load floors opened concurrency without a margin).
 
 Lab shape of test_plan_load_bound.py (h2: osd.2 and osd.3, budget 237 MiB), footprint 107 MiB:
 osd.2 booted with a 60 MiB load and is peering; osd.0 and osd.4 on the other hosts booted
-with 60 MiB loads too. Three load floors, no settled start: osd.3 waits for osd.2 although
-60 + (120 - 60) + 107 <= 237 MiB would admit it. Three settled starts: it is granted.
+with 60 MiB loads too. Three load floors, no settled start: osd.3 waits for osd.2 because
+60 + (120 x 1.7 - 60) + 107 x 1.7 = 385 MiB > 237 MiB, although 60 + (120 - 60) + 107 <= 237
+MiB would admit it. Three settled starts: it is granted on its plain prediction.
 """
 from __future__ import annotations
 
@@ -27,10 +30,11 @@ BOOTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset
                   downtime={2: 48.0}, load_rss={0: 60 * MiB, 2: 60 * MiB, 4: 60 * MiB})
 
 
-def test_auto_stays_at_one_start_per_host_while_only_load_floors_are_known():
+def test_auto_charges_a_second_start_the_margin_while_only_load_floors_are_known():
     res = plan(snap(PEERING2, used=60 * MiB), AUTO, BOOTED, POL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
-    assert res.summary["hosts"]["h2"]["gate"] == "1 in flight"
+    h2 = res.summary["hosts"]["h2"]
+    assert (h2["gate"], h2["waiting_on"], h2["next_osd"]) == (None, "memory", 3)
 
 
 def test_auto_opens_once_three_real_peaks_are_known():
@@ -40,3 +44,53 @@ def test_auto_opens_once_three_real_peaks_are_known():
                NOW)
     assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
                                              % (107 * MiB)]
+
+
+def fixed_50(o, observations, now):
+    return 50 * MiB
+
+
+SMALL = replace(POL, footprint=fixed_50)
+STARTING2 = osd(2, process="running", rss_bytes=0)      # granted 5 s ago, no rss reported yet
+GRANTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
+                   held_osds=frozenset({2, 3}), started_at=NOW - 60, granted={2: NOW - 5},
+                   downtime={2: 55.0})
+
+
+def test_auto_grants_a_second_start_that_fits_with_the_margin_before_any_real_peak():
+    # 0 used + (50 x 1.7 - 0) reserved for osd.2 + 50 x 1.7 for osd.3 = 170 MiB <= 237 MiB
+    res = plan(snap(STARTING2), AUTO, GRANTED, SMALL, NOW)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % (50 * MiB)]
+    assert "margin 1.70" in res.actions[0].reason
+
+
+def test_concurrency_one_never_grants_beside_a_start_in_flight():
+    res = plan(snap(STARTING2), replace(AUTO, concurrency=1), GRANTED, SMALL, NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    assert res.summary["hosts"]["h2"]["gate"] == "1 in flight"
+
+
+def fixed_65(o, observations, now):
+    return 65 * MiB
+
+
+def waiting(i):
+    return osd(i, host="h2", crush_path=("default", "r1", "h2"), up=False, process="stopped",
+               rss_bytes=0, flags=frozenset({"noup"}), pgs_inactive=0, pgs_degraded=16,
+               down_since=NOW - 60)
+
+
+def test_auto_keeps_one_start_where_the_hosts_queue_does_not_fit():
+    # osd.3, osd.6, osd.7 wait on h2. 65 x 1.7 x 2 = 221 MiB <= 237 MiB would admit osd.3 beside
+    # osd.2, but the four at their plain 65 MiB (260 MiB) do not fit: they wait for each other
+    four = GRANTED.evolve(held_osds=frozenset({2, 3, 6, 7}))
+    res = plan(snap(STARTING2, waiting(6), waiting(7)), AUTO, four,
+               replace(POL, footprint=fixed_65), NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
+    assert any("3 waiting OSD(s) do not all fit" in r for r in res.summary["reasons"])
+    # 50 MiB each: the queue fits (200 MiB) and osd.3 is granted beside osd.2 (170 MiB with
+    # the margin); a third start would need 255 MiB with it
+    res = plan(snap(STARTING2, waiting(6), waiting(7)), AUTO, four, SMALL, NOW)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % (50 * MiB)]

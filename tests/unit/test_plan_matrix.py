@@ -29,7 +29,14 @@ CASES = [
                  id="concurrency_2_grants_two"),
     pytest.param(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r1",
                                                          concurrency=2),
-                 RUNNING, [G % 3], (), "running", id="concurrency_2_warms_up_with_one"),
+                 RUNNING, [G % 3, G % 4], (), "running",
+                 id="concurrency_2_warms_up_with_the_margin"),
+    # before real peaks a start beside another is charged 500 MiB x 1.7, and so is the one in
+    # flight: 4.9 GiB used + 2 x 850 MiB > 6.4 GiB (plain, 4.9 GiB + 2 x 500 MiB, it would
+    # fit; the queue of three, 4.9 GiB + 3 x 500 MiB, fits)
+    pytest.param(snap(*HELD, used={"h1": int(4.9 * GiB)}, cluster_flags=RUNF),
+                 Intent(mode="controlled", run_id="r1", concurrency=2), RUNNING, [G % 3], (),
+                 "running", id="concurrency_2_margin_keeps_one_where_only_plain_fits"),
     pytest.param(snap(osd(4, up=True, process="running", rss_bytes=3 * GiB, pgs_inactive=0),
                       HELD[0], HELD[2], cluster_flags=RUNF), RUN, RUNNING,
                  ["grant_start host=h1 osd=3 predicted_bytes=%d" % int(3 * GiB * 1.2)], (),
@@ -268,7 +275,7 @@ def test_new_run_id_starts_a_new_run_after_done():
     same = plan(s, RUN, done, POL, NOW)
     assert [sig(a) for a in same.actions] == [] and same.progress.phase == "done"
     new = plan(s, Intent(mode="controlled", run_id="r2"), done, POL, NOW)
-    assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3]
+    assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3, G % 4, G % 5]
     assert new.progress.finished == frozenset() and new.progress.run_id == "r2"
 
 
@@ -282,12 +289,12 @@ def test_a_restart_made_by_an_earlier_run_does_not_keep_the_osd_out_of_a_new_run
     done = RUNNING.evolve(phase="done", finished=frozenset({3, 4, 5}), restarted={3: NOW - 240},
                           started_at=NOW - 400)
     new = plan(s, Intent(mode="controlled", run_id="r2"), done, POL, NOW)
-    assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3]
+    assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3, G % 4, G % 5]
     assert new.progress.restarted == {3: NOW - 240} and new.progress.started_at == NOW
     going = RUNNING.evolve(restarted={3: NOW - 240}, started_at=NOW - 400,
                            saved_flags=frozenset())
-    taken = plan(snap(*HELD, cluster_flags=RUNF), Intent(mode="controlled", run_id="r2"),
-                 going, POL, NOW)
+    taken = plan(snap(*HELD, cluster_flags=RUNF),
+                 Intent(mode="controlled", run_id="r2", concurrency=1), going, POL, NOW)
     assert [sig(a) for a in taken.actions] == ["wait"]
     assert taken.summary["hosts"]["h1"]["in_flight_osds"] == [3]
     assert taken.progress.started_at == NOW - 400
