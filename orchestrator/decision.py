@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .actions import Action
+from .growth import floor_from_load, growth_samples, peak_from_load
 from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot)
 from .policy_types import Policies
@@ -34,15 +35,6 @@ PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/desi
 PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
                                 # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
                                 # 1.18 of 6 GiB)
-LOAD_TO_PEAK_MIN = 2.0      # prior of peak_from_load while no growth is learned: peering +
-                            # recovery add about the load-time rss again (docs/design.md: lab
-                            # 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
-GROWTH_WINDOW = 8           # settled observations with a load that peak_from_load learns from
-GROWTH_MARGIN = 1.15        # over the largest learned growth (as policies/footprint LEARN_MARGIN)
-HISTORY_BYTES_PER_ENTRY = 8 * 1024  # growth per missed PG log entry (lab: (401-71) MiB and
-                            # (370-68) MiB after ~39,000 missed writes; policies/footprint.py)
-GROWTH_FLOOR = 0.2          # of the load: peering alone adds about +20 % (field, docs/design.md)
-
 SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
             "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
             "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
@@ -65,49 +57,6 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
                                   "not enough memory",
            "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
                                     "hold the restored value"}
-
-
-def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
-    """(peak - load, missed entries) of the GROWTH_WINDOW most recent observations that carry
-    a load (settled starts: their peak is real, see Observation.load_bytes)."""
-    out = [(max(0, ob.peak_bytes - ob.load_bytes), ob.missed_entries)
-           for ob in observations if ob.load_bytes]
-    return out[-GROWTH_WINDOW:]
-
-
-def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
-                   missed: Optional[int] = None) -> int:
-    """The peak of an OSD that loaded `load` bytes in preboot: load + the learned growth, or
-    LOAD_TO_PEAK_MIN x load while `samples` (growth_samples) is empty.
-
-    Learned growth = the largest recent growth x GROWTH_MARGIN, at least GROWTH_FLOOR x load.
-    On the lab the growth after the load is about constant while the load varies run to run
-    (loads 81-218 MiB, growths 110-155 MiB; 2 x the load under-predicted 81-88 MiB loads by
-    22 % and over-predicted 203-218 MiB ones by 20 %): it is added, not multiplied. Where this start's
-    and a sample's missed entries are known, that growth moves by HISTORY_BYTES_PER_ENTRY per
-    entry of difference (only the history part depends on them). The largest, not a median:
-    an under-prediction lets a peak past the budget (the brake is the last line), an
-    over-prediction only delays a start."""
-    if load <= 0:
-        return 0
-    if not samples:
-        return int(load * LOAD_TO_PEAK_MIN)
-    grown = max(g + (missed - m) * HISTORY_BYTES_PER_ENTRY
-                if missed is not None and m is not None else g for g, m in samples)
-    return int(load + max(grown * GROWTH_MARGIN, load * GROWTH_FLOOR))
-
-
-def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()) -> int:
-    """The least peak assumed for an OSD that loaded `load` bytes while its real peak is not
-    known: LOAD_TO_PEAK_MIN x load, or load + the smallest learned growth where lower. A floor,
-    not a prediction, for what is learned from unsettled starts: the margin of
-    peak_from_load must not feed back into learning (it inflated the ratio policy)."""
-    if load <= 0:
-        return 0
-    floor = int(load * LOAD_TO_PEAK_MIN)
-    if samples:
-        floor = min(floor, load + min(g for g, _m in samples))
-    return floor
 
 
 def fmt_bytes(n: float) -> str:

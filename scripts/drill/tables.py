@@ -71,12 +71,12 @@ def _err(v: Optional[float]) -> str:
 
 def replay(reports: List[Tuple[str, Dict[str, Any]]]) -> None:
     """Sets `replay_bytes` / `replay_error` on every booted start with a known load: the peak
-    the core's rule (ceph_recovery.decision.peak_from_load) predicts from that load and the
+    the core's rule (ceph_recovery.growth.peak_from_load) predicts from that load and the
     (peak - load) of the booted starts of the EARLIER reports, in the order given (a report
     does not say when its own starts settled, so their growths count from the next report
     on; missed entries are not in the reports). For reports written before the module
     reported the peak it let an OSD boot on."""
-    from ceph_recovery.decision import GROWTH_WINDOW, peak_from_load
+    from ceph_recovery.growth import GROWTH_WINDOW, peak_from_load
     samples: List[Tuple[int, Optional[int]]] = []
     for _label, r in reports:
         done = []

@@ -119,7 +119,7 @@ def test_the_peak_an_osd_was_let_boot_on_against_its_observed_peak():
 def test_replay_applies_the_cores_rule_with_the_growths_of_earlier_reports(tmp_path, capsys):
     """Run 1: osd.2 loaded 60 MiB, peaked 150 (nothing learned: 2 x 60 = 120 MiB). Run 2:
     osd.3 loaded 50 MiB: 50 + (150 - 60) x GROWTH_MARGIN."""
-    from ceph_recovery.decision import GROWTH_MARGIN
+    from ceph_recovery.growth import GROWTH_MARGIN
     one = {"predictions": measures.predictions(
         SAMPLES[:4], [grant(100.5, 2, 200), booted(101, 2, 60)], t_start=100.0)}
     two = {"predictions": measures.predictions(

@@ -15,13 +15,13 @@ from dataclasses import replace
 import pytest
 
 from ceph_recovery.actions import AllowBoot
-from ceph_recovery.model import Budget, Intent, Observation, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, Intent, Observation, OsdState, Progress
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
-from ceph_recovery.decision import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
-                                HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN, floor_from_load,
-                                growth_samples, peak_from_load)
+from ceph_recovery.growth import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
+                              HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN, floor_from_load,
+                              growth_samples, peak_from_load)
 
 from plancases import lab_h2_snap  # see conftest.py
 from recovery import state as state_mod  # see conftest.py
