@@ -149,6 +149,19 @@ def check_abort(drills: Sequence[Drill], reason: str) -> Drill:
     raise M.Refused(errno.ENOENT, "no drill is going on")
 
 
+def check_budget(drills: Sequence[Drill], budget: str, budgets: Mapping[str, int]) -> Drill:
+    """The going drill with its exit's budget replaced (`budgets`: per host, from the shell's
+    parse of `budget`), or Refused: ENOENT without a drill, EBUSY once its exit has begun (the
+    exit's run holds the budget it started with)."""
+    for d in drills:
+        if d.phase in (PREPARING, ENTERING, DOWN):
+            return replace(d, budget=budget, budgets=dict(budgets))
+        if d.phase not in FINAL:
+            raise M.Refused(errno.EBUSY, "drill %s is %s: its budget can change only before "
+                            "its exit begins" % (d.id, d.phase))
+    raise M.Refused(errno.ENOENT, "no drill is going on")
+
+
 def find(drills: Sequence[Drill], drill_id: Optional[str]) -> Drill:
     """The drill `drill_id` (the latest one when None), or Refused ENOENT."""
     if not drills:

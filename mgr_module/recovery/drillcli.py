@@ -1,5 +1,5 @@
-"""Disaster-recovery drills in the mgr shell: `ceph recovery drill start|abort|report` and the
-drill's part of the tick (the decisions are the core's: ceph_recovery.drill).
+"""Disaster-recovery drills in the mgr shell: `ceph recovery drill start|abort|budget|report`
+and the drill's part of the tick (the decisions are the core's: ceph_recovery.drill).
 
 No mgr_module import: handlers return (rc, stdout, stderr); maintcli.py registers them.
 Like maintenance enter, `drill start` asks ok-to-stop for the bucket's up OSDs together
@@ -212,6 +212,31 @@ def abort(engine: Any, fmt: str, now: float) -> Answer:
     engine.wake()
     return _answer({"id": d.id, "aborting": True}, "drill %s: abort accepted; starting every "
                    "OSD of %s, noout restored once all are up" % (d.id, d.bucket), fmt)
+
+
+def budget(engine: Any, budget_text: str, fmt: str, now: float) -> Answer:
+    """A new budget for the going drill's exit (before the exit begins): EINVAL on a bad
+    budget, ENOENT without a drill, EBUSY once the exit began; nothing changes on an error."""
+    try:
+        with engine.lock:
+            drills = list(getattr(engine.run, "drills", []))
+            going = [x for x in drills if x.phase not in D.FINAL]
+            if not going:
+                raise M.Refused(errno.ENOENT, "no drill is going on")
+            budgets = _budgets(engine, budget_text, going[0].bucket,
+                               going[0].concurrency or None, now)
+            d = D.check_budget(drills, budget_text, budgets)
+            engine.run.drills = [d if x.id == d.id else x for x in drills]
+            engine.run.record(now, engine.snapshot.epoch if engine.snapshot else 0, {
+                "kind": "command", "reason": "drill budget %s: %s" % (d.id, budget_text)},
+                "accepted")
+    except InputError as e:
+        return _err(e.errno, "drill budget: %s" % e.message)
+    except M.Refused as e:
+        return _err(e.errno, "drill budget: %s" % e.message)
+    return _answer(D.drill_to_dict(d), "drill %s: exit budget %s (%s)" % (
+        d.id, budget_text, ", ".join("%s %d MiB" % (h, b >> 20)
+                                     for h, b in sorted(d.budgets.items()))), fmt)
 
 
 def report(engine: Any, drill_id: Optional[str], fmt: str) -> Answer:

@@ -91,6 +91,11 @@ class MaintenanceCommands(object):
         """Abort the drill: start every OSD of its bucket at once, noout restored after"""
         return self._maint(drillcli.abort, format, time.time())
 
+    @write_command("recovery drill budget")
+    def cmd_drill_budget(self, budget: str, format: str = "plain") -> HandleCommandResult:
+        """Change the going drill's exit budget (80% or 24G per host) before its exit begins"""
+        return self._maint(drillcli.budget, budget, format, time.time())
+
     @read_command("recovery drill report")
     def cmd_drill_report(self, id: Optional[str] = None,
                          format: str = "plain") -> HandleCommandResult:

@@ -5,7 +5,9 @@ the bucket's OSDs, the downtime, the controlled start or the abort); the tool on
 - starts the drill (`--fail host:NAME|rack:NAME` -> `drill start --fail NAME`, its objects
   are the drill's `--write-load`) and polls `drill report` until the bucket is down;
 - applies the lab-only part once the report says `down`: the failed hosts' cgroup limit
-  (`--host-mem-limit`, cleared at the end) and `--naive` as `drill abort` (start everything);
+  (`--host-mem-limit`, cleared at the end; with `--fit-first` the budget the module's dry run
+  of the exit admits one start in, set by `drill budget`, and the limit from it) and `--naive`
+  as `drill abort` (start everything);
 - polls `ceph recovery wait` until the drill ends (restarting a dead lab helper as systemd
   would), then writes `drill report -f json` as `drill` in its JSON and renders its PNG;
 - samples beside it what only the lab can measure (host cgroup usage, per-OSD RSS, process
@@ -69,9 +71,6 @@ def start_command(o: Any) -> Dict[str, Any]:
 
 def check_options(o: Any) -> Optional[str]:
     """Why these options do not go with --engine module (None: they do)."""
-    if o.fit_first is not None:
-        return ("--fit-first needs the module's prediction of a first start before the drill "
-                "begins: not available with --engine module")
     if o.scope:
         return "--scope is the lab engine's (start-controlled) only"
     if o.write_load is not None and not 0 <= o.write_load <= 500:
@@ -171,6 +170,27 @@ def run(d: Any) -> Dict[str, Any]:
                  {h: oom1[h] - oom0[h] for h in oom1})
 
 
+def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> int:
+    """--fit-first once the bucket is down: the module's dry run of the exit (scoped to the
+    bucket) gives its predicted first start, fit_first_budget() the budget that admits it;
+    `drill budget` makes that the exit's budget. The cgroup limit to apply is returned; where
+    no budget can be fitted the drill is aborted (everything comes back) and the error raised."""
+    from .runner import fit_first_budget
+    try:
+        preview = _must(d.cluster, {"prefix": "recovery start-controlled", "dry_run": True,
+                                    "scope": [bucket], "budget": d.o.budget})
+        fit = fit_first_budget(preview, hosts, d.o.fit_first or 1.0)
+        _must(d.cluster, {"prefix": "recovery drill budget",
+                          "budget": str(fit["budget_bytes"])})
+    except RuntimeError:
+        mgr_call(d.cluster, {"prefix": "recovery drill abort"})   # bring the bucket back
+        raise
+    d.result.update(budget=str(fit["budget_bytes"]), fit_first=fit,
+                    host_mem_limit=fit["host_mem_limit"])
+    log.info("drill budget fitted to the first start", id=drill_id, **fit)
+    return int(fit["host_mem_limit"])
+
+
 def _drive(d: Any, hosts: List[str], limited: List[str]) -> Tuple[float, Tuple[int, str]]:
     """drill start, the lab-only part once down, then wait for the drill's end."""
     o = d.o
@@ -180,8 +200,10 @@ def _drive(d: Any, hosts: List[str], limited: List[str]) -> Tuple[float, Tuple[i
     rep = until_down(d, ans["id"])
     t_down = time.time()
     if rep["phase"] == "down":
-        for h in hosts if o.host_mem_limit else ():
-            cgroup_limit.set_limit(d.state, h, o.host_mem_limit)
+        limit = fit_first(d, ans["id"], ans["bucket"], hosts) if o.fit_first else \
+            o.host_mem_limit
+        for h in hosts if limit else ():
+            cgroup_limit.set_limit(d.state, h, limit)
             limited.append(h)
         if o.naive:
             _must(d.cluster, {"prefix": "recovery drill abort"})

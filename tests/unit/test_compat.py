@@ -32,6 +32,7 @@ COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery 
             "recovery release": "w", "recovery helper-report": "w",
             "recovery network probe": "w", "recovery network": "r",
             "recovery drill start": "w", "recovery drill abort": "w",
+            "recovery drill budget": "w",
             "recovery drill report": "r"}
 
 

@@ -154,3 +154,28 @@ def test_operator_abort_instructs_each_start_once_though_the_helper_lags(world):
     assert sorted(i["osd"] for i in created) == [2, 3]
     assert all(i.get("done_at") is not None for i in created)
     assert eng.run.drills[0].phase == D.ABORTING
+
+
+def test_budget_while_down_is_the_exits_budget_and_bad_input_changes_nothing(world):
+    eng, mon = make(world)
+    assert drillcli.budget(eng, "1G", "plain", 1000.0)[0] == -errno.ENOENT
+    enter_and_stop(eng, mon, world)
+    before = eng.run.dumps()
+    for bad in ("200%", "lots", "0"):
+        rc, out, err = drillcli.budget(eng, bad, "plain", 1010.0)
+        assert rc == -errno.EINVAL and out == "" and "drill budget:" in err and bad in err, bad
+        assert eng.run.dumps() == before
+    rc, out, err = drillcli.budget(eng, "1G", "plain", 1010.0)
+    assert rc == 0 and out == "drill d1000: exit budget 1G (h1 1024 MiB, h2 1024 MiB, " \
+        "h3 1024 MiB)", err
+    (d,) = eng.run.drills
+    assert d.budget == "1G" and d.budgets["h2"] == 1 << 30 and d.phase == D.DOWN
+    assert json.loads(drillcli.report(eng, None, "json")[1])["hosts"]["h2"][
+        "budget_bytes"] == 1 << 30
+    helpers(eng, 1034.0, h2=(False, False))
+    tick(eng, world, 1034.0)                          # 30 s down: the exit starts under 1G
+    assert eng.active and (eng.run.intent.budget.kind, eng.run.intent.budget.value) == (
+        "bytes", 1 << 30)
+    # the exit's run holds the budget it started with
+    rc, _out, err = drillcli.budget(eng, "2G", "plain", 1035.0)
+    assert rc == -errno.EBUSY and "exiting" in err and eng.run.drills[0].budget == "1G"

@@ -89,6 +89,42 @@ def test_controlled_neither_limits_nor_aborts(log):
     assert wait == (0, "")
 
 
+def test_fit_first_once_down_dry_runs_the_exit_sets_the_drill_budget_then_the_limit(log):
+    MiB = 1 << 20
+    preview = {"order": [{"osd": 3, "host": "h2", "predicted_bytes": 300 * MiB},
+                         {"osd": 2, "host": "h2", "predicted_bytes": 280 * MiB}]}
+    script = dict(SCRIPT, **{"recovery start-controlled": [(0, preview)],
+                             "recovery drill budget": [(0, {"id": "d1"})],
+                             "recovery wait": [(0, None)]})
+    d = FakeDrill(opts(fit_first=1.05, concurrency="1"), script, log)
+    limited = []
+    moduledrill._drive(d, ["h2"], limited)
+    budget = int(1.05 * 300 * MiB)
+    assert log == [
+        ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
+         "fail=h2"),
+        ("mgr", "recovery drill report", "id=d1"), ("mgr", "recovery drill report", "id=d1"),
+        ("mgr", "recovery drill report", "id=d1"),
+        ("mgr", "recovery start-controlled", "budget=80%", "dry_run=True", "scope=['h2']"),
+        ("mgr", "recovery drill budget", "budget=%d" % budget),
+        ("limit", "h2", int(budget / 0.9)),
+        ("mgr", "recovery wait", "timeout=2.0")]
+    assert limited == ["h2"] and d.result["budget"] == str(budget)
+    assert d.result["fit_first"]["predicted_first_bytes"] == 300 * MiB
+
+
+def test_fit_first_without_a_planned_start_aborts_the_drill_and_sets_no_limit(log):
+    script = dict(SCRIPT, **{"recovery start-controlled": [(0, {"order": []})]})
+    d = FakeDrill(opts(fit_first=1.05), script, log)
+    limited = []
+    with pytest.raises(RuntimeError) as e:
+        moduledrill._drive(d, ["h2"], limited)
+    assert "plans no start on h2" in str(e.value)
+    assert limited == [] and not [x for x in log if x[0] == "limit"]
+    assert log[-2:] == [("mgr", "recovery start-controlled", "budget=80%", "dry_run=True",
+                         "scope=['h2']"), ("mgr", "recovery drill abort")]
+
+
 def test_a_drill_that_never_ends_is_aborted_once_past_the_timeout(log):
     script = dict(SCRIPT, **{"recovery wait": [(-errno.ETIMEDOUT, None)]})
     d = FakeDrill(opts(timeout=0.0, downtime=0.0), script, log)
@@ -98,8 +134,7 @@ def test_a_drill_that_never_ends_is_aborted_once_past_the_timeout(log):
     assert d.result["timed_out"] is True
 
 
-@pytest.mark.parametrize("kw,word", [({"fit_first": 1.05}, "--fit-first"),
-                                     ({"scope": "r1"}, "--scope"),
+@pytest.mark.parametrize("kw,word", [({"scope": "r1"}, "--scope"),
                                      ({"write_load": 501}, "--write-load"),
                                      ({"engine": "other"}, "--engine")])
 def test_options_the_module_engine_cannot_take_are_refused_before_any_lab(kw, word):
