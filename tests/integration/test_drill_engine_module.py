@@ -66,3 +66,23 @@ def test_module_engine_controlled_then_naive(healthy_lab, tmp_path):
     assert n["outcome"] == "aborted" and n["wait_rc"] == -errno.ECANCELED, n["wait_text"]
     assert "operator" in n["reason"] and n["naive_abort_after_down_s"] is not None
     assert launch.cgroup_memory(lab, HOST)["limit"] != limit       # lifted at the end
+
+
+def test_module_engine_fit_first_sets_the_drills_exit_budget_once_down(healthy_lab, tmp_path):
+    """--fit-first 2.5: the budget is 2.5 x the module's own predicted first start (room for
+    both OSDs of h2, one at a time), set by `drill budget` while the bucket is down, and h2's
+    cgroup limited to that budget / 0.9 for the exit."""
+    lab = healthy_lab
+    r = drill(lab, tmp_path, "fit-first", concurrency="1", fit_first=2.5)
+    fit = r["fit_first"]
+    assert fit["budget_bytes"] == int(2.5 * fit["predicted_first_bytes"]) > 0, fit
+    assert r["drill"]["budget"] == str(fit["budget_bytes"]), r["drill"]["budget"]
+    assert r["drill"]["hosts"][HOST]["budget_bytes"] == fit["budget_bytes"]
+    assert r["host_mem_limit"] == fit["host_mem_limit"]
+    assert r["outcome"] == "done" and r["wait_rc"] == 0, r["reason"]
+    assert r["oom_kills_by_host"][HOST] == 0
+    assert r["max_in_flight_per_host"][HOST] <= 1, r["max_in_flight_per_host"]
+    assert launch.cgroup_memory(lab, HOST)["limit"] != fit["host_mem_limit"]   # lifted
+    journal = [j for j in r["journal"] if j.get("action", {}).get("kind") == "command"]
+    assert any("drill budget %s: %d" % (r["drill"]["id"], fit["budget_bytes"])
+               in j["action"].get("reason", "") for j in journal), journal
