@@ -23,7 +23,9 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
 
 Abort triggers, checked every tick until the drill ends: a PG inactive for longer than
 INACTIVE_GRACE_S (stopping or starting OSDs makes PGs peer, inactive for a moment),
-HEALTH_ERR, the operator's `drill abort`, or a failed window exit.
+HEALTH_ERR or the operator's `drill abort`. A failed window exit (its controlled start could
+not bring every OSD back within the budget, or its run was aborted) is no trigger: the drill
+ends aborted with its bucket kept in maintenance, never started all at once.
 
 Every tick adds one sample to a bounded timeline (sample_limit(); when full, every other sample
 is dropped so the whole drill stays covered at half the resolution). Per-host memory is
@@ -35,11 +37,12 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from . import drillload as L
 from . import maintenance as M
-from .drillreport import _FLOATS, drill_to_dict, inactive_pg_seconds, report, summary_line
+from .drillreport import (_FLOATS, MAX_SAMPLES, TIMELINE_BYTES, drill_to_dict,
+                          inactive_pg_seconds, report, sample, sample_limit, summary_line)
 from .actions import Action, GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, PROC_STOPPED, Snapshot
 
@@ -51,8 +54,6 @@ FINAL = (DONE, ABORTED)
 INACTIVE_GRACE_S = 20.0
 START_RETRY_S = 30.0           # as the run's GRANT_RETRY_S: a start not taken by then failed
 CLEAN_WAIT_S = 600.0
-MAX_SAMPLES = 240
-TIMELINE_BYTES = 60000         # a drill's timeline fits one state-store chunk
 KEEP_DRILLS = 3
 HEALTH_ERR = "HEALTH_ERR"
 
@@ -186,15 +187,17 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
     (when it has a write load)."""
     if d.load is not None and d.phase not in FINAL:
         d = replace(d, load=L.absorb(d.load, seen.load))
-    d = _sample(d, snap, seen, now)
     if d.phase in FINAL:
         return DrillStep(d, tuple(windows))
+    d = sample(d, snap, seen, now)
     w = M.find(windows, d.bucket)
     if d.phase != ABORTING:
         why = _abort_reason(d, w, snap, seen, now)
         d = _track_inactive(d, snap, now)
         if why:
             return _with_load(_abort(d, windows, snap, why, now))
+    if d.phase == EXITING and w is not None and w.phase != M.EXITING:
+        return _exit_failed(d, w, windows, snap, now)
     step = {PREPARING: _preparing, ENTERING: _entering, DOWN: _down, EXITING: _exiting,
             ABORTING: _aborting}
     return _with_load(step[d.phase](d, w, windows, snap, now))
@@ -233,9 +236,20 @@ def _abort_reason(d: Drill, w: Optional[M.Window], snap: Snapshot, seen: Observe
                                                          INACTIVE_GRACE_S)
     if d.phase in (ENTERING, DOWN) and w is None:
         return "its maintenance window on %s is gone" % d.bucket
-    if d.phase == EXITING and w is not None and w.phase != M.EXITING:
-        return "the exit failed: %s" % (w.note or "window back in maintenance")
     return ""
+
+
+def _exit_failed(d: Drill, w: M.Window, windows: Sequence[M.Window], snap: Snapshot,
+                 now: float) -> DrillStep:
+    """The exit's run ended with OSDs of the bucket down (not enough memory) or was aborted:
+    the drill ends aborted and the bucket stays in maintenance (held, noout kept, its
+    window in RECOVERY_MAINTENANCE), for `maintenance exit` to bring back. Starting every
+    OSD at once after the controlled start found they do not fit is the OOM chain this
+    tool prevents."""
+    why = ("the exit failed: %s; %s stays in maintenance (held, noout kept): `ceph recovery "
+           "maintenance exit %s --budget ...` brings it back" % (
+               w.note or "window back in maintenance", d.bucket, d.bucket))
+    return _end(d, windows, snap, ABORTED, why, now)
 
 
 def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
@@ -339,47 +353,9 @@ def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) ->
     return DrillStep(d, tuple(windows), outcome=out)
 
 
-# ------------------------------------------------------------------ timeline
-def _sample(d: Drill, snap: Snapshot, seen: Observed, now: float) -> Drill:
-    """This tick's sample and peaks; first-all-active / first-clean times after the exit."""
-    if d.phase in FINAL:
-        return d
-    peaks = dict(d.peaks)
-    mem: Dict[str, Optional[int]] = {}
-    for h in snap.hosts:
-        if h.mem_used is not None:
-            peaks[h.name] = max(int(h.mem_used), int(peaks.get(h.name, 0)))
-        if h.name in d.hosts:
-            mem[h.name] = None if h.mem_used is None else int(h.mem_used)
-    mine = M.under(d.bucket, snap)
-    s = {"t": round(now - d.started_at, 1), "phase": d.phase,
-         "osds_up": sum(1 for o in snap.osds if o.up), "osds_total": len(snap.osds),
-         "bucket_up": sum(1 for o in mine if o.up), "pgs_total": snap.pgs_total,
-         "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
-         "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
-    if d.load is not None:
-        s.update(L.sample_fields(d.load, seen.load))
-    samples = tuple(d.samples)
-    if len(samples) >= sample_limit(len(d.hosts)):
-        samples = samples[::2]
-    d = replace(d, peaks=peaks, samples=samples + (s,))
-    back = d.exit_at if d.exit_at is not None else d.aborted_at
-    if back is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
-            and all(o.up for o in mine):
-        d = replace(d, active_at=now)
-    if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:
-        d = replace(d, clean_at=now)
-    return d
-
-
-def sample_limit(hosts: int) -> int:
-    """Samples kept: MAX_SAMPLES, fewer when the bucket spans many hosts (each sample carries
-    one memory figure per host), so that the timeline stays within TIMELINE_BYTES."""
-    return max(16, min(MAX_SAMPLES, TIMELINE_BYTES // (200 + 40 * hosts)))
-
-
 # ------------------------------------------------------------------ persistence
-__all__ = ["Drill", "Observed", "DrillStep", "check_start", "check_abort", "find",
+__all__ = ["Drill", "Observed", "DrillStep", "check_start", "check_abort", "check_budget",
+           "find", "MAX_SAMPLES", "TIMELINE_BYTES",
            "exit_started", "plan_drill", "sample_limit", "report", "summary_line",
            "inactive_pg_seconds", "drill_to_dict", "drill_from_dict"]
 

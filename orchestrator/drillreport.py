@@ -1,12 +1,17 @@
 """A drill's report and its persisted form (ceph_recovery.drill re-exports both): the
 measured times, per-host peak vs budget, inactive PG-seconds, the write load's counts, the
-timeline; `drill report`'s one plain line. Pure: values in, values out."""
+timeline (one sample per tick, kept within a state-store chunk); `drill report`'s one plain line.
+Pure: values in, values out."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from . import drillload as L
 from . import maintenance as M
+
+MAX_SAMPLES = 240
+TIMELINE_BYTES = 60000         # a drill's timeline fits one state-store chunk
 
 # ------------------------------------------------------------------ report
 def _since(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -83,3 +88,41 @@ def drill_to_dict(d: Any) -> Dict[str, Any]:
     for k in _FLOATS:
         out[k] = getattr(d, k)
     return out
+
+
+# ------------------------------------------------------------------ timeline
+def sample(d: Any, snap: Any, seen: Any, now: float) -> Any:
+    """This tick's sample and peaks of a going drill; first-all-active / first-clean times
+    after the exit."""
+    peaks = dict(d.peaks)
+    mem: Dict[str, Optional[int]] = {}
+    for h in snap.hosts:
+        if h.mem_used is not None:
+            peaks[h.name] = max(int(h.mem_used), int(peaks.get(h.name, 0)))
+        if h.name in d.hosts:
+            mem[h.name] = None if h.mem_used is None else int(h.mem_used)
+    mine = M.under(d.bucket, snap)
+    s = {"t": round(now - d.started_at, 1), "phase": d.phase,
+         "osds_up": sum(1 for o in snap.osds if o.up), "osds_total": len(snap.osds),
+         "bucket_up": sum(1 for o in mine if o.up), "pgs_total": snap.pgs_total,
+         "pgs_active": snap.pgs_active, "pgs_clean": snap.pgs_clean,
+         "degraded_objects": int(seen.degraded_objects), "mem_used": mem}
+    if d.load is not None:
+        s.update(L.sample_fields(d.load, seen.load))
+    samples = tuple(d.samples)
+    if len(samples) >= sample_limit(len(d.hosts)):
+        samples = samples[::2]
+    d = replace(d, peaks=peaks, samples=samples + (s,))
+    back = d.exit_at if d.exit_at is not None else d.aborted_at
+    if back is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
+            and all(o.up for o in mine):
+        d = replace(d, active_at=now)
+    if d.active_at is not None and d.clean_at is None and snap.pgs_clean == snap.pgs_total:
+        d = replace(d, clean_at=now)
+    return d
+
+
+def sample_limit(hosts: int) -> int:
+    """Samples kept: MAX_SAMPLES, fewer when the bucket spans many hosts (each sample carries
+    one memory figure per host), so that the timeline stays within TIMELINE_BYTES."""
+    return max(16, min(MAX_SAMPLES, TIMELINE_BYTES // (200 + 40 * hosts)))

@@ -191,13 +191,17 @@ def test_abort_and_report_refusals():
     assert e.value.errno == errno.ENOENT and "d1000" in e.value.message
 
 
-def test_a_failed_exit_aborts_the_drill():
+@pytest.mark.parametrize("note", ["exit run r1035 ended with osd.3 still down",
+                                  "exit run r1035 aborted"])
+def test_a_failed_exit_ends_the_drill_with_its_bucket_kept_in_maintenance(note):
     d, ws = open_drill(t=5.0)
     d = D.exit_started(d, "r1035", NOW + 35.0)
-    back = replace(ws[0], phase=M.ENTERING, note="exit run r1035 aborted")
+    back = replace(ws[0], phase=M.ENTERING, note=note)
     st = tick(snap(down=(3,)), d, [back], 60.0)
-    assert st.drill.phase == D.ABORTING and "exit run r1035 aborted" in st.drill.reason
-    assert abort_list(st) == [("grant_start", 3, None)] and st.abort_run
+    assert st.drill.phase == D.ABORTED and note in st.drill.reason
+    assert "h2 stays in maintenance" in st.drill.reason
+    assert st.actions == () and not st.abort_run and list(st.windows) == [back]
+    assert st.outcome is not None and not st.outcome.ok
 
 
 def test_noout_set_before_the_drill_is_kept_on_abort():
