@@ -24,7 +24,9 @@ VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),   # defaul
             ("ctl-1", "controlled", ("--concurrency", "1")),
             ("ctl-cover", "controlled", ("--concurrency", "auto", "--start-order",
                                          "cover_first")),
-            ("unlimited", "unlimited", ()), ("oracle", "oracle", ()))
+            ("unlimited", "unlimited", ()), ("oracle", "oracle", ()),
+            # the oracle at controlled's own budget: perfect footprints, the same 0.8 of RAM
+            ("oracle-0.8", "oracle", ("--budget", "0.8")))
 BIG = (840, 84)                  # 10,080 OSDs: 840 hosts x 12, racks of 10 hosts like the sweep
 BIG_RAM_GIB = (48, 64)
 BIG_VARIANTS = ("naive", "controlled", "unlimited")
