@@ -21,7 +21,8 @@ from . import core
 from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_members,
                       remember_versions)
 from .executor import Executor, journal_facts, mon_cmd_for
-from .inputs import InputError, check_buckets, check_concurrency, parse_budget, split_scope
+from .inputs import (InputError, budget_text, check_buckets, check_concurrency, parse_budget,
+                     split_scope)
 from .helperproto import HelperProtocol
 from . import drillcli, maint, statusdoc
 from .state import RunState, leftovers_from, windows_from
@@ -307,9 +308,10 @@ class Engine(HelperProtocol):
                                     heap_released=old.heap_released)
         self.run.record(now, epoch,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
-                         "scope %s concurrency %d%s" % (
-                             intent.run_id, intent.budget.value, list(intent.scope),
-                             intent.concurrency, " leave-out" if intent.leave_out else "")},
+                         "scope %s concurrency %s%s" % (
+                             intent.run_id, budget_text(intent.budget), list(intent.scope),
+                             intent.concurrency or "auto",
+                             " leave-out" if intent.leave_out else "")},
                         "accepted")
 
     def dry_run(self, intent: Intent, now: float) -> Dict[str, Any]:
