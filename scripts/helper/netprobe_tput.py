@@ -1,7 +1,9 @@
 """A short, bounded TCP throughput probe between two hosts: a sink and a sender.
 
-The sink (one per host, started by the helper or a test inside the host's namespace) accepts
-one connection at a time, reads and discards at most `max_bytes`, then answers the byte count
+The sink (one per host, started by the helper or a test inside the host's namespace) serves
+each sender on its own thread (at most MAX_SENDERS at once), because every helper probes on its
+own cycle: queued behind another peer's probe, a sender would time the queue, not the link. It
+reads and discards at most `max_bytes` per sender, then answers the byte count
 (8 bytes, network order) and closes. The sender writes for at most `max_s` seconds or
 `max_bytes` bytes, half-closes, and waits for the sink's count: bits per second are computed
 from what the sink received, so socket buffers do not inflate the number.
@@ -24,10 +26,11 @@ DEFAULT_PORT = 7301
 MAX_BYTES = 64 << 20
 MAX_SECONDS = 2.0
 CHUNK = 256 << 10
+MAX_SENDERS = 8   # concurrent senders per sink; more wait in the listen backlog
 
 
 class Sink:
-    """Discarding receiver; `close()` stops it. Serves one sender at a time."""
+    """Discarding receiver; `close()` stops it. Serves up to MAX_SENDERS senders at once."""
 
     def __init__(self, bind: str = "0.0.0.0", port: int = DEFAULT_PORT,
                  max_bytes: int = MAX_BYTES, idle_s: float = 5.0) -> None:
@@ -38,6 +41,7 @@ class Sink:
         self.sock.listen(4)
         self.sock.settimeout(0.5)
         self.max_bytes, self.idle_s = max_bytes, idle_s
+        self._slots = threading.BoundedSemaphore(MAX_SENDERS)
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="netprobe-sink", daemon=True)
         self.thread.start()
@@ -54,10 +58,18 @@ class Sink:
                 continue
             except OSError:
                 return
-            with conn:
-                self._serve(conn)
+            self._slots.acquire()
+            threading.Thread(target=self._serve, args=(conn,), name="netprobe-sink-conn",
+                             daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                self._count(conn)
+        finally:
+            self._slots.release()
+
+    def _count(self, conn: socket.socket) -> None:
         conn.settimeout(self.idle_s)
         total = 0
         try:

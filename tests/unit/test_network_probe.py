@@ -94,6 +94,18 @@ def test_throughput_sink_and_sender_on_loopback():
     assert r["bytes"] == 8 << 20 and r["bps"] > 0 and r["seconds"] > 0
 
 
+def test_throughput_sink_serves_a_sender_while_another_peer_holds_a_connection():
+    sink = netprobe_tput.Sink("127.0.0.1", 0)
+    slow = socket.create_connection(("127.0.0.1", sink.port))   # a peer mid-probe, sending nothing
+    try:
+        r = netprobe_tput.send("127.0.0.1", sink.port, max_s=0.3, max_bytes=4 << 20)
+    finally:
+        slow.close()
+        sink.close()
+    assert r.get("bytes") == 4 << 20, r
+    assert r["seconds"] < 2.0                  # not queued behind the idle peer (idle_s 5 s)
+
+
 def test_throughput_to_a_closed_port_is_an_error_not_a_number():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
