@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ceph_recovery import actions as A
 from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED,
-                                 PHASE_ABORTED, PHASE_DONE, PROC_RUNNING, Intent,
+                                 PHASE_ABORTED, PHASE_DONE, Intent,
                                  Progress, Snapshot)
 from ceph_recovery.protocol import Report
 
@@ -236,9 +236,9 @@ class Engine(HelperProtocol):
             return "not instructed: the run is aborted"
         if self.run.open_instructions(osd=action.osd):
             return "already instructed (open instruction), not repeated"
-        o = snap.osd(action.osd)
-        if op == "start" and o is not None and o.process == PROC_RUNNING:
-            return "process already running: no start instruction"
+        # A start is instructed even when the last report shows the process running: that
+        # report may predate the process's death, and the helper checks its own process table
+        # before starting (a running OSD is answered done, never started twice).
         ins = self.run.add_instruction(action.host, op, action.osd, action.reason, now,
                                        snap.epoch)
         return "instruction %s queued for helper on %s" % (ins["id"], action.host)

@@ -31,6 +31,21 @@ def started(world):
     return eng, reply.instructions[0].id
 
 
+def test_start_is_instructed_though_the_last_report_shows_the_process_running(world):
+    """The report before the grant was built before h3's OSDs were killed (the helper was
+    paused): it still says running. The start goes to the helper anyway, which checks its own
+    process table; a start skipped on that report would never be instructed."""
+    eng, ceph = cases.make_engine(world["map"])
+    all_helpers(eng, 1000.0, [RUNNING(4, 90 << 20), RUNNING(5, 90 << 20)])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
+    tick(eng, world, 1001.0)
+    (g,) = entries(eng, "grant_start")
+    assert g["action"]["osd"] == 4 and g["result"].startswith("instruction "), g["result"]
+    reply = all_helpers(eng, 1002.0, [STOPPED(4), STOPPED(5)])
+    assert [(i.op, i.osd) for i in reply.instructions] == [("start", 4)]
+
+
 def entries(eng, kind):
     return [j for j in eng.run.journal if j["action"].get("kind") == kind]
 
