@@ -277,6 +277,7 @@ class Helper:
         done = set(self.state.executed_ids())
         for item in ins.instructions:
             if item.id in done:
+                self._settle_interrupted(item)
                 continue
             if item.osd not in host_osds:
                 self._fail(item, "osd.%d is not on host %s" % (item.osd, self.opts.host))
@@ -292,6 +293,22 @@ class Helper:
                 self.state.mark_done(item.id)
                 log.info("instruction_done", id=item.id, op=item.op, osd=item.osd,
                          reason=item.reason)
+
+    def _settle_interrupted(self, item: protocol.Instruction) -> None:
+        """An instruction begun but with no outcome recorded (the helper died between
+        mark_executed and mark_done or _fail) that the mgr still lists: its outcome is read
+        from the process table and reported, never carried out again. A listed id that
+        finished in this process is in pending_done (done) or in self.failed (failed)."""
+        if item.id in self.state.pending_done() or any(f["id"] == item.id for f in self.failed):
+            return
+        running = bool(self.launcher.pid(item.osd))
+        if (item.op, running) in (("start", True), ("stop", False)):
+            self.state.mark_done(item.id)
+            log.info("instruction_done", id=item.id, op=item.op, osd=item.osd,
+                     reason="found carried out after a helper restart")
+            return
+        self._fail(item, "the helper stopped while carrying out this %s; osd.%d is %s: not "
+                   "carried out again" % (item.op, item.osd, "running" if running else "stopped"))
 
     def _fail(self, item: protocol.Instruction, error: str) -> None:
         self.state.mark_executed(item.id, ok=False)

@@ -71,6 +71,33 @@ def test_start_runs_once_even_after_a_helper_restart(tmp_path):
     assert h.state.pending_done() == ["run1:1"]
 
 
+@pytest.mark.parametrize("op,running,outcome", [
+    ("start", True, "done"), ("start", False, "failed"),
+    ("stop", False, "done"), ("stop", True, "failed"),
+    ("restart", True, "failed")])
+def test_instruction_interrupted_by_a_helper_kill_is_settled_from_the_process_table(
+        tmp_path, op, running, outcome):
+    """The helper was killed after recording the instruction as begun and before its outcome
+    (a SIGKILL right after spawning the OSD): the restarted helper never carries it out
+    again, and reports it done or failed from what runs, so the mgr closes it now instead of
+    at its expiry."""
+    reply = ins(("r:1", op, 2))
+    h = helper(tmp_path, RecordingLauncher())
+    h.state.mark_executed("r:1", ok=False)              # begun, outcome never recorded
+    rec = RecordingLauncher(running={2} if running else ())
+    again = helper(tmp_path, rec)
+    again.execute(reply, {2, 3})
+    assert rec.calls == []
+    if outcome == "done":
+        assert again.state.pending_done() == ["r:1"] and again.failed == []
+    else:
+        assert again.state.pending_done() == []
+        assert [f["id"] for f in again.failed] == ["r:1"]
+        assert "not carried out again" in again.failed[0]["error"]
+    again.execute(reply, {2, 3})                          # the same reply again: said once
+    assert len(again.failed) == (0 if outcome == "done" else 1)
+
+
 def test_done_ids_are_reported_until_the_mgr_drops_them(tmp_path):
     h = helper(tmp_path, RecordingLauncher())
     h.execute(ins(("r:1", "start", 2), ("r:2", "restart", 3)), {2, 3})
