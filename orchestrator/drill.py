@@ -140,27 +140,32 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
     return d, w
 
 
-def check_abort(drills: Sequence[Drill], reason: str) -> Drill:
-    """The going drill with the operator's abort noted, or Refused ENOENT."""
+def going(drills: Sequence[Drill]) -> Drill:
+    """The drill going on (at most one is: check_start refuses a second), or Refused ENOENT."""
     for d in drills:
         if d.phase not in FINAL:
-            if d.phase == ABORTING:
-                raise M.Refused(errno.EBUSY, "drill %s is already aborting" % d.id)
-            return replace(d, abort_requested=reason or "operator abort")
+            return d
     raise M.Refused(errno.ENOENT, "no drill is going on")
+
+
+def check_abort(drills: Sequence[Drill], reason: str) -> Drill:
+    """The going drill with the operator's abort noted, or Refused: ENOENT without a drill,
+    EBUSY when it is already aborting."""
+    d = going(drills)
+    if d.phase == ABORTING:
+        raise M.Refused(errno.EBUSY, "drill %s is already aborting" % d.id)
+    return replace(d, abort_requested=reason or "operator abort")
 
 
 def check_budget(drills: Sequence[Drill], budget: str, budgets: Mapping[str, int]) -> Drill:
     """The going drill with its exit's budget replaced (`budgets`: per host, from the shell's
     parse of `budget`), or Refused: ENOENT without a drill, EBUSY once its exit has begun (the
     exit's run holds the budget it started with)."""
-    for d in drills:
-        if d.phase in (PREPARING, ENTERING, DOWN):
-            return replace(d, budget=budget, budgets=dict(budgets))
-        if d.phase not in FINAL:
-            raise M.Refused(errno.EBUSY, "drill %s is %s: its budget can change only before "
-                            "its exit begins" % (d.id, d.phase))
-    raise M.Refused(errno.ENOENT, "no drill is going on")
+    d = going(drills)
+    if d.phase not in (PREPARING, ENTERING, DOWN):
+        raise M.Refused(errno.EBUSY, "drill %s is %s: its budget can change only before "
+                        "its exit begins" % (d.id, d.phase))
+    return replace(d, budget=budget, budgets=dict(budgets))
 
 
 def find(drills: Sequence[Drill], drill_id: Optional[str]) -> Drill:

@@ -220,19 +220,14 @@ def budget(engine: Any, budget_text: str, fmt: str, now: float) -> Answer:
     try:
         with engine.lock:
             drills = list(getattr(engine.run, "drills", []))
-            going = [x for x in drills if x.phase not in D.FINAL]
-            if not going:
-                raise M.Refused(errno.ENOENT, "no drill is going on")
-            budgets = _budgets(engine, budget_text, going[0].bucket,
-                               going[0].concurrency or None, now)
+            g = D.going(drills)
+            budgets = _budgets(engine, budget_text, g.bucket, g.concurrency or None, now)
             d = D.check_budget(drills, budget_text, budgets)
             engine.run.drills = [d if x.id == d.id else x for x in drills]
             engine.run.record(now, engine.snapshot.epoch if engine.snapshot else 0, {
                 "kind": "command", "reason": "drill budget %s: %s" % (d.id, budget_text)},
                 "accepted")
-    except InputError as e:
-        return _err(e.errno, "drill budget: %s" % e.message)
-    except M.Refused as e:
+    except (InputError, M.Refused) as e:
         return _err(e.errno, "drill budget: %s" % e.message)
     return _answer(D.drill_to_dict(d), "drill %s: exit budget %s (%s)" % (
         d.id, budget_text, ", ".join("%s %d MiB" % (h, b >> 20)

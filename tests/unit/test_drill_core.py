@@ -191,6 +191,20 @@ def test_abort_and_report_refusals():
     assert e.value.errno == errno.ENOENT and "d1000" in e.value.message
 
 
+def test_budget_and_abort_act_on_the_going_drill_not_on_an_ended_one():
+    old, _w = start()
+    old = replace(old, id="d1", phase=D.DONE)
+    d, _w = start()
+    assert D.going([old, d]) is d
+    assert D.check_budget([old, d], "2G", {"h2": 2 << 30}).budgets == {"h2": 2 << 30}
+    with pytest.raises(M.Refused) as e:
+        D.check_budget([old], "2G", {})
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(M.Refused) as e:
+        D.check_budget([old, replace(d, phase=D.EXITING)], "2G", {})
+    assert e.value.errno == errno.EBUSY and "before its exit begins" in e.value.message
+
+
 @pytest.mark.parametrize("note", ["exit run r1035 ended with osd.3 still down",
                                   "exit run r1035 aborted"])
 def test_a_failed_exit_ends_the_drill_with_its_bucket_kept_in_maintenance(note):
