@@ -70,8 +70,13 @@ class Controlled(Strategy):
             pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
                             if o.running else 0),
             down_since=o.down_since if not o.up else None,
-            heap_release=sim.p.heap_release, memory_target=0,
+            heap_release=sim.p.heap_release, memory_target=self._memory_target(sim, o),
             recovery_config=self._recovery_config(sim, o))
+
+    @staticmethod
+    def _memory_target(sim, o: Osd) -> int:
+        """The OSD's own osd_memory_target, as `config dump` shows it (0: none, it inherits)."""
+        return int(float(sim.cl.config.get(("osd.%d" % o.id, "osd_memory_target"), 0)))
 
     @staticmethod
     def _recovery_config(sim, o: Osd):

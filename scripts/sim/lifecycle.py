@@ -191,9 +191,9 @@ class Lifecycle:
         p, cl = self.p, self.cl
         if o.phase in (LOADING, PREBOOT, BOOTING, STOPPED, FAILED):
             return
-        steady = o.steady
+        steady = self.cache_ceiling(o)
         if o.nonhist < steady:
-            o.nonhist = min(steady, o.nonhist + max(0.0, steady - o.load_bytes)
+            o.nonhist = min(steady, o.nonhist + max(0.0, o.steady - o.load_bytes)
                             / p.cache_fill_s * (t1 - t0))
         if o.phase == PEERING:
             done = 1.0 - (o.peer_left / o.peer_total if o.peer_total > 0 else
@@ -210,6 +210,18 @@ class Lifecycle:
                 self.dyn.discard(o.id)
         cl.set_rss(o, rss)
 
+    def cache_ceiling(self, o: Osd) -> float:
+        """Where a running OSD's caches stop refilling: its steady RSS, and with tcmalloc
+        (Params.heap_release) also where the whole process reaches its osd_memory_target:
+        PriorityCache::Manager::tune_memory (src/common/PriorityCache.cc) grows the caches
+        only while the mapped heap is below the target and shrinks them above it, so the PG
+        log and recovery memory an OSD holds squeeze its caches instead of adding to them.
+        Without tcmalloc the autotuner reads no heap size and the caches grow to steady."""
+        if not self.p.heap_release:
+            return o.steady
+        target = o.steady / self.p.steady_frac_of_target
+        return max(min(o.nonhist, o.steady), min(o.steady, target - (o.rss - o.nonhist)))
+
     def heap_release(self, o: Osd) -> bool:
         """tcmalloc returns its free pages once: heap_release_frac of the retained history
         heap (what peering freed but malloc kept). A second release frees nothing new."""
@@ -220,6 +232,7 @@ class Lifecycle:
         o.hist_keep -= freed
         o.hist_peak = max(o.hist_keep, o.hist_peak - freed)
         self.cl.set_rss(o, max(0.0, o.rss - freed))
+        self.dyn.add(o.id)              # room under its target: its caches may refill
         return True
 
 

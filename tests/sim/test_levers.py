@@ -66,6 +66,23 @@ def test_restored_target_refills_caches_at_the_model_rate(topo):
     assert o.nonhist == pytest.approx(low + (p.steady_rss - o.load_bytes) / p.cache_fill_s * 100)
 
 
+@pytest.mark.parametrize("tcmalloc", [True, False])
+def test_caches_refill_only_below_the_target_while_history_is_held(topo, tcmalloc):
+    """A running OSD holding 1 GiB of PG-log history, caches at 2 GiB, target 4 GiB (steady
+    3.5 GiB): with tcmalloc the autotuner (PriorityCache tune_memory) lets its caches grow only
+    until the whole process reaches the target, 4 - 1 = 3 GiB of cache; without tcmalloc it
+    reads no heap size and the caches refill to steady as if no history were held."""
+    sim = make_sim(topo, heap_release=tcmalloc)
+    o = survivor(sim)
+    o.hist_keep, o.nonhist = float(GiB), float(2 * GiB)
+    o.rss = o.nonhist + o.hist_keep
+    sim.lc.dyn.add(o.id)
+    sim.lc.advance(0.0, sim.p.cache_fill_s * 2)
+    assert o.nonhist == pytest.approx(3 * GiB if tcmalloc else sim.p.steady_rss)
+    assert o.rss == pytest.approx(o.nonhist + GiB)
+    assert o.id not in sim.lc.dyn                       # nothing more changes: quiescent
+
+
 def recovering_pair(sim):
     host = sim.failed[0].host
     a, b = [o for o in sim.failed if o.host == host][:2]
