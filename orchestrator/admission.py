@@ -37,7 +37,7 @@ from typing import Dict, List, Optional
 from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
-from .decision import PROBE_LOAD_FRACTION, Decision, fmt_bytes
+from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
 from .view import HELPER_STALE_S, MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
 
@@ -175,10 +175,18 @@ def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
     A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
-    preboot load; an OSD may shrink once active and grow past it again through recovery."""
+    preboot load; an OSD may shrink once active and grow past it again through recovery.
+    Past its peak, an OSD whose caches the autotuner sizes (tcmalloc, its osd_memory_target
+    known) grows back only by caches refilling up to that target: the PG log and recovery
+    memory that made its peak shrink as its PGs recover, and PriorityCache::Manager::
+    tune_memory grows caches only while the mapped heap is below the target. Its way back
+    up is then at most target x PEER_FLOOR_FACTOR (RSS runs up to 20 % over the target)."""
     peak = t.peaks.get(o.id, 0)
     if peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
-        return peak - o.rss_bytes
+        back = peak
+        if o.heap_release is True and o.memory_target:
+            back = min(peak, int(o.memory_target * PEER_FLOOR_FACTOR))
+        return max(0, back - o.rss_bytes)
     return max(0, int(t.predict(o.id) * margin) - o.rss_bytes)
 
 
@@ -326,7 +334,9 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     them together only slows each one's recovery and has them all settling (not yet
     restartable) at once (simulator, one rack down 1 h, bench seed 0, 1 start per host until
     3 real peaks vs margin-admitted starts without this check: 60 OSDs 1,735 -> 2,290 s to all
-    PGs active, 1,200 OSDs 1,515 -> 1,655 s; with it: unchanged)."""
+    PGs active, 1,200 OSDs 1,515 -> 1,655 s; with it: unchanged). The answer holds for the
+    whole tick: each grant moves its OSD's plain need from the queue into st["reserved"], so
+    used + reserved + the queue's remaining needs stays the same sum."""
     if st.get("queue_fits") is None:
         need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"])
         st["queue_fits"] = st["used"] + st["reserved"] + need <= st["budget"]

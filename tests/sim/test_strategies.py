@@ -19,9 +19,8 @@ def sim(strategy, *extra):
 
 @pytest.fixture(scope="module")
 def results():
-    # controlled one at a time (--concurrency 1): the floor and serial comparisons below are
-    # about that mode; auto (the default) can be clean a tick before unlimited, whose
-    # returning OSDs all peer at once on the host's shared rate
+    # controlled one at a time (--concurrency 1): the serial comparison below is about that
+    # mode
     return {s: sim(s, "--check-invariants", *(["--concurrency", "1"] if s == "controlled"
                                               else [])) for s in ("naive", "serial",
                                                                   "controlled", "unlimited")}
@@ -47,12 +46,15 @@ def test_controlled_invariants_hold_on_every_tick(results):
     assert r["invariant_violations"] == 0, r["invariant_examples"]
 
 
-def test_unlimited_is_the_floor(results):
+def test_unlimited_is_the_floor_for_service(results):
+    """Unlimited starts everything at once and nothing kills it: no strategy has all OSDs up or
+    all PGs active sooner. Not so for clean: its returning OSDs all peer and recover at once on
+    their host's shared rate, and a staggered start can finish recovery first."""
     u = results["unlimited"]
     assert u["oom_kills"] == 0 and u["converged"]
     assert u["peak_host_mem_over_budget"] > 1.0      # what a naive start would need
     for name, r in results.items():
-        for key in ("time_to_all_up_s", "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s"):
+        for key in ("time_to_all_up_s", "time_to_all_pgs_active_s"):
             if r[key] is not None:
                 assert u[key] <= r[key], (name, key)
 

@@ -47,6 +47,28 @@ def test_settling_osd_past_its_peak_reserves_only_the_way_back():
         "query_ok_to_stop osd=3"]
 
 
+def test_past_its_peak_a_tcmalloc_osd_reserves_only_its_cache_refill_to_its_target():
+    """osd.3 settles at 300 MiB after a 900 MiB peak. Its caches are autotuned (tcmalloc) to
+    an osd_memory_target of 256 MiB the run set, so it grows back at most to 1.2 x 256 = 307
+    MiB: h1 reserves 7 MiB, and osd.4 (500 MiB) fits at 5950 MiB used (5950 + 7 + 500 <=
+    6553 MiB). With its target unknown or inherited, or without tcmalloc (the autotuner reads
+    no heap), the whole way back up to 900 MiB stays reserved and osd.4 waits."""
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
+                       peaks={3: 900 * MiB})
+
+    def acts(**kw):
+        s = snap(osd(3, up=True, pgs_degraded=5, **kw), *HELD[1:], used={"h1": 5950 * MiB},
+                 cluster_flags=RUNF)
+        return [sig(a) for a in plan(s, RUN, p, POL, NOW).actions]
+    assert acts(heap_release=True, memory_target=256 * MiB) == [
+        "query_ok_to_stop osd=3", G % 4]
+    assert acts(heap_release=True, memory_target=None) == ["query_ok_to_stop osd=3"]
+    # it inherits its target (0): the run lowers it to one it knows, and osd.4 waits meanwhile
+    assert acts(heap_release=True, memory_target=0) == [
+        "set_config name=osd_memory_target value=939524096 who=osd.3", "query_ok_to_stop osd=3"]
+    assert acts(heap_release=False, memory_target=256 * MiB) == ["query_ok_to_stop osd=3"]
+
+
 def test_restarting_osd_reserves_its_regrowth():
     """osd.4 was restarted 10 s ago to make room (it is in flight again: it reloads its PGs
     and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
