@@ -17,7 +17,7 @@ WIDTH = 80
 HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
 ABBR = {"naive": "naive", "controlled": "ctl", "ctl-1": "ctl-1", "ctl-cover": "ctl-cover",
         "ctl-auto": "ctl-auto", "unlimited": "unlim", "oracle": "oracle",
-        "oracle-0.8": "orc-0.8"}
+        "oracle-0.8": "orc-0.8", "ctl-0.95": "ctl-.95"}
 
 
 def _t(v) -> str:
@@ -108,6 +108,8 @@ def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dic
         out.append(_line("<= 1.2 x oracle", ct is not None and ct <= 1.2 * ot,
                          "%s vs 1.2 x %.0f" % (_t(ct), ot)))
         out += _same_budget_oracle(ct, v.get("oracle-0.8"))
+        if ctl_key == "controlled":
+            out += _at_oracle_budget(v.get("ctl-0.95"), ot)
     else:
         out.append(_line("<= 1.2 x oracle", None, "oracle never all active"))
     if _ok(o) and o["pgs_inactive_at_end"] == 0:
@@ -124,6 +126,17 @@ def _same_budget_oracle(ct: Optional[float], o8: Optional[dict]) -> List[dict]:
     ot = o8["time_to_all_pgs_active_s"]
     return [_line("<= 1.2 x oracle at the same budget (0.8)", ct is not None and ct <= 1.2 * ot,
                   "%s vs 1.2 x %.0f" % (_t(ct), ot))]
+
+
+def _at_oracle_budget(c95: Optional[dict], ot: float) -> List[dict]:
+    """Controlled at the oracle's budget (0.95 of RAM, `--budget 0.95`): its decisions against
+    perfect footprints with the budget set aside; it must stay at 0 OOM kills there too."""
+    if not _ok(c95):
+        return []
+    ct = c95["time_to_all_pgs_active_s"]
+    return [_line("at the oracle's budget (ctl --budget 0.95): 0 OOM, <= 1.2 x oracle",
+                  c95["oom_kills"] == 0 and ct is not None and ct <= 1.2 * ot,
+                  "oom %d, %s vs 1.2 x %.0f" % (c95["oom_kills"], _t(ct), ot))]
 
 
 def _codes(health) -> str:
@@ -195,7 +208,7 @@ FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_targe
               "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
               "peak host memory / host RAM (any host). end: plan() said Done. "
               "wall: simulator seconds of that run.")
-ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle", "oracle-0.8")
+ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle", "oracle-0.8", "ctl-0.95")
 
 
 def _ordered(rows: List[dict]) -> List[dict]:

@@ -50,6 +50,13 @@ def test_naive_with_oom_must_not_be_beaten_and_oracle_bounds_when_unlimited_is_b
     v["oracle-0.8"] = row("oracle-0.8", 740)
     got = results(report.acceptance_cell(v))
     assert got["<= 1.2 x oracle at the same budget"] == "FAIL"   # 900 > 888
+    assert "at the oracle's budget" not in got                   # ctl-0.95 not run: no line
+    v["ctl-0.95"] = row("ctl-0.95", 950)
+    assert results(report.acceptance_cell(v))["at the oracle's budget"] == "PASS"  # <= 960
+    v["ctl-0.95"] = row("ctl-0.95", 950, oom=1)
+    assert results(report.acceptance_cell(v))["at the oracle's budget"] == "FAIL"
+    v["ctl-0.95"] = row("ctl-0.95", 961)
+    assert results(report.acceptance_cell(v))["at the oracle's budget"] == "FAIL"
     v["controlled"] = row("controlled", None, done=False, inactive=5)
     got = results(report.acceptance_cell(v))
     assert got["0 OOM kills and ended"] == "FAIL"
