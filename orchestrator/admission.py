@@ -9,8 +9,8 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
             restarting: a restarted OSD loads its PGs and peers again):
             max(0, predicted - rss), the growth it is still expected to make (its current rss
             is already in `used`); for every OSD finished and still settling (inflight.py):
-            the same while it is at its peak so far, or only its way back up to that peak
-            once it has fallen SETTLE_DROP below it (its peak is behind it)
+            the same while it is at its peak so far, or only its way back up once it has
+            fallen SETTLE_DROP below that peak (settling_reserve)
   need      max(0, predicted - rss) of the candidate (a process already sitting in preboot has
             already spent part of its footprint)
 
@@ -175,12 +175,9 @@ def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
     A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
-    preboot load; an OSD may shrink once active and grow past it again through recovery.
-    Past its peak, an OSD whose caches the autotuner sizes (tcmalloc, its osd_memory_target
-    known) grows back only by caches refilling up to that target: the PG log and recovery
-    memory that made its peak shrink as its PGs recover, and PriorityCache::Manager::
-    tune_memory grows caches only while the mapped heap is below the target. Its way back
-    up is then at most target x PEER_FLOOR_FACTOR (RSS runs up to 20 % over the target)."""
+    preboot load. Past its peak, a tcmalloc OSD whose osd_memory_target is known grows back
+    only up to target x PEER_FLOOR_FACTOR: its PG log and recovery memory shrink as its PGs
+    recover, and PriorityCache::Manager::tune_memory grows caches only below the target."""
     peak = t.peaks.get(o.id, 0)
     if peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
         back = peak
@@ -334,9 +331,8 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     them together only slows each one's recovery and has them all settling (not yet
     restartable) at once (simulator, one rack down 1 h, bench seed 0, 1 start per host until
     3 real peaks vs margin-admitted starts without this check: 60 OSDs 1,735 -> 2,290 s to all
-    PGs active, 1,200 OSDs 1,515 -> 1,655 s; with it: unchanged). The answer holds for the
-    whole tick: each grant moves its OSD's plain need from the queue into st["reserved"], so
-    used + reserved + the queue's remaining needs stays the same sum."""
+    PGs active, 1,200 OSDs 1,515 -> 1,655 s; with it: unchanged). Cached for the tick: a
+    grant moves its OSD's need from the queue into st["reserved"], the sum stays the same."""
     if st.get("queue_fits") is None:
         need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"])
         st["queue_fits"] = st["used"] + st["reserved"] + need <= st["budget"]
