@@ -129,6 +129,13 @@ class StopOsd(Action):
     kind: ClassVar[str] = "stop_osd"
     osd: int = -1
     host: str = ""
+    kill: bool = False             # SIGKILL instead of a clean stop (a power-loss drill)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if not self.kill:          # a clean stop reads as it always did
+            del d["kill"]
+        return d
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,11 @@ PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
 PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
 PREPARE_TIMEOUT_S = 120.0
 FINAL = (DONE, ABORTED)
+# --stop: `clean` shuts the bucket's OSDs down (each marks itself down); `kill` SIGKILLs them
+# (a power loss: the monitors mark them down from their peers' failure reports, and they come
+# back without a clean shutdown). Either way only after ok-to-stop cleared them.
+STOP_CLEAN, STOP_KILL = "clean", "kill"
+STOP_MODES = (STOP_CLEAN, STOP_KILL)
 INACTIVE_GRACE_S = 20.0
 START_RETRY_S = 30.0           # as the run's GRANT_RETRY_S: a start not taken by then failed
 CLEAN_WAIT_S = 600.0
@@ -86,6 +91,7 @@ class Drill:
     peaks: Mapping[str, int] = field(default_factory=dict)     # host -> peak memory used
     samples: Tuple[Mapping[str, Any], ...] = ()
     load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
+    stop: str = STOP_CLEAN               # --stop: how its OSDs go down (STOP_MODES)
 
 
 @dataclass(frozen=True)
@@ -113,18 +119,22 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
                 windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
                 verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
                 budget: str, concurrency: str, now: float,
-                write_load: int = 0) -> Tuple[Drill, M.Window]:
+                write_load: int = 0, stop: str = STOP_CLEAN) -> Tuple[Drill, M.Window]:
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
-    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime or write
-    load."""
+    does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime, write
+    load or stop mode."""
     if not downtime_s > 0:
         raise M.Refused(errno.EINVAL, "downtime must be positive")
+    if stop not in STOP_MODES:
+        raise M.Refused(errno.EINVAL, "--stop must be %s, got %r" % (" or ".join(STOP_MODES),
+                                                                     stop))
     busy = [d for d in drills if d.phase not in FINAL]
     if busy:
         raise M.Refused(errno.EBUSY, "drill %s on %s is %s: abort it or wait for it"
                         % (busy[0].id, busy[0].bucket, busy[0].phase))
-    w = M.check_enter(bucket, snapshot, windows, run_active, verdict,
-                      "drill %s" % drill_id, M.DEFAULT_MAX_DURATION_S, now)
+    w = replace(M.check_enter(bucket, snapshot, windows, run_active, verdict,
+                              "drill %s" % drill_id, M.DEFAULT_MAX_DURATION_S, now),
+                kill=stop == STOP_KILL)
     hosts = tuple(sorted({o.host for o in M.under(bucket, snapshot)}))
     load = None
     if write_load:
@@ -135,7 +145,7 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
             raise M.Refused(errno.EINVAL, str(e))
     d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
-              noout_before=w.noout_before, budgets=dict(budgets), load=load,
+              noout_before=w.noout_before, budgets=dict(budgets), load=load, stop=stop,
               phase=ENTERING if load is None else PREPARING)
     return d, w
 
@@ -286,7 +296,7 @@ def _preparing(d, w, windows, snap, now) -> DrillStep:
         except M.Refused as e:
             return _abort(d, windows, snap, "its window cannot open: %s" % e.message, now)
         return DrillStep(replace(d, phase=ENTERING, osds=w.osds, noout_before=w.noout_before),
-                         tuple(windows) + (w,))
+                         tuple(windows) + (replace(w, kill=d.stop == STOP_KILL),))
     if why:
         return _abort(d, windows, snap, why, now)
     return DrillStep(d, tuple(windows))
@@ -383,4 +393,5 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
                  samples=tuple(dict(s) for s in x.get("samples", ())),
                  started={int(k): float(v) for k, v in (x.get("started") or {}).items()},
-                 load=L.from_dict(x.get("load")), **opt)
+                 load=L.from_dict(x.get("load")),
+                 stop=STOP_KILL if x.get("stop") == STOP_KILL else STOP_CLEAN, **opt)

@@ -68,6 +68,8 @@ class Window:
     opened_at: Optional[float] = None       # every OSD down and stopped
     exit_run: str = ""                      # run id of the controlled start of the exit
     note: str = ""                          # why the last exit did not close the window
+    kill: bool = False                      # its OSDs are stopped by SIGKILL (a drill's
+                                            # power loss), not shut down cleanly
 
 
 @dataclass(frozen=True)
@@ -250,8 +252,10 @@ def _entering(w: Window, snap: Snapshot, run: RunView, now: float):
     running = [o for o in under(w.bucket, snap) if o.up or o.process == PROC_RUNNING]
     for o in running:
         if now - stops.get(o.id, float("-inf")) >= STOP_RETRY_S:
-            acts.append(StopOsd(osd=o.id, host=o.host, reason="maintenance of %s%s" % (
-                w.bucket, ": " + w.reason if w.reason else "")))
+            acts.append(StopOsd(osd=o.id, host=o.host, kill=w.kill,
+                                reason="maintenance of %s%s%s" % (
+                                    w.bucket, ": " + w.reason if w.reason else "",
+                                    " (SIGKILL: a power loss)" if w.kill else "")))
             stops[o.id] = now
     if running:
         return replace(w, stops=stops), acts, ()
@@ -319,7 +323,8 @@ def window_to_dict(w: Window) -> Dict[str, Any]:
             "entered_at": w.entered_at, "phase": w.phase, "osds": list(w.osds),
             "noout_before": w.noout_before,
             "stops": {str(k): v for k, v in sorted(w.stops.items())},
-            "opened_at": w.opened_at, "exit_run": w.exit_run, "note": w.note}
+            "opened_at": w.opened_at, "exit_run": w.exit_run, "note": w.note,
+            "kill": w.kill}
 
 
 def window_from_dict(d: Mapping[str, Any]) -> Window:
@@ -333,7 +338,7 @@ def window_from_dict(d: Mapping[str, Any]) -> Window:
                   noout_before=bool(d.get("noout_before", False)),
                   stops={int(k): float(v) for k, v in (d.get("stops") or {}).items()},
                   opened_at=d.get("opened_at"), exit_run=str(d.get("exit_run", "")),
-                  note=str(d.get("note", "")))
+                  note=str(d.get("note", "")), kill=bool(d.get("kill", False)))
 
 
 def outcome_to_dict(o: Outcome) -> Dict[str, Any]:

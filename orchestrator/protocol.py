@@ -15,7 +15,9 @@ Report (helper -> mgr), version 1:
 
 Instructions (mgr -> helper), version 1:
   {"version": 1, "host": "h1", "epoch": 123,
-   "instructions": [{"id": "<run>:<n>", "op": "start"|"restart", "osd": 3, "reason": "..."}],
+   "instructions": [{"id": "<run>:<n>", "op": "start"|"restart"|"stop", "osd": 3,
+                     "reason": "...", "signal": "KILL"}],   # signal: a stop only, optional
+
    "grants": [3],                # OSDs this host may start (boot gate answers 0 for them)
    "held": [4, 5],               # OSDs whose autostart is held (boot gate answers 1)
    "probe": {"throughput_to": ["h2"]}}
@@ -27,6 +29,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 PROTOCOL_VERSION = 1
 INSTRUCTION_OPS = ("start", "restart", "stop")
+# How a stop ends the process: TERM (the default: a clean shutdown, the OSD marks itself down)
+# or KILL (SIGKILL: a power loss, the monitors mark it down from its peers' reports). Sent only
+# when KILL, so a helper that predates it still reads the instruction (and stops cleanly).
+STOP_SIGNALS = ("TERM", "KILL")
 
 
 class ProtocolError(ValueError):
@@ -70,6 +76,7 @@ class Instruction:
     op: str
     osd: int
     reason: str = ""
+    signal: str = "TERM"
 
 
 @dataclass(frozen=True)
@@ -180,17 +187,26 @@ def parse_instructions(d: Any) -> Instructions:
         op = _need(it, "op", str, wi)
         if op not in INSTRUCTION_OPS:
             raise ProtocolError("%s: unknown op %r" % (wi, op))
+        sig = it.get("signal", "TERM")
+        if sig not in STOP_SIGNALS or (sig != "TERM" and op != "stop"):
+            raise ProtocolError("%s: signal %r (a stop's TERM or KILL)" % (wi, sig))
         items.append(Instruction(id=_need(it, "id", str, wi), op=op,
                                  osd=_nonneg(_need(it, "osd", int, wi), "osd", wi),
-                                 reason=str(it.get("reason", ""))))
+                                 reason=str(it.get("reason", "")), signal=sig))
     ints = lambda key: tuple(int(x) for x in d.get(key, []) if isinstance(x, int))  # noqa: E731
     return Instructions(host=_need(d, "host", str, w), epoch=int(_need(d, "epoch", int, w)),
                         instructions=tuple(items), grants=ints("grants"), held=ints("held"),
                         probe=dict(d.get("probe", {}) or {}))
 
 
+def _instruction_dict(i: Instruction) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"id": i.id, "op": i.op, "osd": i.osd, "reason": i.reason}
+    if i.signal != "TERM":
+        d["signal"] = i.signal
+    return d
+
+
 def instructions_to_dict(x: Instructions) -> Dict[str, Any]:
     return {"version": x.version, "host": x.host, "epoch": x.epoch,
-            "instructions": [{"id": i.id, "op": i.op, "osd": i.osd, "reason": i.reason}
-                             for i in x.instructions],
+            "instructions": [_instruction_dict(i) for i in x.instructions],
             "grants": list(x.grants), "held": list(x.held), "probe": dict(x.probe)}

@@ -162,7 +162,7 @@ def _check_load(engine: Any, write_load: Optional[int], now: float) -> int:
 
 def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
           concurrency: Optional[str], fmt: str, now: float,
-          write_load: Optional[int] = None) -> Answer:
+          write_load: Optional[int] = None, stop: Optional[str] = None) -> Answer:
     """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
     try:
         secs = M.parse_duration(downtime)
@@ -177,7 +177,7 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
             d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
                                  engine.run.windows, drills, engine.active, verdict, budgets,
                                  budget or "", "" if concurrency is None else str(concurrency),
-                                 now, rate)
+                                 now, rate, stop or D.STOP_CLEAN)
             if d.phase == D.ENTERING:       # with a write load: once its pool is ready
                 engine.run.windows = list(engine.run.windows) + [w]
             engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]
@@ -193,8 +193,10 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
     engine.wake()
     load = "" if d.load is None else "; writing %d objects/s to pool %s (created first)" % (
         d.load.rate, d.load.pool)
-    return _answer(D.drill_to_dict(d), "drill %s: accepted; stopping %s (%s) for %s, then a "
-                   "controlled start%s" % (d.id, name, ", ".join("osd.%d" % i for i in d.osds),
+    return _answer(D.drill_to_dict(d), "drill %s: accepted; %s %s (%s) for %s, then a "
+                   "controlled start%s" % (d.id, "killing (SIGKILL)" if d.stop == D.STOP_KILL
+                                           else "stopping", name,
+                                           ", ".join("osd.%d" % i for i in d.osds),
                                            M.fmt_duration(secs), load), fmt)
 
 

@@ -240,7 +240,7 @@ class Engine(HelperProtocol):
         # report may predate the process's death, and the helper checks its own process table
         # before starting (a running OSD is answered done, never started twice).
         ins = self.run.add_instruction(action.host, op, action.osd, action.reason, now,
-                                       snap.epoch)
+                                       snap.epoch, kill=getattr(action, "kill", False))
         return "instruction %s queued for helper on %s" % (ins["id"], action.host)
 
     def health_checks(self) -> Tuple[Any, ...]:

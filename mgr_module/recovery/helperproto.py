@@ -79,7 +79,8 @@ class HelperProtocol(object):
 
     def instructions_for(self, host: str) -> Instructions:
         snap = self.snapshot
-        items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"])
+        items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"],
+                                  signal=i.get("signal", "TERM"))
                       for i in sorted(self.run.open_instructions(host=host),
                                       key=lambda i: i["issued_at"]))
         host_osds = [o for o in snap.osds if o.host == host] if snap else []

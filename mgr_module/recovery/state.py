@@ -138,11 +138,13 @@ class RunState(object):
                 and (host is None or i["host"] == host) and (osd is None or i["osd"] == osd)]
 
     def add_instruction(self, host: str, op: str, osd: int, reason: str, now: float,
-                        epoch: int) -> Dict[str, Any]:
+                        epoch: int, kill: bool = False) -> Dict[str, Any]:
         self.seq += 1
         iid = "%s:%d" % (self.progress.run_id or "run", self.seq)
         ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": _bounded(reason),
                "issued_at": now, "epoch": epoch, "done_at": None}
+        if kill:
+            ins["signal"] = "KILL"
         self.instructions[iid] = ins
         return ins
 

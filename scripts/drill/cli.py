@@ -71,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--write-load", type=int, default=None, metavar="N",
                    help="--engine module: the drill writes N objects/s to a pool of its own "
                         "and verifies them (--objects is the lab engine's)")
+    p.add_argument("--stop", choices=("clean", "kill"), default="clean",
+                   help="--engine module: how the helpers take the domain down: a clean "
+                        "shutdown, or SIGKILL (a power loss)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
@@ -124,7 +127,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
                         restart_mgr_after=args.restart_mgr_after, scope=args.scope,
                         fit_first=args.fit_first, concurrency=args.concurrency,
-                        engine=args.engine, write_load=args.write_load,
+                        engine=args.engine, write_load=args.write_load, stop=args.stop,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()

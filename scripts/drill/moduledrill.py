@@ -66,6 +66,8 @@ def start_command(o: Any) -> Dict[str, Any]:
         cmd["concurrency"] = str(o.concurrency)
     if o.write_load:
         cmd["write_load"] = int(o.write_load)
+    if o.stop != "clean":
+        cmd["stop"] = o.stop
     return cmd
 
 
@@ -73,6 +75,8 @@ def check_options(o: Any) -> Optional[str]:
     """Why these options do not go with --engine module (None: they do)."""
     if o.scope:
         return "--scope is the lab engine's (start-controlled) only"
+    if o.stop not in ("clean", "kill"):
+        return "--stop must be clean or kill"
     if o.write_load is not None and not 0 <= o.write_load <= 500:
         return "--write-load must be 0 to 500 objects/s"
     return None
@@ -147,7 +151,8 @@ def run(d: Any) -> Dict[str, Any]:
     hosts = failed_hosts(st, o.fail)
     failed = sorted(x for h in hosts for x in st["hosts"][h]["osds"])
     d.result.update(engine="module", failed_hosts=hosts, failed_osds=failed,
-                    host_mem_limit=o.host_mem_limit, write_load=o.write_load or 0)
+                    host_mem_limit=o.host_mem_limit, write_load=o.write_load or 0,
+                    stop=o.stop)
     pool_before = allow_pool_delete(d) if o.write_load else "true"
     sampler = Sampler(st, d.cluster, 0.5, with_module=True)
     for h in st["hosts"]:

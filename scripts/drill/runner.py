@@ -57,6 +57,7 @@ class DrillOptions:
     concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
     engine: str = "lab"             # "module": a thin client of `ceph recovery drill` (moduledrill)
     write_load: Optional[int] = None    # --engine module: the drill's --write-load (objects/s)
+    stop: str = "clean"             # --engine module: the drill's --stop (clean | kill)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:

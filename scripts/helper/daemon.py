@@ -321,7 +321,12 @@ class Helper:
             ok, why = self.ok_to_stop(item.osd)
             if not ok:
                 return why
-            if not self.launcher.stop(item.osd, self.opts.stop_timeout):
+            if item.signal == "KILL":
+                if not self.launcher.kill(item.osd, self.opts.stop_timeout):
+                    return "osd.%d still running %ss after SIGKILL" % (
+                        item.osd, self.opts.stop_timeout)
+                log.warning("osd_killed", osd=item.osd, reason=item.reason)
+            elif not self.launcher.stop(item.osd, self.opts.stop_timeout):
                 return "osd.%d still running %ss after the stop request" % (
                     item.osd, self.opts.stop_timeout)
         if item.op == "stop":

@@ -9,15 +9,20 @@
   the lab host's cgroup/netns. It consults the same boot gate before spawning, exactly as
   systemd's ExecCondition would: a held OSD without a grant is refused and logged.
 
-`start()` returns "started", "already-running" or "held"; `stop()` True if the OSD is gone.
+`start()` returns "started", "already-running" or "held"; `stop()` True if the OSD is gone;
+`kill()` the same after SIGKILL (a drill's power loss: no clean shutdown; systemd's
+Restart= then meets the boot gate, which holds the OSD like any start).
 """
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from typing import Callable, List, Optional, Tuple
 
 import structlog
+
+from ..common.wait import wait_until
 
 log = structlog.get_logger("ceph-recovery-helper")
 
@@ -47,6 +52,10 @@ def systemctl_start(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
 
 def systemctl_stop(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
     return [SYSTEMCTL, "stop", unit(osd_id)]
+
+
+def systemctl_kill(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
+    return [SYSTEMCTL, "kill", "--signal=SIGKILL", "--kill-whom=main", unit(osd_id)]
 
 
 def systemctl_main_pid(osd_id: int, unit: UnitFn = osd_unit) -> List[str]:
@@ -93,6 +102,17 @@ class SystemdLauncher:
             raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_stop(osd_id, self.unit)),
                                                     res.returncode, res.stderr.strip()))
         return self.pid(osd_id) is None
+
+    def kill(self, osd_id: int, timeout: float = 60.0) -> bool:
+        pid = self.pid(osd_id)
+        if pid is None:
+            return True
+        res = self._run(systemctl_kill(osd_id, self.unit))
+        if res.returncode != 0:
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_kill(osd_id, self.unit)),
+                                                    res.returncode, res.stderr.strip()))
+        # gone once systemd reaped it: no MainPID, or a new one (Restart= passed the gate)
+        return wait_until(lambda: self.pid(osd_id) != pid, timeout, 0.2) is True
 
 
 class CephadmLauncher(SystemdLauncher):
@@ -150,3 +170,7 @@ class ProcessLauncher:
 
     def stop(self, osd_id: int, timeout: float = 60.0) -> bool:
         return bool(self._launch.stop_osd(self.lab_state(), osd_id, timeout=timeout))
+
+    def kill(self, osd_id: int, timeout: float = 60.0) -> bool:
+        return bool(self._launch.stop_osd(self.lab_state(), osd_id, sig=signal.SIGKILL,
+                                          timeout=timeout))

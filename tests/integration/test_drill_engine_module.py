@@ -13,6 +13,7 @@ The numbers (times, inactive PG-seconds, peaks) are printed, not asserted.
 """
 from __future__ import annotations
 
+import collections
 import errno
 import json
 import os
@@ -86,3 +87,33 @@ def test_module_engine_fit_first_sets_the_drills_exit_budget_once_down(healthy_l
     journal = [j for j in r["journal"] if j.get("action", {}).get("kind") == "command"]
     assert any("drill budget %s: %d" % (r["drill"]["id"], fit["budget_bytes"])
                in j["action"].get("reason", "") for j in journal), journal
+
+
+def killed_in_helper_log(lab, host):
+    """How many times the host's helper logged each OSD as SIGKILLed (structlog JSON lines)."""
+    out = collections.Counter()
+    with open(os.path.join(lab["dir"], "log", "helper.%s.log" % host)) as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict) and e.get("event") == "osd_killed":
+                out[int(e["osd"])] += 1
+    return out
+
+
+def test_module_engine_power_loss_drill_sigkills_h2_through_its_helper(healthy_lab, tmp_path):
+    """--stop kill: after ok-to-stop the helper SIGKILLs h2's OSDs (no clean shutdown; the
+    monitors mark them down from their peers' reports), the drill keeps them down, then the
+    controlled start brings them back, each started once, every object verified."""
+    lab = healthy_lab
+    failed = set(lab["hosts"][HOST]["osds"])
+    before = killed_in_helper_log(lab, HOST)
+    r = drill(lab, tmp_path, "power-loss", concurrency="1", stop="kill")
+    assert r["outcome"] == "done" and r["wait_rc"] == 0, r["reason"]
+    assert r["drill"]["stop"] == "kill" and r["stop"] == "kill"
+    stops = [j["action"] for j in r["journal"] if j.get("action", {}).get("kind") == "stop_osd"]
+    assert {a["osd"] for a in stops} == failed and all(a.get("kill") for a in stops), stops
+    assert set(killed_in_helper_log(lab, HOST) - before) == failed
+    assert r["oom_kills_by_host"][HOST] == 0

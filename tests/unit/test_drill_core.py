@@ -90,6 +90,36 @@ def test_start_makes_a_window_with_the_drill_as_reason():
     assert (w.bucket, w.phase, w.reason, w.osds) == ("h2", M.ENTERING, "drill d1000", (2, 3))
 
 
+def test_a_kill_drill_sigkills_its_bucket_through_its_window_and_survives_a_failover():
+    d, w = D.check_start("d1000", "h2", 30.0, snap(), [], [], False, OK, {"h2": 12 * GIB},
+                         "80%", "", NOW, stop=D.STOP_KILL)
+    assert d.stop == D.STOP_KILL and w.kill
+    st = M.plan_windows(snap(flags=HELD), [w], M.RunView(), NOW + 1)
+    assert [(a.kind, a.osd, a.kill) for a in st.actions] == [("stop_osd", 2, True),
+                                                            ("stop_osd", 3, True)]
+    assert st.actions[0].to_dict()["kill"] is True and "SIGKILL" in st.actions[0].reason
+    assert D.drill_from_dict(json.loads(json.dumps(D.drill_to_dict(d)))).stop == D.STOP_KILL
+    assert M.window_from_dict(json.loads(json.dumps(M.window_to_dict(w)))).kill
+    # a clean drill (the default): a clean stop, and its dict reads as before the option
+    d, w = start()
+    st = M.plan_windows(snap(flags=HELD), [w], M.RunView(), NOW + 1)
+    assert [a.kill for a in st.actions] == [False, False]
+    assert "kill" not in st.actions[0].to_dict() and D.drill_to_dict(d)["stop"] == "clean"
+    with pytest.raises(M.Refused) as e:
+        D.check_start("d1000", "h2", 30.0, snap(), [], [], False, OK, {}, "", "", NOW,
+                      stop="pull-the-plug")
+    assert e.value.errno == errno.EINVAL and "clean or kill" in e.value.message
+
+
+def test_a_kill_drill_with_a_write_load_opens_a_kill_window_once_its_pool_is_ready():
+    d, _w = D.check_start("d1000", "h2", 30.0, snap(), [], [], False, OK, {}, "", "", NOW,
+                          write_load=5, stop=D.STOP_KILL)
+    assert d.phase == D.PREPARING
+    d = replace(d, load=replace(d.load, state=L.CREATED))
+    st = D.plan_drill(snap(), d, [], D.Observed(), NOW + 1)
+    assert st.drill.phase == D.ENTERING and [w.kill for w in st.windows] == [True]
+
+
 # ------------------------------------------------------------------ normal course
 def test_downtime_elapsed_asks_for_the_exit_and_not_before():
     d, ws = open_drill(t=5.0)

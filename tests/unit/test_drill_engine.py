@@ -66,6 +66,24 @@ def test_start_bad_input(world, args, code):
     assert mon.mutations() == []
 
 
+def test_a_kill_drill_sends_its_stops_with_sigkill_and_a_bad_stop_changes_nothing(world):
+    eng, mon = make(world)
+    rc, _out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, None, "off")
+    assert rc == -errno.EINVAL and "clean or kill" in err and eng.run.drills == []
+    assert mon.mutations() == []
+    helpers(eng, 1000.0)
+    tick(eng, world, 1000.0)
+    rc, out, err = drillcli.start(eng, "h2", "30s", "80%", None, "plain", 1000.0, None, "kill")
+    assert rc == 0 and out.startswith("drill d1000: accepted; killing (SIGKILL) h2"), err
+    observe(eng, world)
+    helpers(eng, 1001.0)
+    tick(eng, world, 1001.0)
+    tick(eng, world, 1002.0)
+    reply = eng.instructions_for("h2")
+    assert [(i.op, i.osd, i.signal) for i in reply.instructions] == [("stop", 2, "KILL"),
+                                                                     ("stop", 3, "KILL")]
+
+
 def test_abort_and_report_without_a_drill(world):
     eng, _mon = make(world)
     assert drillcli.abort(eng, "plain", 1000.0)[0] == -errno.ENOENT

@@ -136,12 +136,18 @@ def test_a_drill_that_never_ends_is_aborted_once_past_the_timeout(log):
 
 @pytest.mark.parametrize("kw,word", [({"scope": "r1"}, "--scope"),
                                      ({"write_load": 501}, "--write-load"),
+                                     ({"stop": "unplug"}, "--stop"),
                                      ({"engine": "other"}, "--engine")])
 def test_options_the_module_engine_cannot_take_are_refused_before_any_lab(kw, word):
     kw = dict({"engine": "module"}, **kw)
     with pytest.raises(ValueError) as e:
         Drill(opts(**kw)).run()
     assert word in str(e.value)
+
+
+def test_stop_kill_goes_to_drill_start_and_clean_is_the_default():
+    assert moduledrill.start_command(opts(fail="host:h2", stop="kill"))["stop"] == "kill"
+    assert "stop" not in moduledrill.start_command(opts(fail="host:h2"))
 
 
 def test_fail_must_name_a_host_or_rack():

@@ -43,6 +43,12 @@ class RecordingLauncher:
             self.running.discard(osd)
         return self.stop_ok
 
+    def kill(self, osd, timeout=60.0):
+        self.calls.append(("kill", osd))
+        if self.stop_ok:
+            self.running.discard(osd)
+        return self.stop_ok
+
 
 def helper(tmp_path, launcher, ok_to_stop=(True, "ok-to-stop: yes")):
     """A helper on tmp_path/state; ok_to_stop stands in for the mgr's `osd ok-to-stop`."""
@@ -120,6 +126,35 @@ def test_restart_without_fresh_ok_to_stop_does_nothing(tmp_path):
     h.execute(ins(("r:1", "restart", 3), ("r:2", "stop", 3)), {2, 3})
     assert rec.calls == [] and h.state.pending_done() == []
     assert [f["error"] for f in h.failed] == ["ok-to-stop refused osd.3 (rc -16): EBUSY"] * 2
+
+
+def kill_ins(osd):
+    return protocol.parse_instructions({
+        "version": 1, "host": "h2", "epoch": 10, "grants": [], "held": [osd],
+        "instructions": [{"id": "d:1", "op": "stop", "osd": osd, "reason": "drill",
+                          "signal": "KILL"}]})
+
+
+def test_a_kill_stop_sigkills_after_ok_to_stop_and_never_without_it(tmp_path):
+    rec = RecordingLauncher(running={3})
+    h = helper(tmp_path, rec)
+    h.execute(kill_ins(3), {2, 3})
+    assert rec.calls == [("kill", 3)] and h.state.pending_done() == ["d:1"]
+    rec = RecordingLauncher(running={3})
+    h = helper(tmp_path / "refused", rec, ok_to_stop=(False, "ok-to-stop refused osd.3"))
+    h.execute(kill_ins(3), {2, 3})
+    assert rec.calls == [] and [f["error"] for f in h.failed] == ["ok-to-stop refused osd.3"]
+
+
+def test_the_signal_travels_only_with_a_kill_and_only_on_a_stop():
+    d = protocol.instructions_to_dict(kill_ins(3))
+    assert d["instructions"][0]["signal"] == "KILL"
+    clean = protocol.instructions_to_dict(ins(("r:1", "stop", 3)))
+    assert "signal" not in clean["instructions"][0]          # read by helpers that predate it
+    for op, sig in (("start", "KILL"), ("stop", "HUP")):
+        with pytest.raises(protocol.ProtocolError, match="signal"):
+            protocol.parse_instructions({"version": 1, "host": "h2", "epoch": 1, "instructions": [
+                {"id": "x", "op": op, "osd": 3, "signal": sig}]})
 
 
 def test_stop_of_a_stopped_osd_is_done_without_calls(tmp_path):
