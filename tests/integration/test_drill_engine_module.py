@@ -8,7 +8,10 @@ thin client of `ceph recovery drill`, the module's drill the only engine.
 - naive: once the report says down the tool limits h2's cgroup and sends `drill abort`
   (everything at once): `wait` answers ECANCELED, each OSD of h2 is started exactly once
   (no second start instruction on abort), the limit is lifted at the end, every object
-  verifies.
+  verifies;
+- power loss (`--stop kill`): h2's helper SIGKILLs its OSDs after ok-to-stop (the journal's
+  stops carry kill, the helper logs osd_killed for each), and the controlled start brings them
+  back, each started once.
 The numbers (times, inactive PG-seconds, peaks) are printed, not asserted.
 """
 from __future__ import annotations
