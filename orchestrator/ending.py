@@ -9,7 +9,8 @@ Rules:
   this tick granted or booted nothing. Heap releases, ok-to-stop queries and restarts that
   never lead to a start do not count as progress (they can repeat forever when the budget
   cannot hold the next OSD).
-- after STALL_END_S stalled the run ends instead of waiting forever: the cluster flags it set
+- after Intent.stall_limit_s (STALL_END_S unless the operator set the module's stall_limit)
+  stalled the run ends instead of waiting forever: the cluster flags it set
   are restored (noout and norebalance must not stay set cluster-wide: a second failure would
   not re-replicate), the OSDs that did not fit stay held by their per-OSD noup (starting them
   would break the budget), and RECOVERY_INCOMPLETE names, per host, what is missing and how
@@ -23,10 +24,10 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut
-from .model import PHASE_DONE
+from .model import PHASE_DONE, Intent
 from .decision import Decision, fmt_bytes
 
-STALL_END_S = 600.0
+STALL_END_S = Intent.stall_limit_s
 
 
 def track_service(t: Decision) -> None:
@@ -48,7 +49,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
         return False
     if t.stalled_since is None:
         t.stalled_since = t.now
-    if t.now - t.stalled_since < STALL_END_S:
+    if t.now - t.stalled_since < t.i.stall_limit_s:
         return False
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.view.candidates)

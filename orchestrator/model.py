@@ -209,6 +209,7 @@ class Intent:
     restart_cooldown_s: float = 600.0   # don't restart the same OSD again within this
     boot_timeout_s: float = 600.0       # an allowed-to-boot OSD that isn't up by then -> health
     leave_out: bool = False             # at an incomplete end, mark the OSDs left down out
+    stall_limit_s: float = 600.0        # a run stalled this long ends incomplete (ending.py)
     run_id: str = ""
 
 

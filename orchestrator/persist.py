@@ -173,7 +173,8 @@ def intent_to_dict(i: Intent) -> Dict[str, Any]:
             "scope": list(i.scope), "concurrency": i.concurrency, "holds": sorted(i.holds),
             "auto_hold": i.auto_hold, "start_order": i.start_order, "footprint": i.footprint,
             "over_budget": i.over_budget, "restart_cooldown_s": i.restart_cooldown_s,
-            "boot_timeout_s": i.boot_timeout_s, "leave_out": i.leave_out, "run_id": i.run_id}
+            "boot_timeout_s": i.boot_timeout_s, "leave_out": i.leave_out, "run_id": i.run_id,
+            "stall_limit_s": i.stall_limit_s}
 
 
 def _typed(d: Mapping[str, Any], key: str, types, default):
@@ -210,4 +211,5 @@ def intent_from_dict(d: Any) -> Intent:
         restart_cooldown_s=float(_typed(d, "restart_cooldown_s", (int, float), 600.0)),
         boot_timeout_s=float(_typed(d, "boot_timeout_s", (int, float), 600.0)),
         leave_out=bool(_typed(d, "leave_out", (bool,), False)),
-        run_id=_typed(d, "run_id", (str,), ""))
+        run_id=_typed(d, "run_id", (str,), ""),
+        stall_limit_s=float(_typed(d, "stall_limit_s", (int, float), Intent.stall_limit_s)))

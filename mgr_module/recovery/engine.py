@@ -69,6 +69,7 @@ class Engine(HelperProtocol):
         self.maint_health: Tuple[Any, ...] = ()   # RECOVERY_MAINTENANCE (maint.py)
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
+                                        "stall_limit": 600.0,
                                         "budget_default": "80%", "network_holds_starts": True,
                                         "instruction_ttl": 300.0}
 
@@ -82,7 +83,8 @@ class Engine(HelperProtocol):
         o = self.options
         return replace(self.run.intent, holds=maint.holds(self), auto_hold=bool(o["auto_hold"]),
                        restart_cooldown_s=float(o["restart_cooldown"]),
-                       boot_timeout_s=float(o["boot_timeout"]))
+                       boot_timeout_s=float(o["boot_timeout"]),
+                       stall_limit_s=float(o["stall_limit"]))
 
     # ------------------------------------------------------------------ the tick
     def observe(self, osd_map: Mapping[str, Any], tree: Mapping[str, Any],

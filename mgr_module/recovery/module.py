@@ -64,6 +64,9 @@ class Module(MaintenanceCommands, MgrModule):
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
                desc="an OSD allowed to boot that is not up by then raises RECOVERY_BOOT_TIMEOUT"),
+        Option("stall_limit", type="secs", default=600, min=10,
+               desc="a run (or a window's or drill's exit) that starts nothing for this long "
+                    "because nothing fits ends incomplete, naming what is missing"),
         Option("mon_command_timeout", type="secs", default=30,
                desc="a mon command without an answer by then fails with ETIMEDOUT"),
         Option("instruction_ttl", type="secs", default=300,
@@ -131,7 +134,7 @@ class Module(MaintenanceCommands, MgrModule):
     def _read_options(self) -> None:
         eng = self.engine
         for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout", "instruction_ttl",
-                     "auto_hold", "budget_default", "network_holds_starts"):
+                     "auto_hold", "budget_default", "network_holds_starts", "stall_limit"):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 

@@ -36,6 +36,18 @@ def test_a_stalled_run_waits_then_ends_incomplete_restoring_its_flags():
         "RECOVERY_INCOMPLETE"]
 
 
+def test_the_stall_limit_is_the_operators_and_survives_persistence():
+    """The module's stall_limit (90 s here) ends the same stalled run at 90 s, not before."""
+    from dataclasses import replace
+    from ceph_recovery.persist import intent_from_dict, intent_to_dict
+    run = replace(RUN, stall_limit_s=90.0)
+    assert intent_from_dict(intent_to_dict(run)).stall_limit_s == 90.0
+    first = plan(FULL, run, RUNNING, POL, NOW)
+    assert [sig(a) for a in plan(FULL, run, first.progress, POL, NOW + 89).actions] == ["wait"]
+    end = plan(FULL, run, first.progress, POL, NOW + 90)
+    assert end.progress.phase == "done" and [sig(a) for a in end.actions][-1] == "done"
+
+
 def test_leave_out_marks_the_osds_left_down_out_in_the_tick_that_ends_the_run():
     """--leave-out: the same stalled run ends with the flags restored, then osd.3,4,5 marked
     out (Ceph re-replicates), then Done; the holds stay and the health check says so."""
