@@ -313,6 +313,10 @@ def _down(d, w, windows, snap, now) -> DrillStep:
 
 
 def _exiting(d, w, windows, snap, now) -> DrillStep:
+    """up_at: the first tick every OSD of the bucket is up (the window closes later, once its
+    exit's run is done and noout restored); the drill ends once every PG is clean."""
+    if d.up_at is None and all(o.up for o in M.under(d.bucket, snap)):
+        d = replace(d, up_at=now)
     if w is not None:
         return DrillStep(d, tuple(windows))
     d = d if d.up_at is not None else replace(d, up_at=now)

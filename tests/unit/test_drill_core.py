@@ -135,8 +135,11 @@ def test_exit_then_window_closed_then_clean_ends_done_with_times():
     ws = [M.exiting(ws[0], "r1035")]
     st = tick(snap(down=(3,), active=60, clean=50), d, ws, 40.0)      # one OSD back
     assert st.drill.phase == D.EXITING and st.actions == () and st.outcome is None
+    assert st.drill.up_at is None
+    st = tick(snap(active=60, clean=50), st.drill, ws, 45.0)          # both up, window open
+    assert st.drill.phase == D.EXITING and st.drill.up_at == NOW + 45.0
     st = tick(snap(clean=50), st.drill, [], 50.0)                      # window closed
-    assert st.drill.phase == D.EXITING and st.drill.up_at == NOW + 50.0
+    assert st.drill.phase == D.EXITING and st.drill.up_at == NOW + 45.0
     assert st.drill.active_at == NOW + 50.0 and st.drill.clean_at is None
     st = tick(snap(), st.drill, [], 70.0)
     assert st.drill.phase == D.DONE and st.outcome.ok and st.outcome.what == "drill d1000"
@@ -145,7 +148,7 @@ def test_exit_then_window_closed_then_clean_ends_done_with_times():
         30.0, 15.0, 35.0)
     assert r["hosts"]["h2"] == {"peak_bytes": 4 * GIB, "budget_bytes": 12 * GIB,
                                 "peak_over_budget": False}
-    assert [s["bucket_up"] for s in r["timeline"]] == [0, 1, 2, 2]
+    assert [s["bucket_up"] for s in r["timeline"]] == [0, 1, 2, 2, 2]
     assert r["timeline"][1]["degraded_objects"] == 7 and "mem_used" in r["timeline"][1]
     line = D.summary_line(st.drill)
     assert "done" in line and "downtime 30s" in line and "4.0G/12.0G" in line
