@@ -2,8 +2,10 @@
 
 The module decides and acts (`ceph recovery drill start`: ok-to-stop, hold, the helpers stop
 the bucket's OSDs, the downtime, the controlled start or the abort); the tool only
-- starts the drill (`--fail host:NAME|rack:NAME` -> `drill start --fail NAME`, its objects
-  are the drill's `--write-load`) and polls `drill report` until the bucket is down;
+- writes `--objects` checksummed objects into the lab pool before the drill, starts it
+  (`--fail host:NAME|rack:NAME` -> `drill start --fail NAME`; `--write-load` is the drill's
+  own pool and writer), polls `drill report` until the bucket is down, then writes
+  `--objects` more (the history the returning OSDs must recover: what makes them grow);
 - applies the lab-only part once the report says `down`: the failed hosts' cgroup limit
   (`--host-mem-limit`, cleared at the end; with `--fit-first` the budget the module's dry run
   of the exit admits one start in, set by `drill budget`, and the limit from it) and `--naive`
@@ -27,6 +29,7 @@ import structlog
 from ceph_recovery_tools.lab import launch
 
 from . import cgroup_limit, report
+from .objects import ObjectSet
 from .sampler import Sampler
 
 log = structlog.get_logger("drill")
@@ -154,6 +157,9 @@ def run(d: Any) -> Dict[str, Any]:
                     host_mem_limit=o.host_mem_limit, write_load=o.write_load or 0,
                     stop=o.stop)
     pool_before = allow_pool_delete(d) if o.write_load else "true"
+    ioctx = d.cluster.open_ioctx(st.get("pool", "lab"))
+    objs = ObjectSet(ioctx, o.object_size)
+    objs.write_aio("before", o.objects)
     sampler = Sampler(st, d.cluster, 0.5, with_module=True)
     for h in st["hosts"]:
         cgroup_limit.reset_peak(st, h)
@@ -162,7 +168,7 @@ def run(d: Any) -> Dict[str, Any]:
     t0 = time.time()
     limited: List[str] = []
     try:
-        t_down, wait = _drive(d, hosts, limited)
+        t_down, wait = _drive(d, hosts, limited, objs)
         time.sleep(4 * sampler.interval)   # the sampler's own view catches up with the end
     finally:
         samples = sampler.stop()
@@ -170,6 +176,9 @@ def run(d: Any) -> Dict[str, Any]:
             cgroup_limit.set_limit(st, h, None)
         restore_pool_delete(d, pool_before)
     oom1 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
+    ok, bad = objs.verify()
+    ioctx.close()
+    d.result["tool_objects"] = {"written": len(objs.sums), "verified_ok": ok, "bad": bad[:50]}
     rep = _must(d.cluster, {"prefix": "recovery drill report", "id": d.result["drill_id"]})
     return write(d, rep, samples, t0, t_down, failed, wait,
                  {h: oom1[h] - oom0[h] for h in oom1})
@@ -196,8 +205,10 @@ def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> int:
     return int(fit["host_mem_limit"])
 
 
-def _drive(d: Any, hosts: List[str], limited: List[str]) -> Tuple[float, Tuple[int, str]]:
-    """drill start, the lab-only part once down, then wait for the drill's end."""
+def _drive(d: Any, hosts: List[str], limited: List[str],
+           objs: ObjectSet) -> Tuple[float, Tuple[int, str]]:
+    """drill start, the lab-only part and the tool's writes once down, then wait for the
+    drill's end."""
     o = d.o
     ans = _must(d.cluster, start_command(o))
     d.result["drill_id"] = ans["id"]
@@ -207,6 +218,9 @@ def _drive(d: Any, hosts: List[str], limited: List[str]) -> Tuple[float, Tuple[i
     if rep["phase"] == "down":
         limit = fit_first(d, ans["id"], ans["bucket"], hosts) if o.fit_first else \
             o.host_mem_limit
+        t_w = time.time()
+        objs.write_aio("during", o.objects)
+        d.result["write_rate_obj_s"] = round(o.objects / max(1e-3, time.time() - t_w))
         for h in hosts if limit else ():
             cgroup_limit.set_limit(d.state, h, limit)
             limited.append(h)
@@ -252,9 +266,11 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
         "peak_rss_bytes_by_osd": report.peak_rss(samples, t_down),
         "process_starts_by_osd": process_starts(samples, t_down, failed),
         "oom_kills_by_host": ooms,
-        "objects_written": int(w.get("objects_written") or 0),
-        "objects_verified_ok": int(w.get("objects_verified") or 0),
-        "objects_bad": int(w.get("objects_bad") or 0),
+        # the tool's objects (lab pool) and the drill's write load (its own pool), together
+        "objects_written": int(w.get("objects_written") or 0) + r["tool_objects"]["written"],
+        "objects_verified_ok": int(w.get("objects_verified") or 0)
+        + r["tool_objects"]["verified_ok"],
+        "objects_bad": int(w.get("objects_bad") or 0) + len(r["tool_objects"]["bad"]),
         "final_health": d._health(), "journal": journal, "samples": len(samples)})
     r["timeline_png"] = os.path.splitext(d.o.json_out)[0] + ".png"
     report.render_module_report(rep, r["timeline_png"])

@@ -28,6 +28,17 @@ class Mgr(object):
             "" if rc == 0 else "recovery: drill d1 aborted: operator abort"
 
 
+class RecObjects(object):
+    """Stands in for the lab pool's ObjectSet: records each batch of writes in the log."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def write_aio(self, prefix, count):
+        self.log.append(("objects", prefix, count))
+        return count
+
+
 class FakeDrill(object):
     def __init__(self, opts, script, log):
         self.o, self.state, self.result = opts, {"hosts": {"h2": {}}}, {}
@@ -66,12 +77,13 @@ def test_naive_with_a_limit_limits_once_down_then_aborts_then_waits(log):
     d = FakeDrill(opts(naive=True, host_mem_limit=3 << 30, write_load=5, concurrency="1"),
                   SCRIPT, log)
     limited = []
-    _t_down, wait = moduledrill._drive(d, ["h2"], limited)
+    _t_down, wait = moduledrill._drive(d, ["h2"], limited, RecObjects(log))
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
          "fail=h2", "write_load=5"),
         ("mgr", "recovery drill report", "id=d1"), ("mgr", "recovery drill report", "id=d1"),
         ("mgr", "recovery drill report", "id=d1"),
+        ("objects", "during", 2000),
         ("limit", "h2", 3 << 30),
         ("mgr", "recovery drill abort"),
         ("mgr", "recovery wait", "timeout=2.0"), ("mgr", "recovery wait", "timeout=2.0"),
@@ -82,9 +94,9 @@ def test_naive_with_a_limit_limits_once_down_then_aborts_then_waits(log):
 
 def test_controlled_neither_limits_nor_aborts(log):
     d = FakeDrill(opts(fail="rack:r1"), dict(SCRIPT, **{"recovery wait": [(0, None)]}), log)
-    _t, wait = moduledrill._drive(d, ["h1", "h2"], [])
+    _t, wait = moduledrill._drive(d, ["h1", "h2"], [], RecObjects(log))
     assert [e[1] for e in log] == ["recovery drill start"] + ["recovery drill report"] * 3 + [
-        "recovery wait"]
+        "during", "recovery wait"]
     assert log[0] == ("mgr", "recovery drill start", "budget=80%", "downtime=30s", "fail=r1")
     assert wait == (0, "")
 
@@ -98,7 +110,7 @@ def test_fit_first_once_down_dry_runs_the_exit_sets_the_drill_budget_then_the_li
                              "recovery wait": [(0, None)]})
     d = FakeDrill(opts(fit_first=1.05, concurrency="1"), script, log)
     limited = []
-    moduledrill._drive(d, ["h2"], limited)
+    moduledrill._drive(d, ["h2"], limited, RecObjects(log))
     budget = int(1.05 * 300 * MiB)
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
@@ -107,6 +119,7 @@ def test_fit_first_once_down_dry_runs_the_exit_sets_the_drill_budget_then_the_li
         ("mgr", "recovery drill report", "id=d1"),
         ("mgr", "recovery start-controlled", "budget=80%", "dry_run=True", "scope=['h2']"),
         ("mgr", "recovery drill budget", "budget=%d" % budget),
+        ("objects", "during", 2000),
         ("limit", "h2", int(budget / 0.9)),
         ("mgr", "recovery wait", "timeout=2.0")]
     assert limited == ["h2"] and d.result["budget"] == str(budget)
@@ -118,7 +131,7 @@ def test_fit_first_without_a_planned_start_aborts_the_drill_and_sets_no_limit(lo
     d = FakeDrill(opts(fit_first=1.05), script, log)
     limited = []
     with pytest.raises(RuntimeError) as e:
-        moduledrill._drive(d, ["h2"], limited)
+        moduledrill._drive(d, ["h2"], limited, RecObjects(log))
     assert "plans no start on h2" in str(e.value)
     assert limited == [] and not [x for x in log if x[0] == "limit"]
     assert log[-2:] == [("mgr", "recovery start-controlled", "budget=80%", "dry_run=True",
