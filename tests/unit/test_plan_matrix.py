@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ceph_recovery.model import Budget, Finding, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.model import (Budget, Finding, Intent, Observation, OsdState, Progress,
+                                 Snapshot)
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY
 from ceph_recovery.policy_types import Policies
@@ -143,6 +144,24 @@ CASES = [
                       ok_to_stop={3: False, 4: True}),
                  RUN, ROOMP, ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",),
                  "running", id="next_start_no_restart_when_cleared_ones_cannot_make_room"),
+    # the same, but osd.3's PGs are clean now and its first start loaded 300 MiB in preboot:
+    # its restart 4000 s ago came back at 1000 MiB with its missed history, one now reloads its
+    # PG logs only, so it frees 900 MiB and closes the 346 MiB deficit alone
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: False}),
+                 RUN, ROOMP.evolve(observations=(Observation(
+                     osd=3, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=1300 * MiB,
+                     load_bytes=300 * MiB),)),
+                 ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
+                 id="a_clean_osd_restart_frees_down_to_its_load_not_its_restart_while_recovering"),
+    pytest.param(snap(osd(3, up=True, rss_bytes=1200 * MiB, pgs_inactive=0, pgs_degraded=4),
+                      ROOM[1], HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: False}),
+                 RUN, ROOMP.evolve(observations=(Observation(
+                     osd=3, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=1300 * MiB,
+                     load_bytes=300 * MiB),)),
+                 ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
+                 id="a_still_degraded_osd_keeps_its_own_measured_restart"),
     pytest.param(snap(osd(3, up=True, rss_bytes=100 * MiB, pgs_inactive=0), ROOM[1], HELD[2],
                       used={"h1": 5300 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: True}),
