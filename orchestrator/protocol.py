@@ -17,7 +17,6 @@ Instructions (mgr -> helper), version 1:
   {"version": 1, "host": "h1", "epoch": 123,
    "instructions": [{"id": "<run>:<n>", "op": "start"|"restart"|"stop", "osd": 3,
                      "reason": "...", "signal": "KILL"}],   # signal: a stop only, optional
-
    "grants": [3],                # OSDs this host may start (boot gate answers 0 for them)
    "held": [4, 5],               # OSDs whose autostart is held (boot gate answers 1)
    "probe": {"throughput_to": ["h2"]}}

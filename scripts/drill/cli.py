@@ -30,6 +30,8 @@ import os
 import sys
 from typing import List, Optional
 
+from ceph_recovery.drill import STOP_CLEAN, STOP_MODES
+
 from ..common.logs import configure_logging
 from ..common.sizes import size_arg
 from .runner import Drill, DrillOptions
@@ -71,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--write-load", type=int, default=None, metavar="N",
                    help="--engine module: the drill writes N objects/s to a pool of its own "
                         "and verifies them (--objects is the lab engine's)")
-    p.add_argument("--stop", choices=("clean", "kill"), default="clean",
+    p.add_argument("--stop", choices=STOP_MODES, default=STOP_CLEAN,
                    help="--engine module: how the helpers take the domain down: a clean "
                         "shutdown, or SIGKILL (a power loss)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")

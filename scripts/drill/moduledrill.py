@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import structlog
 
+from ceph_recovery.drill import STOP_CLEAN, STOP_MODES
 from ceph_recovery_tools.lab import launch
 
 from . import cgroup_limit, report
@@ -69,7 +70,7 @@ def start_command(o: Any) -> Dict[str, Any]:
         cmd["concurrency"] = str(o.concurrency)
     if o.write_load:
         cmd["write_load"] = int(o.write_load)
-    if o.stop != "clean":
+    if o.stop != STOP_CLEAN:
         cmd["stop"] = o.stop
     return cmd
 
@@ -78,8 +79,8 @@ def check_options(o: Any) -> Optional[str]:
     """Why these options do not go with --engine module (None: they do)."""
     if o.scope:
         return "--scope is the lab engine's (start-controlled) only"
-    if o.stop not in ("clean", "kill"):
-        return "--stop must be clean or kill"
+    if o.stop not in STOP_MODES:
+        return "--stop must be %s" % " or ".join(STOP_MODES)
     if o.write_load is not None and not 0 <= o.write_load <= 500:
         return "--write-load must be 0 to 500 objects/s"
     return None

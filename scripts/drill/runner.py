@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import structlog
 
+from ceph_recovery.drill import STOP_CLEAN
 from ceph_recovery_tools.common.wait import wait_until
 from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
@@ -57,7 +58,7 @@ class DrillOptions:
     concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
     engine: str = "lab"             # "module": a thin client of `ceph recovery drill` (moduledrill)
     write_load: Optional[int] = None    # --engine module: the drill's --write-load (objects/s)
-    stop: str = "clean"             # --engine module: the drill's --stop (clean | kill)
+    stop: str = STOP_CLEAN          # --engine module: the drill's --stop (STOP_MODES)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:

@@ -82,6 +82,13 @@ class SystemdLauncher:
         return subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
                               stdin=subprocess.DEVNULL, check=False)
 
+    def _must(self, argv: List[str]) -> None:
+        """Run a systemctl command; RuntimeError with its stderr when it fails."""
+        res = self._run(argv)
+        if res.returncode != 0:
+            raise RuntimeError("%s -> rc %d: %s" % (" ".join(argv), res.returncode,
+                                                    res.stderr.strip()))
+
     def pid(self, osd_id: int) -> Optional[int]:
         res = self._run(systemctl_main_pid(osd_id, self.unit))
         return parse_main_pid(res.stdout) if res.returncode == 0 else None
@@ -89,28 +96,19 @@ class SystemdLauncher:
     def start(self, osd_id: int) -> str:
         if self.pid(osd_id):
             return "already-running"
-        res = self._run(systemctl_start(osd_id, self.unit))
-        if res.returncode != 0:
-            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_start(osd_id, self.unit)),
-                                                    res.returncode, res.stderr.strip()))
+        self._must(systemctl_start(osd_id, self.unit))
         # ExecCondition= failing (the gate said held) skips the start without an error
         return "started" if self.pid(osd_id) else "held"
 
     def stop(self, osd_id: int, timeout: float = 60.0) -> bool:
-        res = self._run(systemctl_stop(osd_id, self.unit))
-        if res.returncode != 0:
-            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_stop(osd_id, self.unit)),
-                                                    res.returncode, res.stderr.strip()))
+        self._must(systemctl_stop(osd_id, self.unit))
         return self.pid(osd_id) is None
 
     def kill(self, osd_id: int, timeout: float = 60.0) -> bool:
         pid = self.pid(osd_id)
         if pid is None:
             return True
-        res = self._run(systemctl_kill(osd_id, self.unit))
-        if res.returncode != 0:
-            raise RuntimeError("%s -> rc %d: %s" % (" ".join(systemctl_kill(osd_id, self.unit)),
-                                                    res.returncode, res.stderr.strip()))
+        self._must(systemctl_kill(osd_id, self.unit))
         # gone once systemd reaped it: no MainPID, or a new one (Restart= passed the gate)
         return wait_until(lambda: self.pid(osd_id) != pid, timeout, 0.2) is True
 

@@ -14,6 +14,11 @@ from plancases import (FAT3, FAT6, FLAGS, G, HELD, HELD2, HOLDS, NOUP, NOW, OBS3
                        OVER, POL, PRE3, ROOM, ROOMP, RUN, RUNF, RUNNING, GiB, MiB, fixed_500,
                        osd, sig, snap)
 
+# ROOMP, and osd.3's first start loaded 300 MiB in preboot (its peak was 1300 MiB)
+ROOMP_LOAD3 = ROOMP.evolve(observations=(Observation(
+    osd=3, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=1300 * MiB,
+    load_bytes=300 * MiB),))
+
 CASES = [
     pytest.param(snap(), RUN, Progress(), FLAGS + HOLDS + [G % 3], (), "running",
                  id="first_tick_sets_flags_holds_then_grants"),
@@ -149,17 +154,13 @@ CASES = [
     # PG logs only, so it frees 900 MiB and closes the 346 MiB deficit alone
     pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: False}),
-                 RUN, ROOMP.evolve(observations=(Observation(
-                     osd=3, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=1300 * MiB,
-                     load_bytes=300 * MiB),)),
+                 RUN, ROOMP_LOAD3,
                  ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="a_clean_osd_restart_frees_down_to_its_load_not_its_restart_while_recovering"),
     pytest.param(snap(osd(3, up=True, rss_bytes=1200 * MiB, pgs_inactive=0, pgs_degraded=4),
                       ROOM[1], HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: False}),
-                 RUN, ROOMP.evolve(observations=(Observation(
-                     osd=3, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=1300 * MiB,
-                     load_bytes=300 * MiB),)),
+                 RUN, ROOMP_LOAD3,
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="a_still_degraded_osd_keeps_its_own_measured_restart"),
     pytest.param(snap(osd(3, up=True, rss_bytes=100 * MiB, pgs_inactive=0), ROOM[1], HELD[2],
