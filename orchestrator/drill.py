@@ -21,8 +21,9 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
             once all are up the bucket's noout is unset (unless it was set before the drill).
   done | aborted   final; the drill keeps its timeline for `drill report`.
 
-Abort triggers, checked every tick until the drill ends: a PG inactive for longer than
-INACTIVE_GRACE_S (stopping or starting OSDs makes PGs peer, inactive for a moment),
+Abort triggers, checked every tick until the drill ends: PGs inactive without a break for
+longer than the drill's inactive grace (`--inactive-grace`, INACTIVE_GRACE_S by default:
+stopping or starting OSDs makes PGs peer, inactive for a moment),
 HEALTH_ERR or the operator's `drill abort`. A failed window exit (its controlled start could
 not bring every OSD back within the budget, or its run was aborted) is no trigger: the drill
 ends aborted with its bucket kept in maintenance, never started all at once.
@@ -57,6 +58,7 @@ FINAL = (DONE, ABORTED)
 STOP_CLEAN, STOP_KILL = "clean", "kill"
 STOP_MODES = (STOP_CLEAN, STOP_KILL)
 INACTIVE_GRACE_S = 20.0
+INACTIVE_GRACE_RANGE = (5.0, 3600.0)
 START_RETRY_S = 30.0           # as the run's GRANT_RETRY_S: a start not taken by then failed
 CLEAN_WAIT_S = 600.0
 KEEP_DRILLS = 3
@@ -92,6 +94,7 @@ class Drill:
     samples: Tuple[Mapping[str, Any], ...] = ()
     load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
     stop: str = STOP_CLEAN               # --stop: how its OSDs go down (STOP_MODES)
+    inactive_grace_s: float = INACTIVE_GRACE_S   # --inactive-grace: PGs inactive this long abort
 
 
 @dataclass(frozen=True)
@@ -118,13 +121,18 @@ class DrillStep:
 def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
                 windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
                 verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
-                budget: str, concurrency: str, now: float,
-                write_load: int = 0, stop: str = STOP_CLEAN) -> Tuple[Drill, M.Window]:
+                budget: str, concurrency: str, now: float, write_load: int = 0,
+                stop: str = STOP_CLEAN, inactive_grace_s: float = INACTIVE_GRACE_S
+                ) -> Tuple[Drill, M.Window]:
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
     does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime, write
-    load or stop mode."""
+    load, stop mode or inactive grace."""
     if not downtime_s > 0:
         raise M.Refused(errno.EINVAL, "downtime must be positive")
+    lo, hi = INACTIVE_GRACE_RANGE
+    if not lo <= inactive_grace_s <= hi:
+        raise M.Refused(errno.EINVAL, "--inactive-grace must be %gs to %gs, got %gs"
+                        % (lo, hi, inactive_grace_s))
     if stop not in STOP_MODES:
         raise M.Refused(errno.EINVAL, "--stop must be %s, got %r" % (" or ".join(STOP_MODES),
                                                                      stop))
@@ -146,6 +154,7 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
     d = Drill(id=drill_id, bucket=w.bucket, downtime_s=float(downtime_s), started_at=now,
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
               noout_before=w.noout_before, budgets=dict(budgets), load=load, stop=stop,
+              inactive_grace_s=float(inactive_grace_s),
               phase=ENTERING if load is None else PREPARING)
     return d, w
 
@@ -246,9 +255,9 @@ def _abort_reason(d: Drill, w: Optional[M.Window], snap: Snapshot, seen: Observe
     if seen.health == HEALTH_ERR:
         return "HEALTH_ERR appeared"
     if snap.pgs_active < snap.pgs_total and d.inactive_since is not None \
-            and now - d.inactive_since > INACTIVE_GRACE_S:
+            and now - d.inactive_since > d.inactive_grace_s:
         return "%d PG(s) inactive for more than %gs" % (snap.pgs_total - snap.pgs_active,
-                                                         INACTIVE_GRACE_S)
+                                                         d.inactive_grace_s)
     if d.phase in (ENTERING, DOWN) and w is None:
         return "its maintenance window on %s is gone" % d.bucket
     return ""
@@ -398,4 +407,5 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  samples=tuple(dict(s) for s in x.get("samples", ())),
                  started={int(k): float(v) for k, v in (x.get("started") or {}).items()},
                  load=L.from_dict(x.get("load")),
-                 stop=STOP_KILL if x.get("stop") == STOP_KILL else STOP_CLEAN, **opt)
+                 stop=STOP_KILL if x.get("stop") == STOP_KILL else STOP_CLEAN,
+                 inactive_grace_s=float(x.get("inactive_grace_s", INACTIVE_GRACE_S)), **opt)

@@ -162,10 +162,13 @@ def _check_load(engine: Any, write_load: Optional[int], now: float) -> int:
 
 def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
           concurrency: Optional[str], fmt: str, now: float,
-          write_load: Optional[int] = None, stop: Optional[str] = None) -> Answer:
+          write_load: Optional[int] = None, stop: Optional[str] = None,
+          inactive_grace: Optional[str] = None) -> Answer:
     """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
     try:
         secs = M.parse_duration(downtime)
+        grace = D.INACTIVE_GRACE_S if inactive_grace is None else M.parse_duration(
+            inactive_grace)
         rate = _check_load(engine, write_load, now)
         with engine.lock:
             name = _bucket(engine, fail)
@@ -177,7 +180,7 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
             d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
                                  engine.run.windows, drills, engine.active, verdict, budgets,
                                  budget or "", "" if concurrency is None else str(concurrency),
-                                 now, rate, stop or D.STOP_CLEAN)
+                                 now, rate, stop or D.STOP_CLEAN, grace)
             if d.phase == D.ENTERING:       # with a write load: once its pool is ready
                 engine.run.windows = list(engine.run.windows) + [w]
             engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]

@@ -79,14 +79,14 @@ class MaintenanceCommands(object):
     @write_command("recovery drill start")
     def cmd_drill_start(self, fail: str, downtime: str, budget: Optional[str] = None,
                         concurrency: Optional[str] = None, write_load: Optional[int] = None,
-                        stop: Optional[str] = None,
+                        stop: Optional[str] = None, inactive_grace: Optional[str] = None,
                         format: str = "plain") -> HandleCommandResult:
         """Drill on a real cluster (refused unless ok-to-stop clears the bucket): stop the
         bucket's OSDs (--stop clean, or kill: SIGKILL, a power loss) for the downtime (writing
-        --write-load objects/s to a pool of its own), then a controlled start; aborts on an
-        inactive PG, HEALTH_ERR or `drill abort`"""
+        --write-load objects/s to a pool of its own), then a controlled start; aborts on PGs
+        inactive longer than --inactive-grace (20s), HEALTH_ERR or `drill abort`"""
         return self._maint(drillcli.start, fail, downtime, budget, concurrency, format,
-                           time.time(), write_load, stop)
+                           time.time(), write_load, stop, inactive_grace)
 
     @write_command("recovery drill abort")
     def cmd_drill_abort(self, format: str = "plain") -> HandleCommandResult:

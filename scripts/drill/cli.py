@@ -1,26 +1,27 @@
-"""ceph-recovery-drill: fail a lab host or rack, write checksummed data, recover, measure.
+"""ceph-recovery-drill: a drill of the module (`ceph recovery drill`) on the lab, with what only
+the lab can add and measure.
 
   ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 80%|BYTES]
-                      [--host-mem-limit BYTES] [--naive] [--objects N] [--downtime S]
-                      [--keep] [--engine lab|module [--write-load N]] --json OUT
+                      [--host-mem-limit BYTES | --fit-first F] [--naive] [--objects N]
+                      [--downtime S] [--write-load N] [--stop clean|kill] [--stall-limit S]
+                      [--inactive-grace S] [--keep] --json OUT
   ceph-recovery-drill render --report FILE|- --png OUT
+
+The tool is a thin client of the module's drill (moduledrill.py): the module stops the domain
+through the helpers after ok-to-stop, keeps it down --downtime s and brings it back by its
+controlled start. The tool writes --objects checksummed objects before the drill and again
+while the domain is down, limits the failed hosts' memory cgroups once they are down
+(--host-mem-limit; cleared at the end), and with --naive answers `down` by `drill abort`
+(every OSD at once), then restarts dead ones as systemd would (after 10 s, at most 3 times):
+the baseline. It samples host cgroup usage, per-OSD RSS, process starts and OOM kills.
 
 `render` draws the PNG of a module drill's report (`ceph recovery drill report -f json`,
 from a file or stdin): memory per host vs budget, OSDs up, PGs active/clean and, with
 --write-load, the client write latency p50/p99.
 
 If D holds no lab, one is brought up (3 hosts x 2 OSDs, 2 racks) and torn down at the end
-unless --keep. --host-mem-limit limits the failed hosts' memory cgroups while they recover
-(set after their OSDs died, cleared at the end). --naive starts every failed OSD at once and
-restarts dead ones like systemd would (after 10 s, at most 3 times): the baseline. Without it
-the drill runs `ceph recovery start-controlled --budget ...` and waits for the run to finish.
-Writes OUT (JSON report), OUT's name with .png (timeline) and with .timeline.json (the
-timeline's data, which `ceph-recovery-bench report` draws again).
-
---engine module makes the tool a thin client of the module's drill (moduledrill.py): the
-module stops the domain through the helpers (not kill -9), keeps it down --downtime s and
-brings it back by its controlled start (or, --naive, by `drill abort`: everything at once);
-OUT then carries the module's report under `drill` beside the lab-only measures.
+unless --keep. Writes OUT (JSON: the module's report under `drill`, the lab's measures beside
+it) and OUT's name with .png (the timeline).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from ..common.logs import configure_logging
 from ..common.sizes import size_arg
 from .runner import Drill, DrillOptions
 
-SUMMARY_KEYS = ("engine", "mode", "outcome", "start_order", "max_in_flight_per_host",
+SUMMARY_KEYS = ("mode", "outcome", "start_order", "max_in_flight_per_host",
                 "peak_mem_bytes_by_host", "budget_bytes_by_host", "oom_kills_by_host", "process_starts_by_osd",
                 "objects_written", "objects_verified_ok", "time_to_all_up_s",
                 "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s", "final_health")
@@ -58,24 +59,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for recovery")
     p.add_argument("--restart-mgr-after", type=float, default=None,
                    help="kill and restart ceph-mgr this many seconds into the recovery")
-    p.add_argument("--scope", default=None,
-                   help="CRUSH buckets for start-controlled --scope (comma separated)")
     p.add_argument("--concurrency", default=None, metavar="N|auto",
                    help="controlled: start-controlled --concurrency (default: the module's)")
     p.add_argument("--fit-first", type=float, default=None, metavar="F",
                    help="controlled: budget = F x the module's own predicted peak of the first "
                         "OSD it would start, and the failed hosts' cgroups limited to that "
                         "budget / 0.9 (the tightest run that still admits one OSD)")
-    p.add_argument("--engine", choices=("lab", "module"), default="lab",
-                   help="lab: this tool kills the domain and runs start-controlled (default); "
-                        "module: `ceph recovery drill start` stops and brings back the "
-                        "domain, the tool adds the cgroup limit and --naive (drill abort)")
     p.add_argument("--write-load", type=int, default=None, metavar="N",
-                   help="--engine module: the drill writes N objects/s to a pool of its own "
-                        "and verifies them (--objects is the lab engine's)")
+                   help="the drill writes N objects/s to a pool of its own and verifies them")
     p.add_argument("--stop", choices=STOP_MODES, default=STOP_CLEAN,
-                   help="--engine module: how the helpers take the domain down: a clean "
-                        "shutdown, or SIGKILL (a power loss)")
+                   help="how the helpers take the domain down: a clean shutdown, or SIGKILL "
+                        "(a power loss)")
+    p.add_argument("--stall-limit", type=float, default=None, metavar="S",
+                   help="the module's stall_limit during the drill (an exit that starts "
+                        "nothing for S s ends incomplete); restored after")
+    p.add_argument("--inactive-grace", type=float, default=None, metavar="S",
+                   help="the drill aborts once PGs stay inactive longer than S s "
+                        "(drill start --inactive-grace; default the module's 20 s)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
@@ -110,8 +110,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv[:1] == ["render"]:
         return render_main(argv[1:])
     args = parser().parse_args(argv)
-    if args.fit_first is not None and (args.naive or args.fit_first < 1.0):
-        print("ceph-recovery-drill: --fit-first needs a controlled run and F >= 1",
+    if args.fit_first is not None and (args.naive or args.fit_first < 1.0
+                                       or args.host_mem_limit is not None):
+        print("ceph-recovery-drill: --fit-first needs a controlled run, F >= 1 and no "
+              "--host-mem-limit (it sets the limit)",
               file=sys.stderr)
         return 2
     if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
@@ -127,9 +129,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         host_mem_limit=args.host_mem_limit, naive=args.naive,
                         objects=args.objects, object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
-                        restart_mgr_after=args.restart_mgr_after, scope=args.scope,
+                        restart_mgr_after=args.restart_mgr_after,
                         fit_first=args.fit_first, concurrency=args.concurrency,
-                        engine=args.engine, write_load=args.write_load, stop=args.stop,
+                        write_load=args.write_load, stop=args.stop,
+                        stall_limit=args.stall_limit,
+                        inactive_grace=args.inactive_grace,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()
@@ -140,7 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("report: %s\ntimeline: %s" % (opts.json_out, result.get("timeline_png")))
     ok = (result["objects_verified_ok"] == result["objects_written"]
           and not result.get("timed_out")
-          and (args.engine == "lab" or args.naive or result.get("outcome") == "done"))
+          and (args.naive or result.get("outcome") == "done"))
     return 0 if ok else 3
 
 

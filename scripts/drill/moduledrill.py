@@ -1,19 +1,22 @@
-"""`ceph-recovery-drill --engine module`: the lab tool as a thin client of the module's drill.
+"""`ceph-recovery-drill`: the lab tool as a thin client of the module's drill.
 
 The module decides and acts (`ceph recovery drill start`: ok-to-stop, hold, the helpers stop
 the bucket's OSDs, the downtime, the controlled start or the abort); the tool only
 - writes `--objects` checksummed objects into the lab pool before the drill, starts it
   (`--fail host:NAME|rack:NAME` -> `drill start --fail NAME`; `--write-load` is the drill's
-  own pool and writer), polls `drill report` until the bucket is down, then writes
-  `--objects` more (the history the returning OSDs must recover: what makes them grow);
-- applies the lab-only part once the report says `down`: the failed hosts' cgroup limit
-  (`--host-mem-limit`, cleared at the end; with `--fit-first` the budget the module's dry run
-  of the exit admits one start in, set by `drill budget`, and the limit from it) and `--naive`
-  as `drill abort` (start everything);
+  own pool and writer; `--stall-limit` the module's stall_limit for the drill, restored
+  after), polls `drill report` until the bucket is down, then writes `--objects` more (the
+  history the returning OSDs must recover: what makes them grow);
+- once the report says `down` and its writes are done: records the module's dry run of the
+  exit (its planned order) and applies the lab-only part: the failed hosts' cgroup limit (`--host-mem-limit`, cleared
+  at the end; with `--fit-first` the budget the dry run admits one start in, set by `drill
+  budget`, and the limit from it) and `--naive` as `drill abort` (start everything), after
+  which the lab stands in for systemd's Restart= of the OSDs the kernel kills (naive.py);
 - polls `ceph recovery wait` until the drill ends (restarting a dead lab helper as systemd
   would), then writes `drill report -f json` as `drill` in its JSON and renders its PNG;
 - samples beside it what only the lab can measure (host cgroup usage, per-OSD RSS, process
-  starts, OOM kills from the cgroups): the same sampler as the lab engine.
+  starts, OOM kills from the cgroups, the module's stall checks) and derives the per-start
+  predicted vs observed peaks (measures.py).
 `d` is the runner's Drill (its lab, rados handle, result and options).
 """
 from __future__ import annotations
@@ -22,16 +25,16 @@ import errno
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import structlog
 
 from ceph_recovery.drill import STOP_CLEAN, STOP_MODES
 from ceph_recovery_tools.lab import launch
 
-from . import cgroup_limit, report
+from . import cgroup_limit, measures, naive, report
 from .objects import ObjectSet
-from .sampler import Sampler
+from .sampler import Sampler, stalled
 
 log = structlog.get_logger("drill")
 
@@ -72,34 +75,46 @@ def start_command(o: Any) -> Dict[str, Any]:
         cmd["write_load"] = int(o.write_load)
     if o.stop != STOP_CLEAN:
         cmd["stop"] = o.stop
+    if o.inactive_grace is not None:
+        cmd["inactive_grace"] = "%ds" % int(round(o.inactive_grace))
     return cmd
 
 
 def check_options(o: Any) -> Optional[str]:
-    """Why these options do not go with --engine module (None: they do)."""
-    if o.scope:
-        return "--scope is the lab engine's (start-controlled) only"
+    """Why these options do not go together (None: they do)."""
     if o.stop not in STOP_MODES:
         return "--stop must be %s" % " or ".join(STOP_MODES)
     if o.write_load is not None and not 0 <= o.write_load <= 500:
         return "--write-load must be 0 to 500 objects/s"
+    if o.stall_limit is not None and o.stall_limit < 10:
+        return "--stall-limit must be at least 10 s (the module's minimum)"
     return None
 
 
-def allow_pool_delete(d: Any) -> str:
-    """--write-load needs the monitors' mon_allow_pool_delete (the drill removes its pool):
-    on for the drill; its value before, for restore_pool_delete()."""
-    before = launch.ceph(d.state, "config", "get", "mon", "mon_allow_pool_delete",
-                         json_out=False, check=False).strip()
-    launch.ceph(d.state, "config", "set", "mon", "mon_allow_pool_delete", "true",
-                json_out=False)
+def override(d: Any, who: str, key: str, value: str) -> Optional[str]:
+    """Set a config option for the drill; returns what restore_option() puts back: its value
+    in the monitors' config database before (None: it was not set there)."""
+    dump = launch.ceph(d.state, "config", "dump")
+    before = next((str(e.get("value")) for e in dump or []
+                   if e.get("section") == who and e.get("name") == key), None)
+    launch.ceph(d.state, "config", "set", who, key, value, json_out=False)
     return before
 
 
-def restore_pool_delete(d: Any, before: str) -> None:
-    if before != "true":
-        launch.ceph(d.state, "config", "rm", "mon", "mon_allow_pool_delete", json_out=False,
-                    check=False)
+def restore_option(d: Any, who: str, key: str, before: Optional[str]) -> None:
+    if before is None:
+        launch.ceph(d.state, "config", "rm", who, key, json_out=False, check=False)
+    else:
+        launch.ceph(d.state, "config", "set", who, key, before, json_out=False, check=False)
+
+
+def overrides(o: Any) -> List[Tuple[str, str, str]]:
+    """The options the drill sets and restores: --write-load needs mon_allow_pool_delete (the
+    drill removes its pool); --stall-limit is the module's stall_limit."""
+    out = [("mon", "mon_allow_pool_delete", "true")] if o.write_load else []
+    if o.stall_limit is not None:
+        out.append(("mgr", "mgr/recovery/stall_limit", str(int(o.stall_limit))))
+    return out
 
 
 def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
@@ -116,15 +131,18 @@ def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
         time.sleep(POLL_S)
 
 
-def until_end(d: Any, drill_id: str, limit: float,
-              restart_at: Optional[float] = None) -> Tuple[int, str]:
+def until_end(d: Any, drill_id: str, limit: float, restart_at: Optional[float] = None,
+              each: Optional[Callable[[], None]] = None) -> Tuple[int, str]:
     """`ceph recovery wait` in a loop while it answers ETIMEDOUT: (rc, its text). Past
     `limit` the drill is aborted (its abort brings everything back) and waited for again.
-    restart_at: the time ceph-mgr is killed and started again (--restart-mgr-after)."""
+    restart_at: the time ceph-mgr is killed and started again (--restart-mgr-after); each:
+    called every round (--naive: systemd's Restart= of the lab's OSDs)."""
     deadline = time.time() + limit
     aborted = False
     while True:
         d.ensure_helpers()
+        if each is not None:
+            each()
         if restart_at is not None and time.time() >= restart_at:
             log.info("restarting ceph-mgr in the middle of the drill")
             launch.restart_mgr(d.state)
@@ -156,8 +174,9 @@ def run(d: Any) -> Dict[str, Any]:
     failed = sorted(x for h in hosts for x in st["hosts"][h]["osds"])
     d.result.update(engine="module", failed_hosts=hosts, failed_osds=failed,
                     host_mem_limit=o.host_mem_limit, write_load=o.write_load or 0,
-                    stop=o.stop)
-    pool_before = allow_pool_delete(d) if o.write_load else "true"
+                    stop=o.stop, stall_limit=o.stall_limit,
+                    # what the module knew before: OSDs whose heap release it found unsupported
+                    heap_support_before=d._status().get("heap_support") or {})
     ioctx = d.cluster.open_ioctx(st.get("pool", "lab"))
     objs = ObjectSet(ioctx, o.object_size)
     objs.write_aio("before", o.objects)
@@ -165,17 +184,19 @@ def run(d: Any) -> Dict[str, Any]:
     for h in st["hosts"]:
         cgroup_limit.reset_peak(st, h)
     oom0 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
+    befores = [(w, k, override(d, w, k, v)) for w, k, v in overrides(o)]
     sampler.start()
     t0 = time.time()
     limited: List[str] = []
     try:
-        t_down, wait = _drive(d, hosts, limited, objs)
+        t_down, wait = _drive(d, hosts, failed, limited, objs)
         time.sleep(4 * sampler.interval)   # the sampler's own view catches up with the end
     finally:
         samples = sampler.stop()
         for h in limited:
             cgroup_limit.set_limit(st, h, None)
-        restore_pool_delete(d, pool_before)
+        for w, k, before in befores:
+            restore_option(d, w, k, before)
     oom1 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
     ok, bad = objs.verify()
     ioctx.close()
@@ -185,16 +206,21 @@ def run(d: Any) -> Dict[str, Any]:
                  {h: oom1[h] - oom0[h] for h in oom1})
 
 
-def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> int:
-    """--fit-first once the bucket is down: the module's dry run of the exit (scoped to the
-    bucket) gives its predicted first start, fit_first_budget() the budget that admits it;
-    `drill budget` makes that the exit's budget. The cgroup limit to apply is returned; where
-    no budget can be fitted the drill is aborted (everything comes back) and the error raised."""
+def preview(d: Any, bucket: str, budget: str) -> Dict[str, Any]:
+    """The module's dry run of the drill's exit (a controlled start scoped to the bucket)."""
+    return _must(d.cluster, {"prefix": "recovery start-controlled", "dry_run": True,
+                             "scope": [bucket], "budget": budget})
+
+
+def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
+              planned: Dict[str, Any]) -> int:
+    """--fit-first once the bucket is down: fit_first_budget() gives the budget that admits
+    the exit's predicted first start (from its dry run, `planned`); `drill budget` makes that
+    the exit's budget. The cgroup limit to apply is returned; where no budget can be fitted
+    the drill is aborted (everything comes back) and the error raised."""
     from .runner import fit_first_budget
     try:
-        preview = _must(d.cluster, {"prefix": "recovery start-controlled", "dry_run": True,
-                                    "scope": [bucket], "budget": d.o.budget})
-        fit = fit_first_budget(preview, hosts, d.o.fit_first or 1.0)
+        fit = fit_first_budget(planned, hosts, d.o.fit_first or 1.0)
         _must(d.cluster, {"prefix": "recovery drill budget",
                           "budget": str(fit["budget_bytes"])})
     except RuntimeError:
@@ -206,34 +232,51 @@ def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> int:
     return int(fit["host_mem_limit"])
 
 
-def _drive(d: Any, hosts: List[str], limited: List[str],
+def at_down(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> Optional[int]:
+    """What the tool does once the bucket is down and its writes are done (the history they
+    add is part of what the module predicts): the exit's planned order (under the fitted
+    budget with --fit-first), and the cgroup limit to apply."""
+    planned = preview(d, bucket, d.o.budget)
+    limit = d.o.host_mem_limit
+    if d.o.fit_first:
+        limit = fit_first(d, drill_id, bucket, hosts, planned)
+        planned = preview(d, bucket, d.result["budget"])
+    d.result["planned_order"] = planned.get("order") or []
+    return limit
+
+
+def _drive(d: Any, hosts: List[str], failed: List[int], limited: List[str],
            objs: ObjectSet) -> Tuple[float, Tuple[int, str]]:
     """drill start, the lab-only part and the tool's writes once down, then wait for the
-    drill's end."""
+    drill's end (--naive: and for its OSDs to settle, as systemd would leave them)."""
     o = d.o
     ans = _must(d.cluster, start_command(o))
     d.result["drill_id"] = ans["id"]
     log.info("drill started", id=ans["id"], bucket=ans["bucket"], osds=ans["osds"])
     rep = until_down(d, ans["id"])
     t_down = time.time()
+    supervise = None
     if rep["phase"] == "down":
-        limit = fit_first(d, ans["id"], ans["bucket"], hosts) if o.fit_first else \
-            o.host_mem_limit
         t_w = time.time()
         objs.write_aio("during", o.objects)
         d.result["write_rate_obj_s"] = round(o.objects / max(1e-3, time.time() - t_w))
+        limit = at_down(d, ans["id"], ans["bucket"], hosts)
         for h in hosts if limit else ():
             cgroup_limit.set_limit(d.state, h, limit)
             limited.append(h)
         if o.naive:
             _must(d.cluster, {"prefix": "recovery drill abort"})
             d.result["naive_abort_after_down_s"] = round(time.time() - t_down, 1)
+            supervise = naive.Systemd(d, failed)
     else:
         log.warning("drill went past down before the tool saw it", phase=rep["phase"])
     restart_at = None if o.restart_mgr_after is None else \
         t_down + o.downtime + o.restart_mgr_after       # seconds into the exit (about)
-    wait = until_end(d, ans["id"], o.timeout + o.downtime, restart_at)
+    wait = until_end(d, ans["id"], o.timeout + o.downtime, restart_at,
+                     supervise.tick if supervise else None)
     log.info("drill ended", rc=wait[0], text=wait[1])
+    if supervise is not None:
+        supervise.settle(t_down + o.timeout + o.downtime)
     return t_down, wait
 
 
@@ -245,15 +288,12 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
     st, r = d.state, d.result
     back = rep.get("exit_at") or rep.get("aborted_at") or t_down
     journal = [j for j in d._status().get("journal", []) if j.get("time", 0) >= t0]
-    w = rep.get("write_load") or {}
     budgets = {h: v.get("budget_bytes") for h, v in (rep.get("hosts") or {}).items()}
     host_osds = {h: v["osds"] for h, v in st["hosts"].items()}
+    r.update(times(rep, samples, back))
     r.update({
         "drill": rep, "outcome": rep["outcome"], "reason": rep.get("reason"),
-        "wait_rc": wait[0], "wait_text": wait[1],
-        "downtime_s": rep.get("downtime_s"), "time_to_all_up_s": rep.get("time_to_all_up_s"),
-        "time_to_all_pgs_active_s": rep.get("time_to_all_active_s"),
-        "time_to_all_pgs_clean_s": rep.get("time_to_clean_s"),
+        "wait_rc": wait[0], "wait_text": wait[1], "downtime_s": rep.get("downtime_s"),
         "inactive_pg_seconds": rep.get("inactive_pg_seconds"),
         "start_order": [e["osd"] for e in report.journal_events(journal, "grant_start")
                         if e["time"] >= back - 1.0],
@@ -266,15 +306,36 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
         "module_max_in_flight_per_host": report.module_max_in_flight(samples),
         "peak_rss_bytes_by_osd": report.peak_rss(samples, t_down),
         "process_starts_by_osd": process_starts(samples, t_down, failed),
-        "oom_kills_by_host": ooms,
-        # the tool's objects (lab pool) and the drill's write load (its own pool), together
-        "objects_written": int(w.get("objects_written") or 0) + r["tool_objects"]["written"],
-        "objects_verified_ok": int(w.get("objects_verified") or 0)
-        + r["tool_objects"]["verified_ok"],
-        "objects_bad": int(w.get("objects_bad") or 0) + len(r["tool_objects"]["bad"]),
+        "naive_starts_by_osd": {str(k): v for k, v in d.naive_starts.items()},
+        "oom_kills_by_host": ooms, "stalled": stalled(samples),
+        "heap_releases": [e for e in report.journal_events(journal, "heap_release")
+                          if e["time"] >= back - 1.0],
+        "restarts": [e for e in report.journal_events(journal, "restart_osd")
+                     if e["time"] >= back - 1.0],
+        "predictions": measures.predictions(samples, journal, back),
+        "heap_release_effects": measures.heap_release_effects(samples, journal),
         "final_health": d._health(), "journal": journal, "samples": len(samples)})
+    r.update(objects(r["tool_objects"], rep.get("write_load") or {}))
     r["timeline_png"] = os.path.splitext(d.o.json_out)[0] + ".png"
     report.render_module_report(rep, r["timeline_png"])
     with open(d.o.json_out, "w") as f:
         json.dump(r, f, indent=1, sort_keys=True, default=str)
     return r
+
+
+def times(rep: Dict[str, Any], samples: List[Dict[str, Any]],
+          back: float) -> Dict[str, Optional[float]]:
+    """Times from the bucket's return: the module's, or where it did not measure them (an
+    abort ends once every OSD is up; --naive waits on for clean) the tool's samples'."""
+    seen = report.recovery_times(samples, back)
+    mine = {"time_to_all_up_s": rep.get("time_to_all_up_s"),
+            "time_to_all_pgs_active_s": rep.get("time_to_all_active_s"),
+            "time_to_all_pgs_clean_s": rep.get("time_to_clean_s")}
+    return {k: v if v is not None else seen[k] for k, v in mine.items()}
+
+
+def objects(tool: Dict[str, Any], load: Dict[str, Any]) -> Dict[str, Any]:
+    """The tool's objects (lab pool) and the drill's write load (its own pool), together."""
+    return {"objects_written": int(load.get("objects_written") or 0) + tool["written"],
+            "objects_verified_ok": int(load.get("objects_verified") or 0) + tool["verified_ok"],
+            "objects_bad": int(load.get("objects_bad") or 0) + len(tool["bad"])}

@@ -12,6 +12,11 @@ import psutil
 from ceph_recovery_tools.lab import launch
 
 
+# the module's health checks of a run that cannot go on (nothing fits, or an OSD never boots)
+STALL_CAUSES = ("RECOVERY_BUDGET_TOO_SMALL", "RECOVERY_BOOT_TIMEOUT")
+STALL_CHECKS = STALL_CAUSES + ("RECOVERY_INCOMPLETE",)
+
+
 def mon_json(cluster: Any, cmd: Dict[str, Any], timeout: int = 10) -> Any:
     rc, out, err = cluster.mon_command(json.dumps(dict(cmd, format="json")), b"", timeout=timeout)
     if rc != 0:
@@ -108,6 +113,32 @@ def _rss(pid: Optional[int]) -> int:
 
 def _module_view(cluster: Any) -> Dict[str, Any]:
     st = mgr_json(cluster, {"prefix": "recovery status"})
+    stuck = sorted(set(st.get("health") or []) & set(STALL_CHECKS))
+    detail = st.get("health_detail") or {}
     return {"phase": st.get("phase"), "run_id": st.get("run_id"),
             "in_flight": {h: v.get("in_flight", []) for h, v in st.get("hosts", {}).items()},
-            "budget": {h: v.get("budget") for h, v in st.get("hosts", {}).items()}}
+            "budget": {h: v.get("budget") for h, v in st.get("hosts", {}).items()},
+            "stall": {"checks": stuck, "reasons": [line for c in stuck
+                                                   for line in detail.get(c, [])][:5]}
+            if stuck else None}
+
+
+def stalled(samples: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The module's last stall the samples saw, None if none: its checks, their detail
+    lines, how long it was seen without a break. A stall that names its cause (nothing fits,
+    an OSD never boots) wins over a later RECOVERY_INCOMPLETE, the run's end that follows it."""
+    episodes: List[Dict[str, Any]] = []
+    going = False
+    for s in samples:
+        stall = (s.get("module") or {}).get("stall")
+        if stall and going and episodes[-1]["checks"] == stall["checks"]:
+            episodes[-1].update(reasons=stall["reasons"], until=s["time"])
+        elif stall:
+            episodes.append(dict(stall, since=s["time"], until=s["time"]))
+        going = bool(stall)
+    causes = [e for e in episodes if set(e["checks"]) & set(STALL_CAUSES)]
+    if not episodes:
+        return None
+    e = (causes or episodes)[-1]
+    return {"checks": e["checks"], "reasons": e["reasons"],
+            "for_s": round(e["until"] - e["since"], 1)}

@@ -24,7 +24,9 @@ def clear_flags(state: Dict[str, Any]) -> None:
 
 
 def reset_module(state: Dict[str, Any]) -> None:
-    """Abort an active controlled run of our mgr module and release its holds (if enabled)."""
+    """Abort an active controlled run of our mgr module, bring back the buckets its windows
+    keep in maintenance (a drill whose exit found too little memory leaves its bucket there)
+    and release its holds (if enabled)."""
     try:
         status = launch.ceph(state, "recovery", "status", timeout=30)
     except launch.CephError:
@@ -33,10 +35,26 @@ def reset_module(state: Dict[str, Any]) -> None:
         return
     if status.get("active"):
         launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
+    exit_windows(state)
     for bucket in status.get("holds") or []:
         if isinstance(bucket, str):
             launch.ceph(state, "recovery", "release", bucket, json_out=False, check=False,
                         timeout=30)
+
+
+def exit_windows(state: Dict[str, Any], timeout: float = 300) -> None:
+    """`maintenance exit` (the default budget: the lab's hosts are no longer limited) of every
+    window not already exiting, then `recovery wait` for them."""
+    try:
+        windows = launch.ceph(state, "recovery", "maintenance", "ls", timeout=30)["windows"]
+    except (launch.CephError, KeyError, TypeError):
+        return   # a module without windows
+    for w in windows:
+        if w.get("phase") != "exiting":
+            launch.ceph(state, "recovery", "maintenance", "exit", w["bucket"], json_out=False,
+                        check=False, timeout=30)
+    if windows:
+        launch.recovery_wait(state, timeout)
 
 
 def restore(state: Dict[str, Any], timeout: float = 300) -> None:

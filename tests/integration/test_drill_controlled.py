@@ -1,5 +1,7 @@
-"""Controlled start end to end on the real lab, through ceph-recovery-drill: a failed host's
-OSDs come back one at a time, each booting only once its process runs and its footprint is
+"""Controlled start end to end on the real lab, through ceph-recovery-drill (the module's drill
+stops the host through its helper, the tool and the drill's write load write objects while it
+is down, the drill brings it back by its controlled start): a failed host's OSDs come back
+one at a time, each booting only once its process runs and its footprint is
 seen; every OSD up, every PG active+clean, every object (written before and during the outage)
 reads back with its checksum. And the same with ceph-mgr killed and restarted mid-run."""
 from __future__ import annotations
@@ -58,15 +60,9 @@ def check_recovered(r):
     assert all(n == 1 for n in r["process_starts_by_osd"].values()), r["process_starts_by_osd"]
 
 
-# lab: kill -9 of h2, the tool writes its objects, `start-controlled`; module: the same
-# checks on `ceph-recovery-drill --engine module` (the module's drill stops h2 through the
-# helpers, writes its own objects and brings h2 back by its controlled start)
-ENGINES = {"lab": {"objects": 3000}, "module": {"engine": "module", "write_load": 20}}
-
-
-@pytest.mark.parametrize("engine", sorted(ENGINES))
-def test_host_down_controlled_start(healthy_lab, tmp_path, engine):
-    r = drill(healthy_lab, tmp_path, fail="host:h2", downtime=15.0, **ENGINES[engine])
+def test_host_down_controlled_start(healthy_lab, tmp_path):
+    r = drill(healthy_lab, tmp_path, fail="host:h2", downtime=15.0, objects=3000,
+              write_load=20)
     host = "h2"
     failed = sorted(healthy_lab["hosts"][host]["osds"])
     assert sorted(r["start_order"]) == failed
@@ -76,10 +72,9 @@ def test_host_down_controlled_start(healthy_lab, tmp_path, engine):
     check_recovered(r)
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
-def test_mgr_restart_mid_run_resumes_without_second_start(healthy_lab, tmp_path, engine):
+def test_mgr_restart_mid_run_resumes_without_second_start(healthy_lab, tmp_path):
     r = drill(healthy_lab, tmp_path, fail="host:h3", downtime=15.0, restart_mgr_after=6.0,
-              **ENGINES[engine])
+              write_load=20)
     assert r.get("mgr_restarted_at_s") is not None
     failed = sorted(healthy_lab["hosts"]["h3"]["osds"])
     grants = [j["action"]["osd"] for j in r["journal"] if j["action"]["kind"] == "grant_start"]

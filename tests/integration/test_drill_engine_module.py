@@ -1,5 +1,5 @@
-"""`ceph-recovery-drill --engine module` on the real lab (3 hosts x 2 OSDs): the lab tool as a
-thin client of `ceph recovery drill`, the module's drill the only engine.
+"""`ceph-recovery-drill` on the real lab (3 hosts x 2 OSDs): the lab tool as a thin client of
+`ceph recovery drill`, the module's drill the only engine.
 
 - controlled: the module stops h2 through the helpers, keeps it down 20 s while writing 5
   objects/s into its own pool, brings it back by its controlled start one OSD at a time;
@@ -31,7 +31,7 @@ HOST = "h2"
 
 def drill(lab, tmp_path, name, **kw):
     out = str(tmp_path / ("%s.json" % name))
-    r = inrelease.run_drill(lab, out, engine="module", fail="host:" + HOST, downtime=20.0,
+    r = inrelease.run_drill(lab, out, fail="host:" + HOST, downtime=20.0,
                             write_load=5, timeout=420.0, **kw)
     with open(out) as f:
         assert json.load(f)["drill"]["id"] == r["drill"]["id"]

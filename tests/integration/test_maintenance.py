@@ -25,6 +25,7 @@ import pytest
 
 from ceph_recovery_tools.lab import inrelease, launch, procs, release
 from ceph_recovery_tools.lab.launch import CephError
+from ceph_recovery_tools.lab.restore import exit_windows
 
 pytestmark = pytest.mark.integration
 HOST, RACK = "h2", "r1"
@@ -75,18 +76,14 @@ def h2_osds(state):
 
 @pytest.fixture
 def maint_lab(healthy_lab):
-    """The lab with loopback-only probes ignored; every window closed again afterwards (the
-    lab's restore() knows nothing of windows, which would hold h2 again)."""
+    """The lab with loopback-only probes ignored; every window closed again afterwards
+    (restore.exit_windows: a window left open would hold h2 again)."""
     state = healthy_lab
     if not state.get("netns"):
         launch.ceph(state, "config", "set", "mgr", "mgr/recovery/network_holds_starts",
                     "false", json_out=False)
     yield state
-    for w in windows(state):
-        if w["phase"] != "exiting":
-            launch.ceph(state, "recovery", "maintenance", "exit", w["bucket"],
-                        json_out=False, check=False)
-    recovery_wait(state)
+    exit_windows(state)
     launch.ceph(state, "config", "rm", "mgr", "mgr/recovery/network_holds_starts",
                 json_out=False)
 

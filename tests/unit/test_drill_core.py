@@ -160,6 +160,34 @@ def abort_list(st):
     return kinds(st.actions)
 
 
+def test_a_longer_inactive_grace_lets_a_slow_peering_run_on_and_survives_a_failover():
+    d, w = D.check_start("d1000", "h2", 900.0, snap(), [], [], False, OK, {"h2": 12 * GIB},
+                         "80%", "", NOW, inactive_grace_s=120.0)
+    d = D.drill_from_dict(json.loads(json.dumps(D.drill_to_dict(d))))
+    assert d.inactive_grace_s == 120.0
+    st = tick(snap(down=(2, 3), flags=HELD), d, [replace(w, phase=M.OPEN)], 5.0)
+    d, ws = st.drill, st.windows
+    s = snap(down=(2, 3), flags=HELD, active=63)
+    st = tick(s, d, ws, 6.0)
+    st = tick(s, st.drill, ws, 6.0 + 120.0)
+    assert st.drill.phase == D.DOWN and st.actions == ()
+    st = tick(s, st.drill, ws, 6.0 + 121.0)
+    assert st.drill.phase == D.ABORTING and "1 PG(s) inactive for more than 120s" in \
+        st.drill.reason
+    # an entry persisted before the option reads with the default
+    old = D.drill_to_dict(d)
+    del old["inactive_grace_s"]
+    assert D.drill_from_dict(old).inactive_grace_s == D.INACTIVE_GRACE_S
+
+
+@pytest.mark.parametrize("grace", [0.0, 4.9, 3601.0])
+def test_an_inactive_grace_out_of_range_is_einval(grace):
+    with pytest.raises(M.Refused) as e:
+        D.check_start("d1000", "h2", 30.0, snap(), [], [], False, OK, {"h2": 12 * GIB},
+                      "80%", "", NOW, inactive_grace_s=grace)
+    assert e.value.errno == errno.EINVAL and "--inactive-grace" in e.value.message
+
+
 def test_inactive_pg_past_the_grace_aborts_and_starts_every_osd_at_once():
     d, ws = open_drill(t=5.0)
     s = snap(down=(2, 3), flags=HELD, active=60)

@@ -66,6 +66,28 @@ def test_start_bad_input(world, args, code):
     assert mon.mutations() == []
 
 
+@pytest.mark.parametrize("grace,err_part", [("soon", "duration 'soon'"),
+                                            ("2s", "--inactive-grace must be 5s to 3600s")])
+def test_a_bad_inactive_grace_is_einval_and_changes_nothing(world, grace, err_part):
+    eng, mon = make(world)
+    rc, _out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, None, None,
+                                   grace)
+    assert rc == -errno.EINVAL and err_part in err, err
+    assert eng.run.drills == [] and eng.run.windows == [] and mon.mutations() == []
+
+
+def test_inactive_grace_is_the_drills_and_in_its_report(world):
+    eng, _mon = make(world)
+    helpers(eng, 1000.0)
+    tick(eng, world, 1000.0)
+    rc, _out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, None, None,
+                                   "2m")
+    assert rc == 0, err
+    assert eng.run.drills[-1].inactive_grace_s == 120.0
+    rc, out, _err = drillcli.report(eng, None, "json")
+    assert json.loads(out)["inactive_grace_s"] == 120.0
+
+
 def test_a_kill_drill_sends_its_stops_with_sigkill_and_a_bad_stop_changes_nothing(world):
     eng, mon = make(world)
     rc, _out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, None, "off")
