@@ -17,8 +17,10 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
   aborting  the drill is stopped and everything comes back at once: the window is dropped
             (so its bucket is no longer held: plan() releases the group noup), the exit's run
             (if any) is aborted, every down OSD of the bucket gets one start instruction
-            (again only if still stopped START_RETRY_S later), and
-            once all are up the bucket's noout is unset (unless it was set before the drill).
+            (again only if still stopped START_RETRY_S later, at most ABORT_STARTS in all:
+            an OSD the kernel kills on every start is left down, named, as systemd's start
+            limit would), and once all are up or left down the bucket's noout is unset
+            (unless it was set before the drill).
   done | aborted   final; the drill keeps its timeline for `drill report`.
 
 Abort triggers, checked every tick until the drill ends: PGs inactive without a break for
@@ -37,85 +39,20 @@ drill. Pure: no I/O, no clock (`now` is an argument).
 from __future__ import annotations
 
 import errno
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from . import drillload as L
 from . import maintenance as M
-from .drillreport import (_FLOATS, MAX_SAMPLES, TIMELINE_BYTES, drill_to_dict,
-                          inactive_pg_seconds, report, sample, sample_limit, summary_line)
-from .actions import Action, GrantStart, UnsetGroupFlag
+from .drillreport import (MAX_SAMPLES, TIMELINE_BYTES, drill_to_dict, inactive_pg_seconds,
+                          report, sample, sample_limit, summary_line)
+from .drillstate import (ABORT_STARTS, ABORTED, ABORTING, CLEAN_WAIT_S, DONE, DOWN,
+                         ENTERING, EXITING, FINAL, HEALTH_ERR, INACTIVE_GRACE_RANGE,
+                         INACTIVE_GRACE_S, KEEP_DRILLS, PHASES, PREPARE_TIMEOUT_S, PREPARING,
+                         START_RETRY_S, STOP_CLEAN, STOP_KILL, STOP_MODES, Drill, DrillStep,
+                         Observed, drill_from_dict)
+from .actions import GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, PROC_STOPPED, Snapshot
-
-PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
-    "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
-PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
-PREPARE_TIMEOUT_S = 120.0
-FINAL = (DONE, ABORTED)
-# --stop: `clean` shuts the bucket's OSDs down (each marks itself down); `kill` SIGKILLs them
-# (a power loss: the monitors mark them down from their peers' failure reports, and they come
-# back without a clean shutdown). Either way only after ok-to-stop cleared them.
-STOP_CLEAN, STOP_KILL = "clean", "kill"
-STOP_MODES = (STOP_CLEAN, STOP_KILL)
-INACTIVE_GRACE_S = 20.0
-INACTIVE_GRACE_RANGE = (5.0, 3600.0)
-START_RETRY_S = 30.0           # as the run's GRANT_RETRY_S: a start not taken by then failed
-CLEAN_WAIT_S = 600.0
-KEEP_DRILLS = 3
-HEALTH_ERR = "HEALTH_ERR"
-
-
-@dataclass(frozen=True)
-class Drill:
-    id: str
-    bucket: str
-    downtime_s: float
-    started_at: float
-    budget: str = ""                     # the operator's --budget text ("" = module default)
-    concurrency: str = ""
-    phase: str = ENTERING
-    osds: Tuple[int, ...] = ()
-    hosts: Tuple[str, ...] = ()          # hosts of the bucket's OSDs (sampled per tick)
-    noout_before: bool = False
-    budgets: Mapping[str, int] = field(default_factory=dict)   # host -> budget bytes
-    down_at: Optional[float] = None      # every OSD of the bucket down
-    exit_at: Optional[float] = None      # the exit's controlled start began
-    up_at: Optional[float] = None        # every OSD of the bucket up again
-    active_at: Optional[float] = None    # every PG active again after the exit began
-    clean_at: Optional[float] = None     # every PG active+clean again
-    ended_at: Optional[float] = None
-    aborted_at: Optional[float] = None   # the abort began (every OSD started at once)
-    started: Mapping[int, float] = field(default_factory=dict)  # osd -> abort's start sent
-    exit_run: str = ""
-    inactive_since: Optional[float] = None
-    abort_requested: str = ""            # operator's abort, picked up by the next tick
-    reason: str = ""                     # why it aborted, or how it ended
-    peaks: Mapping[str, int] = field(default_factory=dict)     # host -> peak memory used
-    samples: Tuple[Mapping[str, Any], ...] = ()
-    load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
-    stop: str = STOP_CLEAN               # --stop: how its OSDs go down (STOP_MODES)
-    inactive_grace_s: float = INACTIVE_GRACE_S   # --inactive-grace: PGs inactive this long abort
-
-
-@dataclass(frozen=True)
-class Observed:
-    """What the shell saw this tick besides the snapshot."""
-
-    health: str = "HEALTH_OK"            # overall status from the mgr's health
-    degraded_objects: int = 0
-    load: Optional[L.Seen] = None        # the drill's writer (one drill goes on at a time)
-
-
-@dataclass(frozen=True)
-class DrillStep:
-    drill: Drill
-    windows: Tuple[M.Window, ...]
-    actions: Tuple[Action, ...] = ()
-    start_exit: bool = False             # the shell runs the window's exit now
-    abort_run: bool = False              # the shell aborts the exit's run now
-    outcome: Optional[M.Outcome] = None
-    load_order: Optional[str] = None     # the writer's order (drillload.order), None: no load
-
 
 # ------------------------------------------------------------------ commands
 def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
@@ -341,30 +278,43 @@ def _exiting(d, w, windows, snap, now) -> DrillStep:
 def _aborting(d, w, windows, snap, now) -> DrillStep:
     mine = M.under(d.bucket, snap)
     down = [o for o in mine if not o.up]
-    if down:
-        due = [o for o in down if _start_due(d, o, now)]
+    due = [o for o in down if _start_due(d, o, now)]
+    if due:
         acts = tuple(GrantStart(osd=o.id, host=o.host, reason="drill %s aborted (%s): start "
                                 "every OSD of %s" % (d.id, d.reason, d.bucket)) for o in due)
-        started = dict(d.started)
+        started, starts = dict(d.started), dict(d.starts)
         started.update((o.id, now) for o in due)
-        return DrillStep(replace(d, started=started), tuple(windows), acts)
-    d = d if d.up_at is not None else replace(d, up_at=now)
+        starts.update((o.id, starts.get(o.id, 0) + 1) for o in due)
+        return DrillStep(replace(d, started=started, starts=starts), tuple(windows), acts)
+    if not all(_left_down(d, o, now) for o in down):
+        return DrillStep(d, tuple(windows))         # starts on their way
+    d = d if d.up_at is not None or down else replace(d, up_at=now)
     if M.NOOUT in (snap.bucket_flags.get(d.bucket) or ()) and not d.noout_before:
         return DrillStep(d, tuple(windows), (UnsetGroupFlag(
-            bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s up"
-            % (d.id, d.bucket)),))
-    return _end(d, windows, snap, ABORTED, d.reason, now)
+            bucket=d.bucket, flag=M.NOOUT, reason="drill %s aborted: every OSD of %s %s"
+            % (d.id, d.bucket, "up" if not down else "up or left down"),),))
+    why = d.reason if not down else "%s; %s not up after %d starts each: left down" % (
+        d.reason, ", ".join("osd.%d" % o.id for o in down), ABORT_STARTS)
+    return _end(d, windows, snap, ABORTED, why, now)
 
 
 def _start_due(d: Drill, o: Any, now: float) -> bool:
     """One start instruction per down OSD: the helpers' process states lag it (a report
     built before the start, or none fresh), so a process not yet seen running is no reason
     to instruct it again. Only a process still seen stopped START_RETRY_S after its start
-    was instructed is a failed start, instructed once more."""
+    was instructed is a failed start, instructed once more, ABORT_STARTS times at most."""
     if o.process == PROC_RUNNING:
         return False
     sent = d.started.get(o.id)
-    return sent is None or (o.process == PROC_STOPPED and now - sent > START_RETRY_S)
+    return sent is None or (o.process == PROC_STOPPED and now - sent > START_RETRY_S
+                            and d.starts.get(o.id, 1) < ABORT_STARTS)
+
+
+def _left_down(d: Drill, o: Any, now: float) -> bool:
+    """A down OSD that used its ABORT_STARTS and is still stopped START_RETRY_S after the last."""
+    sent = d.started.get(o.id)
+    return sent is not None and d.starts.get(o.id, 1) >= ABORT_STARTS and \
+        o.process == PROC_STOPPED and now - sent > START_RETRY_S
 
 
 def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) -> DrillStep:
@@ -381,31 +331,11 @@ def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) ->
     return DrillStep(d, tuple(windows), outcome=out)
 
 
-# ------------------------------------------------------------------ persistence
 __all__ = ["Drill", "Observed", "DrillStep", "check_start", "check_abort", "check_budget",
            "find", "MAX_SAMPLES", "TIMELINE_BYTES",
            "exit_started", "plan_drill", "sample_limit", "report", "summary_line",
-           "inactive_pg_seconds", "drill_to_dict", "drill_from_dict"]
-
-
-def drill_from_dict(x: Mapping[str, Any]) -> Drill:
-    """ValueError on a malformed entry (the shell reports the state as unreadable)."""
-    if not isinstance(x, Mapping) or x.get("phase") not in PHASES or not x.get("id"):
-        raise ValueError("drill: bad entry %r" % (x,))
-    opt = {k: (None if x.get(k) is None else float(x[k])) for k in _FLOATS}
-    return Drill(id=str(x["id"]), bucket=str(x["bucket"]), downtime_s=float(x["downtime_s"]),
-                 started_at=float(x["started_at"]), budget=str(x.get("budget", "")),
-                 concurrency=str(x.get("concurrency", "")), phase=str(x["phase"]),
-                 osds=tuple(int(i) for i in x.get("osds", ())),
-                 hosts=tuple(str(h) for h in x.get("hosts", ())),
-                 noout_before=bool(x.get("noout_before", False)),
-                 budgets={str(k): int(v) for k, v in (x.get("budgets") or {}).items()},
-                 exit_run=str(x.get("exit_run", "")),
-                 abort_requested=str(x.get("abort_requested", "")),
-                 reason=str(x.get("reason", "")),
-                 peaks={str(k): int(v) for k, v in (x.get("peaks") or {}).items()},
-                 samples=tuple(dict(s) for s in x.get("samples", ())),
-                 started={int(k): float(v) for k, v in (x.get("started") or {}).items()},
-                 load=L.from_dict(x.get("load")),
-                 stop=STOP_KILL if x.get("stop") == STOP_KILL else STOP_CLEAN,
-                 inactive_grace_s=float(x.get("inactive_grace_s", INACTIVE_GRACE_S)), **opt)
+           "inactive_pg_seconds", "drill_to_dict", "drill_from_dict", "ABORT_STARTS",
+           "ABORTED", "ABORTING", "CLEAN_WAIT_S", "DONE", "DOWN", "ENTERING", "EXITING",
+           "FINAL", "HEALTH_ERR", "INACTIVE_GRACE_RANGE", "INACTIVE_GRACE_S", "KEEP_DRILLS",
+           "PHASES", "PREPARE_TIMEOUT_S", "PREPARING", "START_RETRY_S", "STOP_CLEAN",
+           "STOP_KILL", "STOP_MODES"]

@@ -84,7 +84,8 @@ def drill_to_dict(d: Any) -> Dict[str, Any]:
         "noout_before": d.noout_before, "budgets": dict(d.budgets), "exit_run": d.exit_run,
         "abort_requested": d.abort_requested, "reason": d.reason, "peaks": dict(d.peaks),
         "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load),
-        "started": {str(k): v for k, v in sorted(d.started.items())}, "stop": d.stop,
+        "started": {str(k): v for k, v in sorted(d.started.items())},
+        "starts": {str(k): v for k, v in sorted(d.starts.items())}, "stop": d.stop,
         "inactive_grace_s": d.inactive_grace_s}
     for k in _FLOATS:
         out[k] = getattr(d, k)

@@ -208,6 +208,36 @@ def test_inactive_pg_past_the_grace_aborts_and_starts_every_osd_at_once():
     assert not st.outcome.ok and st.outcome.errno == errno.ECANCELED
 
 
+def test_an_osd_killed_on_every_start_of_an_abort_is_left_down_after_abort_starts():
+    """The abort's starts stop at ABORT_STARTS per OSD (an OOM loop is no way back): once the
+    last is ABORT_STARTS' START_RETRY_S old and the OSD still stopped, noout is unset and the
+    drill ends aborted naming it; an mgr failover in between keeps the count."""
+    d, ws = open_drill(t=5.0)
+    d = D.check_abort([d], "operator abort")
+    dead = snap(down=(2, 3), flags={"h2": ["noout"]}, running=(3,))   # osd.2 OOM-killed
+    st = tick(snap(down=(2, 3), flags=HELD), d, ws, 6.0)
+    assert abort_list(st) == [("grant_start", 2, None), ("grant_start", 3, None)]
+    t, retries = 6.0, 0
+    while True:
+        t += D.START_RETRY_S + 1
+        st = tick(dead, D.drill_from_dict(json.loads(json.dumps(D.drill_to_dict(st.drill)))),
+                  (), t)
+        if not st.actions:
+            break
+        assert abort_list(st) == [("grant_start", 2, None)]
+        retries += 1
+    assert retries == D.ABORT_STARTS - 1 and st.drill.starts == {2: D.ABORT_STARTS, 3: 1}
+    assert st.drill.phase == D.ABORTING                 # osd.3 still coming up
+    up3 = snap(down=(2,), flags={"h2": ["noout"]})
+    st = tick(up3, st.drill, (), t + 1)
+    assert abort_list(st) == [("unset_group_flag", "h2", "noout")]
+    st = tick(snap(down=(2,)), st.drill, (), t + 2)
+    assert st.drill.phase == D.ABORTED and st.actions == ()
+    assert st.drill.reason.endswith("osd.2 not up after %d starts each: left down"
+                                    % D.ABORT_STARTS)
+    assert st.drill.up_at is None and st.outcome.errno == errno.ECANCELED
+
+
 def test_pgs_active_again_within_the_grace_do_not_abort():
     d, ws = open_drill(t=5.0)
     st = tick(snap(down=(2, 3), flags=HELD, active=60), d, ws, 6.0)
