@@ -160,7 +160,18 @@ def drill_row(name: str, d: Dict[str, Any]) -> List[str]:
             fmt(d.get("restarts") or []), fmt(d.get("heap_releases") or []),
             fmt(d.get("time_to_all_up_s")), fmt(d.get("time_to_all_pgs_clean_s")),
             "%s/%s" % (fmt(d.get("objects_verified_ok")), fmt(d.get("objects_written"))),
-            d.get("aborted_run") or (d.get("final_health") or {}).get("status", "-")]
+            drill_end(d)]
+
+
+def drill_end(d: Dict[str, Any]) -> str:
+    """How the drill ended: the module drill's outcome (with the stall check that ended its
+    exit) and the final health; reports of the lab tool's former engine: why it aborted the
+    run, else the final health."""
+    health = (d.get("final_health") or {}).get("status", "-")
+    if d.get("aborted_run") or not d.get("outcome"):
+        return d.get("aborted_run") or health
+    why = ((d.get("stalled") or {}).get("checks") or [""])[0]
+    return "%s%s, %s" % (d["outcome"], " (%s)" % why if why else "", health)
 
 
 def drills_table(drills: Dict[str, Dict[str, Any]]) -> str:

@@ -133,3 +133,13 @@ def test_the_readme_links_into_measurements_at_headings_that_exist():
     anchors = {_slug(h) for h in headings}
     links = re.findall(r"\(docs/measurements\.md#([^)]+)\)", (REPO / "README.md").read_text())
     assert links and set(links) <= anchors, set(links) - anchors
+
+
+def test_a_drills_end_is_its_outcome_and_stall_for_module_drills_and_the_abort_before():
+    health = {"final_health": {"status": "HEALTH_WARN"}}
+    assert m.drill_end(dict(health, outcome="done")) == "done, HEALTH_WARN"
+    assert m.drill_end(dict(health, outcome="aborted", stalled={
+        "checks": ["RECOVERY_BUDGET_TOO_SMALL"], "reasons": []})) == \
+        "aborted (RECOVERY_BUDGET_TOO_SMALL), HEALTH_WARN"
+    assert m.drill_end(dict(health, aborted_run="stalled")) == "stalled"
+    assert m.drill_end(health) == "HEALTH_WARN"
