@@ -1,7 +1,8 @@
 """Measurements a drill report carries beyond its timeline, computed from the drill's own samples
 (rss per OSD every sampling interval) and the module's journal, never typed by hand:
 
-- `predictions`: for every start the module granted (a grant_start that is not a re-grant), the
+- `predictions`: for every start the module granted on a prediction (a grant_start that is not
+  a re-grant, nor a drill abort's start-everything, which carries no prediction), the
   peak it was admitted on (`predicted_bytes`) against the peak rss that OSD reached from its
   grant until its next start, restart or stop (or the end of the drill); error = predicted /
   observed - 1 (> 0: an overestimate). A start whose OSD never booted (never ran, or a probe
@@ -31,7 +32,8 @@ def _kind(j: Dict[str, Any]) -> str:
 
 def _is_start(j: Dict[str, Any]) -> bool:
     a = j.get("action") or {}
-    return a.get("kind") == "grant_start" and not str(a.get("reason", "")).startswith("re-grant")
+    return a.get("kind") == "grant_start" and bool(a.get("predicted_bytes")) and \
+        not str(a.get("reason", "")).startswith("re-grant")
 
 
 def _peak(samples: List[Dict[str, Any]], osd: str, t0: float, t1: Optional[float]) -> int:

@@ -126,7 +126,8 @@ def _module_view(cluster: Any) -> Dict[str, Any]:
 def stalled(samples: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The module's last stall the samples saw, None if none: its checks, their detail
     lines, how long it was seen without a break. A stall that names its cause (nothing fits,
-    an OSD never boots) wins over a later RECOVERY_INCOMPLETE, the run's end that follows it."""
+    an OSD never boots) wins over a later RECOVERY_INCOMPLETE, the run's end that follows
+    it, and the cause alone over the tick or two in which both show."""
     episodes: List[Dict[str, Any]] = []
     going = False
     for s in samples:
@@ -136,9 +137,10 @@ def stalled(samples: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         elif stall:
             episodes.append(dict(stall, since=s["time"], until=s["time"]))
         going = bool(stall)
-    causes = [e for e in episodes if set(e["checks"]) & set(STALL_CAUSES)]
     if not episodes:
         return None
-    e = (causes or episodes)[-1]
+    pure = [e for e in episodes if set(e["checks"]) <= set(STALL_CAUSES)]
+    causes = [e for e in episodes if set(e["checks"]) & set(STALL_CAUSES)]
+    e = (pure or causes or episodes)[-1]
     return {"checks": e["checks"], "reasons": e["reasons"],
             "for_s": round(e["until"] - e["since"], 1)}

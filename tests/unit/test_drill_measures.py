@@ -46,6 +46,14 @@ def test_a_start_that_never_ran_or_never_booted_has_no_error():
     assert kept[0]["booted"] is False and kept[0]["error"] is None
 
 
+def test_a_drill_aborts_start_everything_carries_no_prediction_and_is_no_start():
+    abort = {"time": 100.5, "action": {"kind": "grant_start", "osd": 2, "host": "h2",
+                                       "reason": "drill d1 aborted (operator): start every "
+                                                 "OSD of h2"}}
+    assert measures.predictions(SAMPLES, [abort] + JOURNAL[2:5], t_start=100.0) == \
+        measures.predictions(SAMPLES, JOURNAL[2:5], t_start=100.0)
+
+
 def test_heap_release_rss_before_and_lowest_after():
     got = measures.heap_release_effects(SAMPLES, JOURNAL)
     assert got == [{"osd": 2, "time": 111.0, "supported": True, "rss_before_bytes": 95 * MiB,

@@ -230,6 +230,12 @@ def test_stalled_is_the_last_unbroken_stall_the_samples_saw():
                            sample(91.0, incomplete), sample(95.0, incomplete)])
     assert got == dict(too_small, for_s=90.0)
     assert sampler.stalled([sample(1.0, incomplete)]) == dict(incomplete, for_s=0.0)
+    both = {"checks": too_small["checks"] + incomplete["checks"], "reasons": ["both"]}
+    got = sampler.stalled([sample(0.0, too_small), sample(90.0, too_small),
+                           sample(91.0, both), sample(93.0, incomplete)])
+    assert got == dict(too_small, for_s=90.0)
+    assert sampler.stalled([sample(0.0, both), sample(3.0, incomplete)]) == \
+        dict(both, for_s=0.0)
 
 
 def test_times_are_the_modules_and_the_samples_only_where_it_measured_none():
