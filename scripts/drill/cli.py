@@ -38,7 +38,8 @@ from ..common.sizes import size_arg
 from .runner import Drill, DrillOptions
 
 SUMMARY_KEYS = ("mode", "outcome", "start_order", "max_in_flight_per_host",
-                "peak_mem_bytes_by_host", "budget_bytes_by_host", "oom_kills_by_host", "process_starts_by_osd",
+                "peak_mem_bytes_by_host", "budget_bytes_by_host", "oom_kills_by_host",
+                "process_starts_by_osd",
                 "objects_written", "objects_verified_ok", "time_to_all_up_s",
                 "time_to_all_pgs_active_s", "time_to_all_pgs_clean_s", "final_health")
 

@@ -8,10 +8,11 @@ the bucket's OSDs, the downtime, the controlled start or the abort); the tool on
   after), polls `drill report` until the bucket is down, then writes `--objects` more (the
   history the returning OSDs must recover: what makes them grow);
 - once the report says `down` and its writes are done: records the module's dry run of the
-  exit (its planned order) and applies the lab-only part: the failed hosts' cgroup limit (`--host-mem-limit`, cleared
-  at the end; with `--fit-first` the budget the dry run admits one start in, set by `drill
-  budget`, and the limit from it) and `--naive` as `drill abort` (start everything), after
-  which the lab stands in for systemd's Restart= of the OSDs the kernel kills (naive.py);
+  exit (its planned order) and applies the lab-only part: the failed hosts' cgroup limit
+  (`--host-mem-limit`, cleared at the end; with `--fit-first` the budget the dry run admits
+  one start in, set by `drill budget`, and the limit from it) and `--naive` as `drill abort`
+  (start everything), after which the lab stands in for systemd's Restart= of the OSDs the
+  kernel kills (naive.py);
 - polls `ceph recovery wait` until the drill ends (restarting a dead lab helper as systemd
   would), then writes `drill report -f json` as `drill` in its JSON and renders its PNG;
 - samples beside it what only the lab can measure (host cgroup usage, per-OSD RSS, process

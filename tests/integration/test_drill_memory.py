@@ -27,8 +27,9 @@ after the module's stall_limit, set to STALL_LIMIT for these drills.
    described in known_gap_budget_too_small).
 The over-budget path - heap release (answered supported on Reef/Tentacle's tcmalloc; Debian's
 Pacific ceph-osd has none: recorded as unsupported), then a restart of the heaviest OSD that
-ok-to-stop cleared, both in the journal with reasons - is asserted on the fit-first run, whose budget (~1.05 x one OSD's predicted
-peak) is always below what the two fresh OSDs of that run need together.
+ok-to-stop cleared, both in the journal with reasons - is asserted on the fit-first run, whose
+budget (~1.05 x one OSD's predicted peak) is always below what the two fresh OSDs of that run
+need together, or else on the restart run.
 Every run ends with every object read back with its checksum.
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""--naive drills (after the drill's abort started every OSD) stop waiting when systemd would have given up (every failed OSD still down used its
-restarts and stayed dead RESTART_SEC after the last), not at the drill's timeout."""
+"""--naive drills (after the drill's abort started every OSD) stop waiting when systemd would
+have given up (every failed OSD still down used its restarts and stayed dead RESTART_SEC after
+the last), not at the drill's timeout."""
 from __future__ import annotations
 
 import time
