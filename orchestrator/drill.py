@@ -305,16 +305,20 @@ def _start_due(d: Drill, o: Any, now: float) -> bool:
     was instructed is a failed start, instructed once more, ABORT_STARTS times at most."""
     if o.process == PROC_RUNNING:
         return False
-    sent = d.started.get(o.id)
-    return sent is None or (o.process == PROC_STOPPED and now - sent > START_RETRY_S
-                            and d.starts.get(o.id, 1) < ABORT_STARTS)
+    return o.id not in d.started or (_failed_start(d, o, now)
+                                     and d.starts.get(o.id, 1) < ABORT_STARTS)
 
 
 def _left_down(d: Drill, o: Any, now: float) -> bool:
     """A down OSD that used its ABORT_STARTS and is still stopped START_RETRY_S after the last."""
+    return _failed_start(d, o, now) and d.starts.get(o.id, 1) >= ABORT_STARTS
+
+
+def _failed_start(d: Drill, o: Any, now: float) -> bool:
+    """The abort's last start of `o` failed: its process still seen stopped START_RETRY_S
+    after the instruction."""
     sent = d.started.get(o.id)
-    return sent is not None and d.starts.get(o.id, 1) >= ABORT_STARTS and \
-        o.process == PROC_STOPPED and now - sent > START_RETRY_S
+    return sent is not None and o.process == PROC_STOPPED and now - sent > START_RETRY_S
 
 
 def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) -> DrillStep:

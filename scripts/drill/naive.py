@@ -11,8 +11,6 @@ import structlog
 
 from ceph_recovery_tools.lab import launch
 
-from .sampler import pg_summary
-
 log = structlog.get_logger("drill")
 
 # systemd's defaults for ceph-osd@.service (Restart=on-failure, RestartSec=10,
@@ -77,10 +75,9 @@ class Systemd(object):
 
     def _clean(self) -> bool:
         try:
-            st = pg_summary(launch.ceph(self.d.state, "pg", "stat", timeout=20))
+            stat = launch.ceph(self.d.state, "pg", "stat", timeout=20)
             up = set(self.d._up())
         except Exception as e:     # noqa: BLE001 - mon busy: keep waiting
             log.info("waiting", error=str(e)[:200])
             return False
-        states = {s["name"]: s["num"] for s in st.get("num_pg_by_state", [])}
-        return set(self.osds) <= up and states.get("active+clean", 0) == st.get("num_pgs")
+        return set(self.osds) <= up and launch.pgs_clean(stat)

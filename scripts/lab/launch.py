@@ -280,15 +280,19 @@ def _raise_if_osd_gone(state: Dict[str, Any], osds: Iterable[int]) -> None:
                        f"{ooms}); see {state['dir']}/log/osd.N.log")
 
 
+def pgs_clean(stat: Dict[str, Any]) -> bool:
+    """`pg stat -f json` (either shape: Pacific wraps it in pg_summary): every PG, and at
+    least one, is active+clean."""
+    summary = stat.get("pg_summary", stat)
+    total = summary.get("num_pgs", 0)
+    clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
+                if s["name"] == "active+clean")
+    return bool(total) and clean == total
+
+
 def wait_pgs_clean(state: Dict[str, Any], timeout: float = 300) -> Dict[str, Any]:
     """Poll `pg stat` until every PG is active+clean (none unknown); the last answer."""
-    def all_clean(stat: Dict[str, Any]) -> bool:
-        summary = stat.get("pg_summary", stat)
-        total = summary.get("num_pgs", 0)
-        clean = sum(s["num"] for s in summary.get("num_pg_by_state", [])
-                    if s["name"] == "active+clean")
-        return bool(total) and clean == total
-    return wait_until(lambda: ceph(state, "pg", "stat", timeout=30), timeout, 1, done=all_clean,
+    return wait_until(lambda: ceph(state, "pg", "stat", timeout=30), timeout, 1, done=pgs_clean,
                       ignore=(CephError,), what="PGs not all active+clean",
                       detail=lambda stat: str(stat)[:1000])
 
