@@ -122,15 +122,26 @@ def static(osd: OsdState, observations: Sequence[Observation], now: float,
                         running_rss))
 
 
+def _ratio(ob: Observation) -> float:
+    return ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s, ob.missed_entries)
+
+
 def learned(osd: OsdState, observations: Sequence[Observation], now: float,
             running_rss: Optional[int] = None) -> int:
     """Static prior x (largest peak/static-prior ratio of the recent starts) x margin; below
-    LEARN_MIN_OBS observations never under the prior capped by the cluster's own size."""
+    LEARN_MIN_OBS observations never under the prior capped by the cluster's own size. An OSD
+    with a settled start of its own (Observation.load_bytes set: a real peak, not a lower
+    bound) takes the ratio of its latest one instead of the cluster's largest: the same PGs on
+    the same device, the prior carrying what changed (downtime, missed entries)."""
     p = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries)
     floor = prior(osd.pgs, osd.pg_log_entries, _downtime(osd, now), osd.missed_entries,
                   running_rss)
-    ratios = [ob.peak_bytes / prior(ob.pgs, ob.pg_log_entries, ob.downtime_s, ob.missed_entries)
-              for ob in list(observations)[-LEARN_WINDOW:] if ob.peak_bytes > 0]
+    recent = list(observations)[-LEARN_WINDOW:]
+    own = [ob for ob in recent if ob.osd == osd.id and ob.peak_bytes > 0 and
+           ob.load_bytes is not None]
+    if own:
+        return _bound(p * _ratio(own[-1]) * LEARN_MARGIN)
+    ratios = [_ratio(ob) for ob in recent if ob.peak_bytes > 0]
     if not ratios:
         return _bound(floor)
     ratios.sort()

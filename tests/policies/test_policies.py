@@ -97,6 +97,28 @@ def test_learned_rises_above_a_peak_bigger_than_predicted():
     assert FP["learned"](x, (big,), 60.0) == pytest.approx(2 * GiB * LEARN_MARGIN, abs=2)
 
 
+def test_learned_takes_an_osds_own_settled_start_over_the_clusters_largest():
+    """osd.1 settled once at 300 MiB; the cluster's heaviest start peaked at 600 MiB on the same
+    prior. osd.1's next start is predicted from its own ratio; where its own start was not
+    settled (load_bytes None: a lower bound) the cluster's largest ratio stays."""
+    def obs(osd, peak, load):
+        return Observation(osd=osd, pgs=16, downtime_s=60.0, pg_log_entries=0, peak_bytes=peak,
+                           load_bytes=load)
+
+    x = o(1, pgs=16, down_since=0.0)
+    heavy = (obs(7, 600 * MiB, 200 * MiB), obs(8, 400 * MiB, 150 * MiB),
+             obs(9, 500 * MiB, 150 * MiB))
+    own = obs(1, 300 * MiB, 100 * MiB)
+    assert FP["learned"](x, heavy, 60.0) == pytest.approx(600 * MiB * LEARN_MARGIN, abs=2)
+    assert FP["learned"](x, heavy + (own,), 60.0) == pytest.approx(300 * MiB * LEARN_MARGIN,
+                                                                    abs=2)
+    unsettled = obs(1, 300 * MiB, None)
+    assert FP["learned"](x, heavy + (unsettled,), 60.0) == pytest.approx(
+        600 * MiB * LEARN_MARGIN, abs=2)
+    assert FP["learned"](o(2, pgs=16, down_since=0.0), heavy + (own,), 60.0) == \
+        pytest.approx(600 * MiB * LEARN_MARGIN, abs=2)          # not osd.2's own
+
+
 HOST = HostMem("h0", 4 * GiB, 4 * GiB, 0)
 FAT = [o(1, up=True, process="running", rss_bytes=2 * GiB),
        o(2, up=True, process="running", rss_bytes=GiB, heap_release=False),
