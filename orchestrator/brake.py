@@ -22,12 +22,12 @@ from __future__ import annotations
 from typing import List
 
 from .actions import HoldOsd, QueryOkToStop, StopOsd
-from .model import PROC_STOPPED
+from .model import KERNEL_HEADROOM, PROC_STOPPED
 from .inflight import fail_start
 from .decision import Decision, fmt_bytes
 
 WATCH_AT = 0.9
-BRAKE_AT = 0.9      # of the host's RAM (or its cgroup limit): the kernel's line, not the budget
+BRAKE_AT = 1.0 - KERNEL_HEADROOM    # of the host's RAM (or its cgroup limit), not of the budget
 
 
 def _ours(t: Decision, host: str) -> List:

@@ -182,12 +182,25 @@ class Snapshot:
         return None
 
 
+# The share of a host's RAM (or cgroup limit) kept between the brake and the kernel's OOM
+# line: one tick of growth of an OSD that outgrows its prediction. Lab (docs/memory-model.md,
+# "Growth within one tick"): a returning OSD added up to 196 MiB within a 5 s tick, ~60 % of
+# its 333-353 MiB peak; an OSD of a 48 GiB host of 12 (4 GiB each, the common sizing) peaks at
+# ~6 GiB in the model, 0.6 x 6 = 3.6 GiB < 0.1 x 48 = 4.8 GiB (at 0.05, 2.4 GiB, one tick
+# could pass it).
+KERNEL_HEADROOM = 0.1
+# The default budget is the brake's line (1 - KERNEL_HEADROOM): admission may use everything
+# below the line where the brake begins to stop OSDs that outgrow their predictions. The lab's
+# controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run since stop 6).
+DEFAULT_BUDGET_FRACTION = 1.0 - KERNEL_HEADROOM
+
+
 @dataclass(frozen=True)
 class Budget:
-    """The operator's memory budget: `--budget 80%` or `--budget 24G`."""
+    """The operator's memory budget: `--budget 90%` or `--budget 24G`."""
 
     kind: str = "fraction"          # "fraction" | "bytes"
-    value: float = 0.8              # 0 < fraction <= 1, or bytes
+    value: float = DEFAULT_BUDGET_FRACTION   # 0 < fraction <= 1, or bytes
     reserve_bytes: int = 0          # kept free for the system, subtracted from the budget
 
 

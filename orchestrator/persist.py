@@ -195,7 +195,7 @@ def intent_from_dict(d: Any) -> Intent:
         raise ValueError("intent: unknown mode %r" % mode)
     b = _typed(d, "budget", (Mapping,), {})
     budget = Budget(kind=_typed(b, "kind", (str,), "fraction"),
-                    value=float(_typed(b, "value", (int, float), 0.8)),
+                    value=float(_typed(b, "value", (int, float), Budget().value)),
                     reserve_bytes=int(_typed(b, "reserve_bytes", (int,), 0)))
     scope = _typed(d, "scope", (list, tuple), [])
     holds = _typed(d, "holds", (list, tuple), [])

@@ -5,7 +5,7 @@ Debian's Pacific build and on OSDs ok-to-stop will not clear).
 Rules:
 - tight: a host whose used memory is above THROTTLE_AT x its budget (over budget: the same
   line as the other responses, which it precedes; the budget is below the kernel's line, by
-  default 0.8 of the RAM).
+  default 0.9 of the RAM, model.DEFAULT_BUDGET_FRACTION).
 - throttle: on a tight host, every OSD this run let boot (booting or settling) that runs, is
   up and still has degraded PGs gets the throttle policy's settings (policies/throttle.py,
   default osd_recovery_max_active=1, osd_max_backfills=1) with SetConfig, one per setting,

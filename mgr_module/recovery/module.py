@@ -56,7 +56,7 @@ class Module(MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
-        Option("budget_default", type="str", default="80%",
+        Option("budget_default", type="str", default="90%",
                desc="memory budget per host when start-controlled has no --budget"),
         Option("helper_stale_timeout", type="secs", default=30,
                desc="a helper report older than this is ignored (host shows as missing)"),
@@ -292,7 +292,7 @@ class Module(MaintenanceCommands, MgrModule):
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
                   concurrency: Optional[str] = None, dry_run: bool = False,
                   leave_out: bool = False, format: str = "plain") -> HandleCommandResult:
-        """Start the failed OSDs one at a time within a memory budget (80% or 24G per host)"""
+        """Start the failed OSDs one at a time within a memory budget (90% or 24G per host)"""
         bad = self._guard()
         if bad:
             return bad

@@ -116,7 +116,7 @@ def _host_mem(osds) -> Dict[str, int]:
 def measure(ticks: int = 50, n_osds: int = 10000, n_hosts: int = 1000, n_racks: int = 100,
             n_pgs: int = 300000, membership: bool = True,
             start_order: Optional[str] = None) -> dict:
-    intent = Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", 0.8), scope=("rack1",),
+    intent = Intent(mode=MODE_CONTROLLED, budget=Budget(), scope=("rack1",),
                     run_id="bench", start_order=start_order or Intent.start_order)
     pol = resolve(intent)
     osds = build_osds(n_osds, n_hosts, n_racks, n_pgs)

@@ -17,7 +17,7 @@ WIDTH = 80
 HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
 ABBR = {"naive": "naive", "controlled": "ctl", "ctl-1": "ctl-1", "ctl-cover": "ctl-cover",
         "ctl-auto": "ctl-auto", "unlimited": "unlim", "oracle": "oracle",
-        "oracle-0.8": "orc-0.8", "ctl-0.95": "ctl-.95"}
+        "oracle-0.9": "orc-0.9", "ctl-0.95": "ctl-.95"}
 
 
 def _t(v) -> str:
@@ -107,7 +107,7 @@ def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dic
         ot = o["time_to_all_pgs_active_s"]
         out.append(_line("<= 1.2 x oracle", ct is not None and ct <= 1.2 * ot,
                          "%s vs 1.2 x %.0f" % (_t(ct), ot)))
-        out += _same_budget_oracle(ct, v.get("oracle-0.8"))
+        out += _same_budget_oracle(ct, v.get("oracle-0.9"))
         if ctl_key == "controlled":
             out += _at_oracle_budget(v.get("ctl-0.95"), ot)
     else:
@@ -119,12 +119,12 @@ def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dic
 
 
 def _same_budget_oracle(ct: Optional[float], o8: Optional[dict]) -> List[dict]:
-    """The oracle at controlled's default budget (0.8 of RAM, not its own 0.95): what perfect
+    """The oracle at controlled's default budget (0.9 of RAM, not its own 0.95): what perfect
     footprints alone would gain, apart from the budget. Reported beside issue 9's line."""
     if not _ok(o8) or o8["time_to_all_pgs_active_s"] is None:
         return []
     ot = o8["time_to_all_pgs_active_s"]
-    return [_line("<= 1.2 x oracle at the same budget (0.8)", ct is not None and ct <= 1.2 * ot,
+    return [_line("<= 1.2 x oracle at the same budget (0.9)", ct is not None and ct <= 1.2 * ot,
                   "%s vs 1.2 x %.0f" % (_t(ct), ot))]
 
 
@@ -208,7 +208,7 @@ FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_targe
               "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
               "peak host memory / host RAM (any host). end: plan() said Done. "
               "wall: simulator seconds of that run.")
-ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle", "oracle-0.8", "ctl-0.95")
+ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle", "oracle-0.9", "ctl-0.95")
 
 
 def _ordered(rows: List[dict]) -> List[dict]:

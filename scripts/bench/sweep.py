@@ -25,8 +25,8 @@ VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),   # defaul
             ("ctl-cover", "controlled", ("--concurrency", "auto", "--start-order",
                                          "cover_first")),
             ("unlimited", "unlimited", ()), ("oracle", "oracle", ()),
-            # the oracle at controlled's own budget: perfect footprints, the same 0.8 of RAM
-            ("oracle-0.8", "oracle", ("--budget", "0.8")),
+            # the oracle at controlled's own budget: perfect footprints, the same 0.9 of RAM
+            ("oracle-0.9", "oracle", ("--budget", "0.9")),
             # controlled at the oracle's budget: its decisions against perfect footprints
             ("ctl-0.95", "controlled", ("--budget", "0.95")))
 BIG = (840, 84)                  # 10,080 OSDs: 840 hosts x 12, racks of 10 hosts like the sweep

@@ -1,7 +1,7 @@
 """ceph-recovery-drill: a drill of the module (`ceph recovery drill`) on the lab, with what only
 the lab can add and measure.
 
-  ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 80%|BYTES]
+  ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 90%|BYTES]
                       [--host-mem-limit BYTES | --fit-first F] [--naive] [--objects N]
                       [--downtime S] [--write-load N] [--stop clean|kill] [--stall-limit S]
                       [--inactive-grace S] [--keep] --json OUT
@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", required=True, help="lab directory (brought up if empty)")
     p.add_argument("--fail", required=True, help="host:NAME or rack:NAME")
-    p.add_argument("--budget", default="80%", help="memory budget per host: 80%% or bytes/24G")
+    p.add_argument("--budget", default="90%", help="memory budget per host: 90%% or bytes/24G")
     p.add_argument("--host-mem-limit", type=size_arg, default=None,
                    help="memory cgroup limit of the failed hosts during recovery")
     p.add_argument("--naive", action="store_true", help="start every failed OSD at once")

@@ -33,7 +33,7 @@ FIT_BUDGET_SHARE = 0.9
 class DrillOptions:
     lab_dir: str
     fail: str                       # host:h2 | rack:r1
-    budget: str = "80%"
+    budget: str = "90%"
     host_mem_limit: Optional[int] = None
     naive: bool = False
     objects: int = 2000

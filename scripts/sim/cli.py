@@ -11,14 +11,14 @@ import json
 import sys
 from typing import List, Optional
 
-from ceph_recovery.model import Intent
+from ceph_recovery.model import DEFAULT_BUDGET_FRACTION, Intent
 from ceph_recovery.policies import REGISTRY
 
 from .params import GiB, Params, with_overrides
 from .topology import TopologyError, load
 
 STRATEGIES = ("naive", "serial", "controlled", "unlimited", "oracle")
-DEFAULT_BUDGET = 0.8
+DEFAULT_BUDGET = DEFAULT_BUDGET_FRACTION   # the Intent default, as in the module
 ORACLE_BUDGET = 0.95      # the oracle's budget: a bound, with 5 % for the tick's growth
 
 

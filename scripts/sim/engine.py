@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ceph_recovery.model import Intent
+from ceph_recovery.model import DEFAULT_BUDGET_FRACTION, Intent
 
 from .cluster import C_DOWN, FAILED, Cluster, Osd
 from .lifecycle import Lifecycle
@@ -21,7 +21,7 @@ class RunConfig:
     downtime_s: float = 3600.0
     horizon_s: float = 96 * 3600.0
     tick_s: float = 5.0
-    budget: float = 0.8
+    budget: float = DEFAULT_BUDGET_FRACTION
     host_ram: Optional[float] = None     # bytes; default params.host_ram_per_osd * OSDs/host
     concurrency: int = Intent.concurrency
     start_order: str = Intent.start_order   # controlled: the start_order policy

@@ -26,7 +26,7 @@ def test_json_has_every_key(capsys):
     r = json.loads(capsys.readouterr().out)
     assert KEYS <= set(r)
     assert r["osds"] == 60 and r["strategy"] == "unlimited" and r["seed"] == 3
-    assert r["budget_frac"] == 0.8 and r["host_ram_bytes"] == 64 * (1 << 30)
+    assert r["budget_frac"] == 0.9 and r["host_ram_bytes"] == 64 * (1 << 30)
 
 
 def test_human_output(capsys):

@@ -47,7 +47,7 @@ def test_naive_with_oom_must_not_be_beaten_and_oracle_bounds_when_unlimited_is_b
     assert got["all active where naive is"] == "FAIL"           # 900 > 890, naive had OOMs
     assert got["<= 1.2 x oracle"] == "PASS"                     # 900 <= 960
     assert "<= 1.2 x oracle at the same budget" not in got       # not run: no line
-    v["oracle-0.8"] = row("oracle-0.8", 740)
+    v["oracle-0.9"] = row("oracle-0.9", 740)
     got = results(report.acceptance_cell(v))
     assert got["<= 1.2 x oracle at the same budget"] == "FAIL"   # 900 > 888
     assert "at the oracle's budget" not in got                   # ctl-0.95 not run: no line
@@ -93,8 +93,8 @@ def test_one_cell_sweep_writes_outputs_within_80_columns(tmp_path, monkeypatch):
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text
     by = {r["variant"]: r for r in doc["rows"]}
-    assert by["oracle"]["budget_frac"] == 0.95 and by["controlled"]["budget_frac"] == 0.8
-    assert by["oracle-0.8"]["budget_frac"] == 0.8 and by["oracle-0.8"]["strategy"] == "oracle"
+    assert by["oracle"]["budget_frac"] == 0.95 and by["controlled"]["budget_frac"] == 0.9
+    assert by["oracle-0.9"]["budget_frac"] == 0.9 and by["oracle-0.9"]["strategy"] == "oracle"
     assert by["naive"]["host_ram_bytes"] == RAM and by["naive"]["osds"] == 360
     assert len(doc["acceptance"]) >= 3
 

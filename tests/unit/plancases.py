@@ -7,7 +7,7 @@ registered policies.
 """
 from __future__ import annotations
 
-from ceph_recovery.model import HostMem, Intent, Observation, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, HostMem, Intent, Observation, OsdState, Progress, Snapshot
 from ceph_recovery.policies import REGISTRY
 from ceph_recovery.policy_types import Policies
 
@@ -47,7 +47,10 @@ def snap(*changed, used=None, epoch=10, hosts=("h0", "h1"), **kw):
     return Snapshot(epoch=epoch, osds=tuple(by_id[i] for i in sorted(by_id)), hosts=hm, **kw)
 
 
-RUN = Intent(mode="controlled", run_id="r1", concurrency=1)   # one at a time
+# The cases' numbers are drawn for a budget of 0.8 of an 8 GiB host (6.4 GiB), not for the
+# Intent's default: they test the rules, whatever the default budget.
+B80 = Budget("fraction", 0.8)
+RUN = Intent(mode="controlled", run_id="r1", concurrency=1, budget=B80)   # one at a time
 RUNNING = Progress(run_id="r1", phase="running", epoch=10, saved_flags=frozenset(),
                    held_osds=frozenset({3, 4, 5}), started_at=NOW - 100)
 HELD = [osd(i, flags=NOUP) for i in (3, 4, 5)]

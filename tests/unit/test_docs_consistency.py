@@ -299,3 +299,9 @@ def test_the_tool_parser_catches_a_wrong_flag():
     text = "```\nceph-recovery-lab up --dir D --hostz 3 \\\n    --netns  # a comment --ignored\n```\n"
     assert list(tool_mentions(text)) == [("lab", "up", {"--dir", "--hostz", "--netns"})]
     assert "--hostz" not in set(TOOL_FLAG.findall(_help("lab", "up")))
+
+
+def test_the_module_options_default_budget_is_the_cores():
+    from ceph_recovery.model import DEFAULT_BUDGET_FRACTION
+    assert module_options()["budget_default"] == (
+        "str", "%d%%" % round(DEFAULT_BUDGET_FRACTION * 100))

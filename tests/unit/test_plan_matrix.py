@@ -10,7 +10,7 @@ from ceph_recovery.model import (Budget, Finding, Intent, Observation, OsdState,
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY
 from ceph_recovery.policy_types import Policies
-from plancases import (FAT3, FAT6, FLAGS, G, HELD, HELD2, HOLDS, NOUP, NOW, OBS3,  # conftest.py
+from plancases import (B80, FAT3, FAT6, FLAGS, G, HELD, HELD2, HOLDS, NOUP, NOW, OBS3,  # conftest.py
                        OVER, POL, PRE3, ROOM, ROOMP, RUN, RUNF, RUNNING, GiB, MiB, fixed_500,
                        osd, sig, snap)
 
@@ -41,7 +41,7 @@ CASES = [
     # flight: 4.9 GiB used + 2 x 850 MiB > 6.4 GiB (plain, 4.9 GiB + 2 x 500 MiB, it would
     # fit; the queue of three, 4.9 GiB + 3 x 500 MiB, fits)
     pytest.param(snap(*HELD, used={"h1": int(4.9 * GiB)}, cluster_flags=RUNF),
-                 Intent(mode="controlled", run_id="r1", concurrency=2), RUNNING, [G % 3], (),
+                 Intent(mode="controlled", run_id="r1", concurrency=2, budget=B80), RUNNING, [G % 3], (),
                  "running", id="concurrency_2_margin_keeps_one_where_only_plain_fits"),
     pytest.param(snap(osd(4, up=True, process="running", rss_bytes=3 * GiB, pgs_inactive=0),
                       HELD[0], HELD[2], cluster_flags=RUNF), RUN, RUNNING,

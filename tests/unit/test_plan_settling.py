@@ -6,7 +6,7 @@ from __future__ import annotations
 from ceph_recovery.model import Intent, Observation
 from ceph_recovery.plan import plan
 from ceph_recovery.policies import resolve
-from plancases import (G, HELD, NOW, OBS3, POL, RUN, RUNF, RUNNING, GiB, MiB,  # conftest.py
+from plancases import (B80, G, HELD, NOW, OBS3, POL, RUN, RUNF, RUNNING, GiB, MiB,  # conftest.py
                        osd, sig, snap)
 
 
@@ -74,7 +74,7 @@ def test_restarting_osd_reserves_its_regrowth():
     and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
     with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted only when
     used + 400 + 500 MiB <= budget (6553 MiB)."""
-    two = Intent(mode="controlled", run_id="r1", concurrency=2)
+    two = Intent(mode="controlled", run_id="r1", concurrency=2, budget=B80)
     back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
     p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
                        restarted={4: NOW - 10}, observations=OBS3)
