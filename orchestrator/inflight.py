@@ -4,7 +4,9 @@ Timing constants (seconds):
   BOOT_OBSERVE_S   a granted process sits in preboot under noup at least this long, with a
                    non-zero rss that has stopped growing (no more than BOOT_FLAT_TOL above the
                    peak seen in the earlier snapshots), before its noup goes: the load-time
-                   footprint (PG log load) must be known, not its first megabytes.
+                   footprint (PG log load) must be known, not its first megabytes. Where the
+                   helper reports the daemon's own state, "preboot" says it at once (the
+                   OSD enters it only after loading every PG) and this wait is skipped.
   BOOT_OBSERVE_MAX_S  ... unless it has run this long (rss still growing, or not reported):
                    the boot is allowed anyway, and the reason says so.
   PEERING_GRACE_S  an up OSD whose PGs are still inactive this long after its boot was allowed
@@ -28,7 +30,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .actions import AllowBoot
-from .model import PROC_STOPPED, SETTLE_MARKERS, START_MARKERS, Observation, clear_osd
+from .model import (DAEMON_PREBOOT, PROC_STOPPED, SETTLE_MARKERS, START_MARKERS, Observation,
+                    clear_osd)
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 
@@ -136,8 +139,8 @@ def forget(t: Decision, osd_id: int) -> None:
 
 
 def boots(t: Decision) -> None:
-    """AllowBoot a granted OSD once its process has sat in preboot BOOT_OBSERVE_S with a flat,
-    non-zero rss (its load-time footprint is known), or BOOT_OBSERVE_MAX_S in any case -- but
+    """AllowBoot a granted OSD once its load-time footprint is known (_loaded: the daemon
+    reports preboot, or its rss sat flat BOOT_OBSERVE_S), or BOOT_OBSERVE_MAX_S in any case -- but
     never when that load-time rss already exceeds the predicted peak its grant was admitted on
     (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why."""
     for osd_id in sorted(t.granted):
@@ -149,22 +152,40 @@ def boots(t: Decision) -> None:
             continue
         started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
         ran = t.now - started
-        known = o.rss_bytes > 0 and osd_id in t.rss_flat and ran >= BOOT_OBSERVE_S
+        known = _loaded(t, o, ran)
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
         if not again and not _boot_fits(t, o):
             continue
         peak = None if again or o.rss_bytes <= 0 else t.boot_peak(o)
-        t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason=(
-            "%s: load-time rss %.0f MiB %s%s" % (
-                "noup still set, again" if again else "preboot", o.rss_bytes / 1048576.0,
-                "flat after %.0fs in preboot" % ran if known else
-                "not flat yet after %.0fs in preboot (allowed anyway)" % ran,
-                "" if peak is None else ", predicted peak %s" % fmt_bytes(peak)))))
+        t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
+            "noup still set, again" if again else "preboot", _load_note(o, ran, known),
+            "" if peak is None else ", predicted peak %s" % fmt_bytes(peak))))
         t.booting.setdefault(osd_id, t.now)
         if not again and o.rss_bytes > 0:
             t.record_load(osd_id, o.rss_bytes)
+
+
+def _load_note(o, ran: float, known: bool) -> str:
+    rss = "load-time rss %.0f MiB " % (o.rss_bytes / 1048576.0)
+    if o.daemon_state is not None:
+        return rss + ("in preboot (the daemon's state) after %.0fs" % ran if known else
+                      "still %s after %.0fs (allowed anyway)" % (o.daemon_state, ran))
+    return rss + ("flat after %.0fs in preboot" % ran if known else
+                  "not flat yet after %.0fs in preboot (allowed anyway)" % ran)
+
+
+def _loaded(t: Decision, o, ran: float) -> bool:
+    """Its load-time footprint is known: the daemon says it is in preboot (init() loaded
+    every PG), or, where its state is not reported, its rss has been flat for BOOT_OBSERVE_S.
+    A daemon that reports another state (initializing) is still loading, however flat its
+    rss looks."""
+    if o.rss_bytes <= 0:
+        return False
+    if o.daemon_state is not None:
+        return o.daemon_state == DAEMON_PREBOOT
+    return o.id in t.rss_flat and ran >= BOOT_OBSERVE_S
 
 
 def _boot_fits(t: Decision, o) -> bool:

@@ -18,6 +18,9 @@ PROC_STOPPED = "stopped"      # no process
 PROC_RUNNING = "running"      # process alive (may still be in preboot: see OsdState.up)
 PROC_UNKNOWN = "unknown"      # no fresh helper report covers this OSD
 PROC_STATES = (PROC_STOPPED, PROC_RUNNING, PROC_UNKNOWN)
+# OsdState.daemon_state once init() has loaded every PG and the OSD waits to boot (Ceph's
+# OSDState PREBOOT, as its admin socket's `status` names it)
+DAEMON_PREBOOT = "preboot"
 
 
 
@@ -74,6 +77,9 @@ class OsdState:
     process: str = PROC_UNKNOWN            # from the helper: PROC_*
     rss_bytes: int = 0                     # resident memory of the daemon, 0 when not running
     process_started_at: Optional[float] = None   # when the helper saw the process start
+    daemon_state: Optional[str] = None     # the daemon's own state (admin socket `status`):
+                                           # DAEMON_PREBOOT once its PGs are loaded; None =
+                                           # not reported
     pgs: int = 0                           # PGs mapped to this OSD (up or acting set)
     pgs_inactive: int = 0                  # of those, PGs not active (this OSD's start helps)
     pgs_degraded: int = 0                  # of those, degraded/undersized PGs

@@ -9,7 +9,8 @@ Report (helper -> mgr), version 1:
    "memory": {"total": B, "used": B, "available": B, "limit": B|null, "swap_total": B,
               "source": "host"|"cgroup"},
    "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
-             "started_at": T|null}],
+             "started_at": T|null, "state": "preboot"}],  # state: optional, the daemon's
+                                                # own (admin socket `status`), see OsdProc
    "done": ["<instruction id>", ...],          # instructions carried out since last report
    "network": {...}}                           # optional probe results (ceph_recovery.network)
 
@@ -45,6 +46,13 @@ class OsdProc:
     pid: Optional[int] = None
     rss: int = 0
     started_at: Optional[float] = None
+    # the daemon's own state from its admin socket (Ceph's OSDState: "initializing",
+    # "preboot", "booting", "active", "stopping", "waiting_for_healthy"); None = not read.
+    # Optional in the report: a helper that predates it sends none.
+    state: Optional[str] = None
+
+
+MAX_STATE_LEN = 32
 
 
 @dataclass(frozen=True)
@@ -136,10 +144,15 @@ def parse_osd_proc(d: Any, i: int) -> OsdProc:
         raise ProtocolError("%s: process must be 'running' or 'stopped'" % w)
     pid = d.get("pid")
     started = d.get("started_at")
+    state = d.get("state")
+    if state is not None and not (isinstance(state, str) and 0 < len(state) <= MAX_STATE_LEN):
+        raise ProtocolError("%s: state must be a daemon state name (at most %d characters)"
+                            % (w, MAX_STATE_LEN))
     return OsdProc(id=_nonneg(_need(d, "id", int, w), "id", w), process=process,
                    pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
                    rss=_nonneg(d.get("rss", 0) or 0, "rss", w),
-                   started_at=float(started) if isinstance(started, (int, float)) else None)
+                   started_at=float(started) if isinstance(started, (int, float)) else None,
+                   state=state)
 
 
 def parse_report(d: Any) -> Report:
@@ -170,9 +183,16 @@ def report_to_dict(r: Report) -> Dict[str, Any]:
     return {"version": r.version, "host": r.host, "time": r.time, "seq": r.seq,
             "memory": {"total": m.total, "used": m.used, "available": m.available,
                        "limit": m.limit, "swap_total": m.swap_total, "source": m.source},
-            "osds": [{"id": o.id, "process": o.process, "pid": o.pid, "rss": o.rss,
-                      "started_at": o.started_at} for o in r.osds],
+            "osds": [_osd_proc_dict(o) for o in r.osds],
             "done": list(r.done), "network": dict(r.network)}
+
+
+def _osd_proc_dict(o: OsdProc) -> Dict[str, Any]:
+    out = {"id": o.id, "process": o.process, "pid": o.pid, "rss": o.rss,
+           "started_at": o.started_at}
+    if o.state is not None:
+        out["state"] = o.state
+    return out
 
 
 def parse_instructions(d: Any) -> Instructions:

@@ -308,15 +308,17 @@ def _pg_view(crush: "CrushIndex", entries: Mapping[int, Any], osd_map: Mapping[s
 
 
 def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
-             ) -> Tuple[str, int, Optional[float]]:
-    """(process state, rss, started_at) of `osd` from its host's fresh helper report."""
-    proc, rss, started = PROC_UNKNOWN, 0, None
+             ) -> Tuple[str, int, Optional[float], Optional[str]]:
+    """(process state, rss, started_at, daemon state) of `osd` from its host's fresh helper
+    report."""
+    proc, rss, started, state = PROC_UNKNOWN, 0, None, None
     if host in fresh:
         for p in fresh[host][0].osds:
             if p.id == osd:
                 proc = PROC_RUNNING if p.process == "running" else PROC_STOPPED
-                rss, started = (p.rss, p.started_at) if proc == PROC_RUNNING else (0, None)
-    return proc, rss, started
+                if proc == PROC_RUNNING:
+                    rss, started, state = p.rss, p.started_at, p.state
+    return proc, rss, started, state
 
 
 def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
@@ -349,12 +351,12 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         if e is None or host is None:
             continue
         up = bool(e.get("up"))
-        proc, rss, started = _process(fresh, host, o)
+        proc, rss, started, state = _process(fresh, host, o)
         c = per.get(o, {})
         osds.append(OsdState(
             id=o, host=host, crush_path=crush.path(o), up=up, in_=bool(e.get("in")),
             flags=frozenset(s for s in e.get("state", []) if s not in ("exists", "up")),
-            process=proc, rss_bytes=int(rss), process_started_at=started,
+            process=proc, rss_bytes=int(rss), process_started_at=started, daemon_state=state,
             pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
             pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),
             missed_entries=None if up else (missed or {}).get(o),

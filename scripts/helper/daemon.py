@@ -220,7 +220,8 @@ class Helper:
 
     # -- one cycle ------------------------------------------------------------------------
     def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
-        procs = [report.osd_process(o, self.launcher.pid(o)) for o in osds]
+        procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o))
+                 for o in osds]
         network = self.probe.run(self.probe_context(now))
         rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
                                   procs, self.state.pending_done(), network)

@@ -15,6 +15,7 @@ Restart= then meets the boot gate, which holds the OSD like any start).
 """
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -73,10 +74,14 @@ def parse_main_pid(out: str) -> Optional[int]:
 
 class SystemdLauncher:
     name = "systemd"
+    asok_dir = "/var/run/ceph"       # Ceph's default admin_socket: $run_dir/$cluster-$name.asok
 
     def __init__(self, timeout: float = 120.0, unit: UnitFn = osd_unit) -> None:
         self.timeout = timeout
         self.unit = unit
+
+    def asok_path(self, osd_id: int) -> str:
+        return os.path.join(self.asok_dir, "ceph-osd.%d.asok" % int(osd_id))
 
     def _run(self, argv: List[str]) -> subprocess.CompletedProcess:
         return subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
@@ -121,6 +126,7 @@ class CephadmLauncher(SystemdLauncher):
     def __init__(self, fsid: str, timeout: float = 120.0) -> None:
         super().__init__(timeout, cephadm_unit_fn(fsid))
         self.fsid = fsid
+        self.asok_dir = "/var/run/ceph/%s" % fsid    # cephadm mounts its run dir per fsid
 
 
 def unit_launcher(kind: str, fsid: Optional[str] = None) -> SystemdLauncher:
@@ -153,6 +159,11 @@ class ProcessLauncher:
 
     def pid(self, osd_id: int) -> Optional[int]:
         return self._launch.osd_pid(self.lab_state(), osd_id)
+
+    def asok_path(self, osd_id: int) -> str:
+        """The lab's admin_socket = D/run/$name.asok (lab/conf.py), the same path inside a
+        release chroot (the lab directory is mounted there at its own path)."""
+        return os.path.join(self.lab_dir, "run", "osd.%d.asok" % int(osd_id))
 
     def start(self, osd_id: int) -> str:
         st = self.lab_state()

@@ -10,17 +10,27 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 import psutil
 from ceph_recovery import protocol
 
+from . import asok
 
-def osd_process(osd_id: int, pid: Optional[int]) -> Dict[str, Any]:
-    """{"id", "process", "pid", "rss", "started_at"} for one OSD; stopped if pid is gone."""
+
+def osd_process(osd_id: int, pid: Optional[int],
+                asok_path: Optional[str] = None) -> Dict[str, Any]:
+    """{"id", "process", "pid", "rss", "started_at"} for one OSD; stopped if pid is gone.
+    A running OSD whose admin socket `asok_path` answers also gets "state" (asok.osd_state:
+    "preboot" once its PGs are loaded); the rss is read after the state, so that an OSD
+    reported in preboot is reported with its whole load-time footprint."""
     if pid:
         try:
             proc = psutil.Process(pid)
+            state = asok.osd_state(asok_path) if asok_path else None
             with proc.oneshot():
                 if proc.status() != psutil.STATUS_ZOMBIE:
-                    return {"id": osd_id, "process": "running", "pid": pid,
-                            "rss": int(proc.memory_info().rss),
-                            "started_at": float(proc.create_time())}
+                    out = {"id": osd_id, "process": "running", "pid": pid,
+                           "rss": int(proc.memory_info().rss),
+                           "started_at": float(proc.create_time())}
+                    if state is not None:
+                        out["state"] = state
+                    return out
         except psutil.Error:
             pass
     return {"id": osd_id, "process": "stopped", "pid": None, "rss": 0, "started_at": None}

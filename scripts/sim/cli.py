@@ -67,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-membership", action="store_true",
                     help="controlled: snapshots without PG membership (as a shell that "
                     "cannot read it)")
+    ap.add_argument("--no-daemon-state", action="store_true",
+                    help="controlled: snapshots without the OSDs' own states (as a helper "
+                    "that cannot read their admin sockets: boots wait for a flat rss)")
     ap.add_argument("--check-invariants", action="store_true",
                     help="controlled: check plan() invariants every tick, count violations")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -116,7 +119,8 @@ def run(args) -> dict:
                     host_ram=args.host_ram, concurrency=args.concurrency,
                     start_order=args.start_order or Intent.start_order,
                     check_invariants=args.check_invariants, seed=args.seed,
-                    membership=not args.no_membership, throttle=not args.no_throttle)
+                    membership=not args.no_membership, throttle=not args.no_throttle,
+                    daemon_state=not args.no_daemon_state)
     strategy = make(cfg)
     if args.trace and cfg.strategy in ("controlled", "oracle"):
         with open(args.trace, "w") as f:

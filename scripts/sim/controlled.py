@@ -21,10 +21,14 @@ from ceph_recovery.policies import resolve
 from ceph_recovery.view import OK_TO_STOP_TTL_S
 
 from . import levers
-from .cluster import Osd
+from .cluster import BOOTING, LOADING, PREBOOT, RUNNING_PHASES, Osd
 from .strategies import Strategy
 
 STUCK_S = 3600.0
+# what the helper reads from a running OSD's admin socket (`status`), by model phase: the
+# OSD is "initializing" while it loads its PGs and "preboot" once they are loaded
+DAEMON_STATES = {ph: "active" for ph in RUNNING_PHASES}
+DAEMON_STATES.update({LOADING: "initializing", PREBOOT: "preboot", BOOTING: "booting"})
 
 
 class Controlled(Strategy):
@@ -66,6 +70,7 @@ class Controlled(Strategy):
             in_=True, flags=frozenset(("noup",)) if o.noup else frozenset(),
             process=PROC_RUNNING if o.running else PROC_STOPPED,
             rss_bytes=int(o.rss), process_started_at=o.started_at if o.running else None,
+            daemon_state=DAEMON_STATES.get(o.phase) if sim.cfg.daemon_state else None,
             pgs=len(o.pgs), pgs_inactive=o.inactive, pgs_degraded=o.degraded,
             pg_log_entries=(sim.p.log_entries_per_pg(len(o.pgs)) * len(o.pgs)
                             if o.running else 0),

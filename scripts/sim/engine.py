@@ -28,6 +28,8 @@ class RunConfig:
     check_invariants: bool = False
     seed: int = 0
     membership: bool = True    # controlled: the snapshot carries PG membership (PgMap)
+    daemon_state: bool = True  # controlled: the snapshot carries each running OSD's own
+                               # state, as the helper reads it from the admin socket
     throttle: bool = True      # controlled/oracle: the run may throttle recovery (False: the
                                # bundle's throttle policy is removed, to compare without it)
 

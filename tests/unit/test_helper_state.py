@@ -31,6 +31,9 @@ class RecordingLauncher:
     def pid(self, osd):
         return 1000 + osd if osd in self.running else None
 
+    def asok_path(self, osd):
+        return None
+
     def start(self, osd):
         self.calls.append(("start", osd))
         if self.start_result == "started":

@@ -145,7 +145,8 @@ def test_snapshot_from_recorded_lab_dumps():
                         "memory": {"total": 10 << 30, "used": 1 << 20, "available": 9 << 30,
                                    "limit": 1 << 30, "source": "cgroup"},
                         "osds": [{"id": 4, "process": "running", "rss": 5 << 20,
-                                  "started_at": 99.0}, {"id": 5, "process": "stopped"}]})
+                                  "started_at": 99.0, "state": "preboot"},
+                                 {"id": 5, "process": "stopped", "state": "stopping"}]})
     snap = cluster.build_snapshot(osd_map, tree, pgs, {"h3": (rep, 100.0)}, now=101.0,
                                   stale_after=30.0, down_seen={4: 50.0, 5: 51.0})
     assert snap.epoch == osd_map["epoch"]
@@ -157,6 +158,8 @@ def test_snapshot_from_recorded_lab_dumps():
     assert (by[4].down_since, by[5].down_since, by[0].down_since) == (50.0, 51.0, None)
     assert (by[4].process, by[4].rss_bytes, by[4].process_started_at) == ("running", 5 << 20, 99.0)
     assert (by[5].process, by[0].process) == ("stopped", "unknown")
+    # the daemon's own state only for a running process of a fresh report
+    assert (by[4].daemon_state, by[5].daemon_state, by[0].daemon_state) == ("preboot", None, None)
     assert snap.pgs_total == 33 and snap.pgs_active == 33 and snap.pgs_clean == 0
     assert snap.host("h3").mem_total == 1 << 30 and snap.host("h1") is None
     assert snap.buckets["r1"] == "rack" and "osd.4" not in snap.buckets
@@ -165,6 +168,7 @@ def test_snapshot_from_recorded_lab_dumps():
     stale = cluster.build_snapshot(osd_map, tree, pgs, {"h3": (rep, 10.0)}, now=101.0,
                                    stale_after=30.0)
     assert stale.hosts == () and stale.osd(4).process == "unknown"
+    assert stale.osd(4).daemon_state is None
     assert stale.helpers_seen == {"h3": 10.0}
 
 
