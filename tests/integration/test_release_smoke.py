@@ -115,6 +115,12 @@ def test_failed_host_comes_back_through_start_controlled(release_lab):
           f"{r['time_to_all_up_s']}s, clean {r['time_to_all_pgs_clean_s']}s")
     failed = sorted(release_lab["hosts"]["h2"]["osds"])
     assert sorted(r["start_order"]) == failed
+    # the helpers read each OSD's own state from its admin socket: every boot came from a
+    # "preboot" the daemon reported, not from waiting for a flat rss
+    boots = [j["action"] for j in r["journal"] if j["action"]["kind"] == "allow_boot"
+             and "load-time rss" in j["action"].get("reason", "")]
+    assert {a["osd"] for a in boots} == set(failed), r["journal"]
+    assert all("in preboot (the daemon's state)" in a["reason"] for a in boots), boots
     assert all(n == 1 for n in r["process_starts_by_osd"].values()), r["process_starts_by_osd"]
     assert r["objects_verified_ok"] == r["objects_written"] > 0, r["objects_bad"]
     assert not r.get("timed_out")
