@@ -218,6 +218,7 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
         bootstrap.enable_module(state)
     for module in release.DISABLED_MGR_MODULES.get(state["ceph"], ()):
         launch.ceph(state, "mgr", "module", "disable", module, json_out=False)
+    launch.keep_mgr(state, release.MGR_WATCH_S.get(state["ceph"], 0.0))
     state["module_enabled"] = with_module
     launch.wait_pgs_clean(state, timeout=opts.health_timeout)
     launch.wait_health_ok(state, timeout=opts.health_timeout, fail_on=("MGR_MODULE_ERROR",))

@@ -16,10 +16,13 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import psutil
+import structlog
 
 from ..common.wait import wait_until
 from . import cgroups, procs, release
 from .state import update_state
+
+log = structlog.get_logger("lab.launch")
 
 
 class CephError(RuntimeError):
@@ -204,6 +207,27 @@ def wait_mgr_available(state: Dict[str, Any], timeout: float = 60,
         return bool(dump.get("available")) and dump.get("active_gid") not in (0, not_gid)
     return wait_until(lambda: ceph(state, "mgr", "dump", timeout=30), timeout, 0.5, done=ready,
                       ignore=(CephError,), what="no available mgr", detail=_mgr_keys)
+
+
+def keep_mgr(state: Dict[str, Any], watch: float, ident: str = "x",
+             attempts: int = 3) -> int:
+    """Watch mgr.<ident> for `watch` seconds; if it died, start it again (as systemd's
+    Restart= would) and wait until an mgr is available, at most `attempts` times. Returns how
+    many times it was started again; RuntimeError if it kept dying."""
+    for started in range(attempts + 1):
+        deadline = time.monotonic() + watch
+        while mgr_pid(state, ident) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if mgr_pid(state, ident) is not None:
+            return started
+        if started == attempts:
+            break
+        log.warning("mgr_died_started_again", mgr=ident, attempt=started + 1,
+                    stdio=os.path.join(state["dir"], "log", f"mgr.{ident}.stdio"))
+        dead_gid = ceph(state, "mgr", "dump", timeout=30).get("active_gid")
+        start_mgr(state, ident)
+        wait_mgr_available(state, 120, not_gid=dead_gid)
+    raise RuntimeError(f"mgr.{ident} died {attempts + 1} times (see log/mgr.{ident}.stdio)")
 
 
 def _mgr_keys(dump: Any) -> str:

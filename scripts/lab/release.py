@@ -26,6 +26,12 @@ MIN_MON_RELEASE = {"reef": "reef", "tentacle": "tentacle"}
 # reach HEALTH_OK: Reef's `restful` imports trixie's cryptography, a PyO3 extension that loads
 # in one ceph-mgr subinterpreter only (MGR_MODULE_DEPENDENCY). The lab never uses it.
 DISABLED_MGR_MODULES = {"reef": ("restful",)}
+# How long `up` watches the mgr after its last respawn (module enable/disable), per release.
+# Reef 18.2.7's mgr can abort seconds after a respawn: "FAILED ceph_assert(ckh)" in
+# cephx_verify_authorizer (src/auth/Crypto.h) when a daemon connects before the new instance
+# has its rotating keys (seen in two CI runs of 2026-11-27, both in the smoke lab's `up`). On a
+# real host systemd's Restart= starts it again; the lab does the same (launch.keep_mgr).
+MGR_WATCH_S = {"reef": 15.0}
 
 
 class ChrootError(RuntimeError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -195,4 +196,19 @@ def test_restart_mgr_brings_back_a_new_mgr_with_our_module(lab):
     lab["pids"]["mgr.x"] = newer
     if os.path.exists(os.path.join(lab["module_dir"], "module.py")):
         assert "recovery" in launch.ceph(lab, "mgr", "module", "ls")["enabled_modules"]
+    assert launch.ceph(lab, "balancer", "status")["mode"]
+
+
+def test_keep_mgr_starts_a_dead_mgr_again_as_systemd_would(lab):
+    """An mgr that aborts after a respawn (Reef 18.2.7: FAILED ceph_assert(ckh)) is started
+    again by keep_mgr, and a live one is left alone."""
+    assert launch.keep_mgr(lab, watch=1.0) == 0
+    pid = launch.mgr_pid(lab)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: _gone(pid), 30, 0.2)
+    assert launch.keep_mgr(lab, watch=1.0) == 1
+    new_pid = launch.mgr_pid(lab)
+    assert new_pid not in (None, pid)
+    lab["pids"]["mgr.x"] = new_pid
+    assert launch.ceph(lab, "mgr", "dump")["available"]
     assert launch.ceph(lab, "balancer", "status")["mode"]
