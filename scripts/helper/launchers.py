@@ -161,9 +161,7 @@ class ProcessLauncher:
         return self._launch.osd_pid(self.lab_state(), osd_id)
 
     def asok_path(self, osd_id: int) -> str:
-        """The lab's admin_socket = D/run/$name.asok (lab/conf.py), the same path inside a
-        release chroot (the lab directory is mounted there at its own path)."""
-        return os.path.join(self.lab_dir, "run", "osd.%d.asok" % int(osd_id))
+        return self._launch.admin_socket(self.lab_dir, "osd.%d" % int(osd_id))
 
     def start(self, osd_id: int) -> str:
         st = self.lab_state()

@@ -22,9 +22,9 @@ def osd_process(osd_id: int, pid: Optional[int],
     if pid:
         try:
             proc = psutil.Process(pid)
-            state = asok.osd_state(asok_path) if asok_path else None
             with proc.oneshot():
                 if proc.status() != psutil.STATUS_ZOMBIE:
+                    state = asok.osd_state(asok_path)
                     out = {"id": osd_id, "process": "running", "pid": pid,
                            "rss": int(proc.memory_info().rss),
                            "started_at": float(proc.create_time())}

@@ -88,6 +88,12 @@ def _run_path(state: Dict[str, Any], name: str, suffix: str) -> str:
     return os.path.join(state["dir"], "run", f"{name}.{suffix}")
 
 
+def admin_socket(lab_dir: str, name: str) -> str:
+    """A lab daemon's admin socket: conf.py's admin_socket = D/run/$name.asok (the same path
+    inside a release chroot, where the lab directory is mounted at its own path)."""
+    return _run_path({"dir": lab_dir}, name, "asok")
+
+
 def osd_pid(state: Dict[str, Any], osd_id: int) -> Optional[int]:
     """pid of a running ceph-osd of THIS lab (pid file + alive + our conf in its argv)."""
     info = state["osds"][str(osd_id)]

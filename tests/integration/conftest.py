@@ -141,3 +141,16 @@ def lab_factory(request: pytest.FixtureRequest) -> Any:
     finally:
         down()
 
+
+
+@pytest.fixture
+def assert_booted_on_preboot():
+    """check(journal, osds): every boot of a controlled start in `journal` came from the
+    daemon's own "preboot" (its admin socket, read by the helper), none from the flat-rss
+    fallback, and the booted OSDs are exactly `osds`."""
+    def check(journal: List[Dict[str, Any]], osds: Any) -> None:
+        boots = [j["action"] for j in journal if j["action"]["kind"] == "allow_boot"
+                 and "load-time rss" in j["action"].get("reason", "")]
+        assert {a["osd"] for a in boots} == set(osds), journal
+        assert all("in preboot (the daemon's state)" in a["reason"] for a in boots), boots
+    return check

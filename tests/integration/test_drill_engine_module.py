@@ -59,23 +59,14 @@ def drill(lab, tmp_path, name, **kw):
     return r
 
 
-def booted_on_the_daemons_preboot(r):
-    """Every boot of the controlled exit came from the daemon's own "preboot" (its admin
-    socket, read by the helper), none from the flat-rss fallback."""
-    boots = [j["action"] for j in r["journal"] if j["action"]["kind"] == "allow_boot"
-             and "load-time rss" in j["action"].get("reason", "")]
-    assert {a["osd"] for a in boots} == set(r["failed_osds"]), r["journal"]
-    assert all("in preboot (the daemon's state)" in a["reason"] for a in boots), boots
-
-
-def test_module_engine_controlled_then_naive(healthy_lab, tmp_path):
+def test_module_engine_controlled_then_naive(healthy_lab, tmp_path, assert_booted_on_preboot):
     lab = healthy_lab
     r = drill(lab, tmp_path, "controlled", concurrency="1")
     assert r["engine"] == "module" and r["outcome"] == "done" and r["wait_rc"] == 0, r["reason"]
     assert r["max_in_flight_per_host"][HOST] <= 1, r["max_in_flight_per_host"]
     assert sorted(r["start_order"]) == sorted(lab["hosts"][HOST]["osds"])
     assert r["oom_kills_by_host"][HOST] == 0
-    booted_on_the_daemons_preboot(r)
+    assert_booted_on_preboot(r["journal"], r["failed_osds"])
 
     limit = 6 << 30
     n = drill(lab, tmp_path, "naive", naive=True, host_mem_limit=limit)
@@ -118,7 +109,8 @@ def killed_in_helper_log(lab, host):
     return out
 
 
-def test_module_engine_power_loss_drill_sigkills_h2_through_its_helper(healthy_lab, tmp_path):
+def test_module_engine_power_loss_drill_sigkills_h2_through_its_helper(healthy_lab, tmp_path,
+                                                                     assert_booted_on_preboot):
     """--stop kill: after ok-to-stop the helper SIGKILLs h2's OSDs (no clean shutdown; the
     monitors mark them down from their peers' reports), the drill keeps them down, then the
     controlled start brings them back, each started once, every object verified."""
@@ -132,4 +124,4 @@ def test_module_engine_power_loss_drill_sigkills_h2_through_its_helper(healthy_l
     assert {a["osd"] for a in stops} == failed and all(a.get("kill") for a in stops), stops
     assert set(killed_in_helper_log(lab, HOST) - before) == failed
     assert r["oom_kills_by_host"][HOST] == 0
-    booted_on_the_daemons_preboot(r)
+    assert_booted_on_preboot(r["journal"], r["failed_osds"])

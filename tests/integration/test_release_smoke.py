@@ -99,7 +99,7 @@ def test_module_commands_hold_release_dry_run_and_bad_input(release_lab):
     assert bad.value.rc == 22, bad.value       # EINVAL
 
 
-def test_failed_host_comes_back_through_start_controlled(release_lab):
+def test_failed_host_comes_back_through_start_controlled(release_lab, assert_booted_on_preboot):
     """ceph-recovery-drill of the lab's release (its Python and librados, like the helpers):
     h2's OSDs killed, written to while down, started again by the module through the helpers."""
     out = os.path.join(release_lab["dir"], "log", "smoke-drill.json")  # visible in the chroot
@@ -115,12 +115,7 @@ def test_failed_host_comes_back_through_start_controlled(release_lab):
           f"{r['time_to_all_up_s']}s, clean {r['time_to_all_pgs_clean_s']}s")
     failed = sorted(release_lab["hosts"]["h2"]["osds"])
     assert sorted(r["start_order"]) == failed
-    # the helpers read each OSD's own state from its admin socket: every boot came from a
-    # "preboot" the daemon reported, not from waiting for a flat rss
-    boots = [j["action"] for j in r["journal"] if j["action"]["kind"] == "allow_boot"
-             and "load-time rss" in j["action"].get("reason", "")]
-    assert {a["osd"] for a in boots} == set(failed), r["journal"]
-    assert all("in preboot (the daemon's state)" in a["reason"] for a in boots), boots
+    assert_booted_on_preboot(r["journal"], failed)
     assert all(n == 1 for n in r["process_starts_by_osd"].values()), r["process_starts_by_osd"]
     assert r["objects_verified_ok"] == r["objects_written"] > 0, r["objects_bad"]
     assert not r.get("timed_out")
