@@ -22,14 +22,19 @@ after the module's stall_limit, set to STALL_LIMIT for these drills.
    the host's cgroup limited to budget / 0.9: the first OSD starts and boots once its footprint
    is known, one at a time under a real limit, the over-budget path makes room for the next
    if it can; the run completes or refuses the next start naming it, with no OOM kill;
-5. restart: controlled, no cgroup limit, budget 1.9 x the heaviest fresh OSD seen (room for a
+5. squeeze: controlled, budget SQUEEZE x the module's own prediction for its first start, the
+   cgroup limited to budget / 0.9: the first OSD fits with room to spare, the second does not
+   fit beside it once it has peaked (two fresh OSDs need more than the budget), so the
+   over-budget path must run;
+6. restart: controlled, no cgroup limit, budget 1.9 x the heaviest fresh OSD seen (room for a
    restarted OSD beside a fresh one): completes (an expected failure only on the exact stall
    described in known_gap_budget_too_small).
 The over-budget path - heap release (answered supported on Reef/Tentacle's tcmalloc; Debian's
 Pacific ceph-osd has none: recorded as unsupported), then a restart of the heaviest OSD that
-ok-to-stop cleared, both in the journal with reasons - is asserted on the fit-first run, whose
-budget (~1.05 x one OSD's predicted peak) is always below what the two fresh OSDs of that run
-need together, or else on the restart run.
+ok-to-stop cleared, both in the journal with reasons - is asserted on the squeeze run. The
+fit-first run may take it too (its budget is ~1.05 x one OSD's predicted peak), or keep its
+first OSD in preboot when the load it shows says its peak will not fit: which one varies from
+run to run, so only its safety and its clearances are asserted there.
 Every run ends with every object read back with its checksum.
 """
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 
 import pytest
 
@@ -65,6 +71,11 @@ RESTART_BUDGET_FACTOR = 1.9
 # budget of the fit-first run, x the module's own prediction for its first start (the idle
 # host's own usage is a few MiB)
 FIT_FIRST = 1.05
+# budget of the squeeze run, x that same prediction: the first OSD's prediction at its grant
+# (lab, Tentacle: 472 MiB against a dry-run 408 MiB, it grows with the outage's history) fits
+# with ~15 % to spare, so it boots; the second's (~265-280 MiB) does not fit beside the first
+# once that one peaked (~360-400 MiB), before or after its heap release: a restart must make room
+SQUEEZE = 1.4
 RUN_NO = itertools.count()
 
 
@@ -120,11 +131,12 @@ def runs(lab, tmp_path_factory):
     out["controlled"] = run(lab, tmp, "controlled", host_mem_limit=limit,
                             budget=str(out["budget"]))
     out["fit"] = run(lab, tmp, "fit", fit_first=FIT_FIRST)
+    out["squeeze"] = run(lab, tmp, "squeeze", fit_first=SQUEEZE)
     # the heaviest single fresh OSD seen so far (they grow run after run): one of them fits
     # RESTART_BUDGET_FACTOR x that with room for the other restarted, two of them do not
     latest = max(int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in osds
                  for r in (out["measure"], out["warm"], out["naive"], out["controlled"],
-                           out["fit"]))
+                           out["fit"], out["squeeze"]))
     out["restart_budget"] = int(RESTART_BUDGET_FACTOR * latest)
     out["restart"] = run(lab, tmp, "restart", budget=str(out["restart_budget"]))
     return out
@@ -246,27 +258,25 @@ def assert_safe(r, budget):
 
 
 def test_over_budget_path_heap_release_then_restart(runs):
-    """Heap release (or known unsupported), then a restart cleared by ok-to-stop: on the
-    fit-first run when its first OSD crossed the budget (1.05 x its own prediction: whether it
-    does varies run to run, CI saw a 300 MiB peak under a 309 MiB budget), else on the restart
-    run, whose second start fits only once the first OSD is restarted. One of them must
-    restart: the test fails when neither did."""
-    name = next((n for n in ("fit", "restart") if any(
-        j["action"]["kind"] == "restart_osd" for j in runs[n]["journal"])), None)
-    assert name, ("no restart in the fit-first nor the restart run: the over-budget path "
-                  "under test did not run", [j["action"]["kind"] for j in runs["fit"]["journal"]])
-    r = runs[name]
-    budget = r["fit_first"]["budget_bytes"] if name == "fit" else runs["restart_budget"]
-    assert_safe(r, budget)
-    if name == "fit":
-        # the budget was below what two fresh OSDs of this run need together (both peaks
-        # when both started, else twice the one that did: same host, same share of the data)
-        peaks = [int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in runs["h2_osds"]]
-        together = sum(peaks) if all(peaks) else 2 * max(peaks)
-        assert budget < together, (peaks, budget)
+    """Heap release (or known unsupported), then a restart cleared by ok-to-stop, on the
+    squeeze run: its budget admits the first OSD and not the second beside it once the first
+    peaked. The test fails when no restart was made."""
+    r = runs["squeeze"]
+    fit = r["fit_first"]
+    assert fit["budget_bytes"] == int(SQUEEZE * fit["predicted_first_bytes"])
+    assert_safe(r, fit["budget_bytes"])
+    # the budget was below what two fresh OSDs of this run need together (both peaks when
+    # both started, else twice the one that did: same host, same share of the data)
+    peaks = [int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in runs["h2_osds"]]
+    together = sum(peaks) if all(peaks) else 2 * max(peaks)
+    assert fit["budget_bytes"] < together, (peaks, fit["budget_bytes"])
     journal = r["journal"]
     kinds = [j["action"]["kind"] for j in journal]
     restarts = [j for j in journal if j["action"]["kind"] == "restart_osd"]
+    if not restarts:
+        room_short_of_deficit(r)
+    assert restarts, ("no restart: the over-budget path under test did not run", kinds,
+                      r.get("stalled"))
     heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
     # the answer is the release's allocator: tcmalloc releases, glibc answers unsupported
     assert all(j["answer"]["heap_supported"] is tcmalloc(runs["lab"]) for j in heap), heap
@@ -280,7 +290,37 @@ def test_over_budget_path_heap_release_then_restart(runs):
     print("\nheap releases (rss before -> lowest rss within %ss after): %s" % (
         6, [(e["osd"], e["supported"], e["rss_before_bytes"], e["rss_after_bytes"])
             for e in r.get("heap_release_effects") or []]))
-    for rj in restarts:
+    assert_done_or_refused(r)
+
+
+STALL_LINE = re.compile(r"osd\.\d+ needs (\d+) MiB \(predicted \d+ MiB\), used (\d+) MiB \+ "
+                        r"reserved (\d+) MiB, budget (\d+) MiB; nothing can be released or "
+                        r"restarted to make room \((\d+) MiB restartable\)")
+
+
+def room_short_of_deficit(r):
+    """The squeeze budget sits in a window: above the second OSD's need plus what the first
+    comes back at after a restart (else a restart cannot make room, and the core does not
+    restart for nothing), below both OSDs' peaks. The first OSD's load and settled size vary
+    run to run (lab, Tentacle: which OSD goes first, 139-250 MiB loaded, 300-400 MiB settled).
+    Expected failure only when the run ended on a stall whose own numbers show the core's
+    rule held: the deficit (used + reserved + need - budget) exceeded what restarts could free."""
+    for line in (r.get("stalled") or {}).get("reasons", []):
+        m = STALL_LINE.search(line)
+        if m:
+            need, used, reserved, budget, room = (int(x) for x in m.groups())
+            deficit = used + reserved + need - budget
+            if deficit > room:
+                pytest.xfail("squeeze budget outside its window: deficit %d MiB > %d MiB a "
+                             "restart could free (%s)" % (deficit, room, line))
+
+
+@pytest.mark.parametrize("name", ["controlled", "fit", "squeeze", "restart"])
+def test_every_restart_was_cleared_by_ok_to_stop(runs, name):
+    """Whichever run restarted an OSD, ok-to-stop cleared that OSD in the same run before, and
+    the journal says why."""
+    journal = runs[name]["journal"]
+    for rj in (j for j in journal if j["action"]["kind"] == "restart_osd"):
         osd = rj["action"]["osd"]
         cleared = [j for j in journal[:journal.index(rj)]
                    if j["action"]["kind"] == "query_ok_to_stop" and j["action"]["osd"] == osd
