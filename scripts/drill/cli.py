@@ -2,7 +2,8 @@
 the lab can add and measure.
 
   ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 90%|BYTES]
-                      [--host-mem-limit BYTES | --fit-first F] [--naive] [--objects N]
+                      [--host-mem-limit BYTES | --fit-first F | --fit-restart F] [--naive]
+                      [--objects N]
                       [--downtime S] [--write-load N] [--stop clean|kill] [--stall-limit S]
                       [--inactive-grace S] [--keep] --json OUT
   ceph-recovery-drill render --report FILE|- --png OUT
@@ -66,6 +67,11 @@ def parser() -> argparse.ArgumentParser:
                    help="controlled: budget = F x the module's own predicted peak of the first "
                         "OSD it would start, and the failed hosts' cgroups limited to that "
                         "budget / 0.9 (the tightest run that still admits one OSD)")
+    p.add_argument("--fit-restart", type=float, default=None, metavar="F",
+                   help="controlled: budget = the module's predicted peak of the second OSD "
+                        "it would start on a failed host + F x the first's (0 < F < 1: room "
+                        "for the first beside the second only once it was restarted), the "
+                        "cgroups limited as with --fit-first")
     p.add_argument("--write-load", type=int, default=None, metavar="N",
                    help="the drill writes N objects/s to a pool of its own and verifies them")
     p.add_argument("--stop", choices=STOP_MODES, default=STOP_CLEAN,
@@ -117,6 +123,12 @@ def main(argv: Optional[List[str]] = None) -> int:
               "--host-mem-limit (it sets the limit)",
               file=sys.stderr)
         return 2
+    if args.fit_restart is not None and (args.naive or not 0 < args.fit_restart < 1
+                                         or args.host_mem_limit is not None
+                                         or args.fit_first is not None):
+        print("ceph-recovery-drill: --fit-restart needs a controlled run, 0 < F < 1 and no "
+              "--host-mem-limit or --fit-first", file=sys.stderr)
+        return 2
     if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
         print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
               file=sys.stderr)
@@ -131,7 +143,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         objects=args.objects, object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
                         restart_mgr_after=args.restart_mgr_after,
-                        fit_first=args.fit_first, concurrency=args.concurrency,
+                        fit_first=args.fit_first, fit_restart=args.fit_restart,
+                        concurrency=args.concurrency,
                         write_load=args.write_load, stop=args.stop,
                         stall_limit=args.stall_limit,
                         inactive_grace=args.inactive_grace,

@@ -221,7 +221,10 @@ def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
     the drill is aborted (everything comes back) and the error raised."""
     from .runner import fit_first_budget
     try:
-        fit = fit_first_budget(planned, hosts, d.o.fit_first or 1.0)
+        if d.o.fit_restart:
+            fit = fit_first_budget(planned, hosts, d.o.fit_restart, restart=True)
+        else:
+            fit = fit_first_budget(planned, hosts, d.o.fit_first or 1.0)
         _must(d.cluster, {"prefix": "recovery drill budget",
                           "budget": str(fit["budget_bytes"])})
     except RuntimeError:
@@ -239,7 +242,7 @@ def at_down(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> Optional[in
     budget with --fit-first), and the cgroup limit to apply."""
     planned = preview(d, bucket, d.o.budget)
     limit = d.o.host_mem_limit
-    if d.o.fit_first:
+    if d.o.fit_first or d.o.fit_restart:
         limit = fit_first(d, drill_id, bucket, hosts, planned)
         planned = preview(d, bucket, d.result["budget"])
     d.result["planned_order"] = planned.get("order") or []

@@ -46,6 +46,7 @@ class DrillOptions:
     module_dir: Optional[str] = None
     tune: bool = True
     fit_first: Optional[float] = None   # budget = this x the module's prediction (fit_first_budget)
+    fit_restart: Optional[float] = None  # budget = second's prediction + this x the first's
     concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
     write_load: Optional[int] = None    # the drill's --write-load (objects/s)
     stop: str = STOP_CLEAN          # the drill's --stop (STOP_MODES)
@@ -65,19 +66,34 @@ def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
         fail, sorted(state["hosts"]), sorted({v.get("rack") for v in state["hosts"].values()})))
 
 
-def fit_first_budget(preview: Dict[str, Any], hosts: List[str], factor: float) -> Dict[str, Any]:
+def fit_first_budget(preview: Dict[str, Any], hosts: List[str], factor: float,
+                     restart: bool = False) -> Dict[str, Any]:
     """The tightest budget the module accepts for one OSD at a time: factor x the peak the
     module itself predicts (its dry run, with what it has learned) for the first OSD it would
-    start on the failed hosts; their cgroups limited to that budget / FIT_BUDGET_SHARE."""
-    first: Dict[str, int] = {}
+    start on the failed hosts; their cgroups limited to that budget / FIT_BUDGET_SHARE.
+    With `restart` (--fit-restart): the prediction for the second OSD of that host + factor x
+    the first's, the largest over the failed hosts. With a factor between what a restarted
+    OSD comes back at and what it settles at (as fractions of its predicted peak) the second
+    start fits only once the first was restarted: the over-budget path runs on purpose."""
+    planned: Dict[str, List[int]] = {}
     for e in preview.get("order") or []:
-        first.setdefault(e["host"], int(e["predicted_bytes"]))
-    planned = [first[h] for h in hosts if h in first]
-    if not planned:
-        raise RuntimeError("--fit-first: the dry run plans no start on %s" % ", ".join(hosts))
-    budget = int(factor * max(planned))
-    return {"factor": factor, "predicted_first_bytes": max(planned), "budget_bytes": budget,
-            "host_mem_limit": int(budget / FIT_BUDGET_SHARE)}
+        if e["host"] in hosts:
+            planned.setdefault(e["host"], []).append(int(e["predicted_bytes"]))
+    if not planned or (restart and not any(len(p) > 1 for p in planned.values())):
+        raise RuntimeError("--fit-%s: the dry run plans no %sstart on %s" % (
+            "restart" if restart else "first", "second " if restart else "",
+            ", ".join(hosts)))
+    if restart:
+        first, second = max(((p[0], p[1]) for p in planned.values() if len(p) > 1),
+                            key=lambda fs: fs[1] + factor * fs[0])
+        budget = int(second + factor * first)
+        fit: Dict[str, Any] = {"predicted_second_bytes": second}
+    else:
+        first = max(p[0] for p in planned.values())
+        budget, fit = int(factor * first), {}
+    fit.update(factor=factor, predicted_first_bytes=first, budget_bytes=budget,
+               host_mem_limit=int(budget / FIT_BUDGET_SHARE))
+    return fit
 
 
 class Drill(object):

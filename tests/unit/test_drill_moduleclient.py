@@ -154,6 +154,20 @@ def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_
     assert d.result["fit_first"]["predicted_first_bytes"] == 300 * MiB
 
 
+def test_fit_restart_budget_is_the_second_planned_start_plus_a_share_of_the_first(log):
+    MiB = 1 << 20
+    script = dict(SCRIPT, **{"recovery drill budget": [(0, {"id": "d1"})],
+                             "recovery wait": [(0, None)]})
+    d = FakeDrill(opts(fit_restart=0.6, concurrency="1"), script, log)
+    limited = []
+    moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
+    budget = int(280 * MiB + 0.6 * 300 * MiB)
+    assert ("mgr", "recovery drill budget", "budget=%d" % budget) in log
+    assert ("limit", "h2", int(budget / 0.9)) in log
+    assert limited == ["h2"] and d.result["budget"] == str(budget)
+    assert d.result["fit_first"]["predicted_second_bytes"] == 280 * MiB
+
+
 def test_fit_first_without_a_planned_start_aborts_the_drill_and_sets_no_limit(log):
     script = dict(SCRIPT, **{"recovery start-controlled": [(0, {"order": []})]})
     d = FakeDrill(opts(fit_first=1.05), script, log)

@@ -108,6 +108,33 @@ def test_fit_first_budget_refuses_a_plan_without_a_start_on_the_failed_hosts():
         fit_first_budget({"order": [{"host": "h2", "osd": 2, "predicted_bytes": 1}]}, ["h3"], 1.0)
 
 
+def test_fit_restart_budget_is_the_second_start_plus_a_share_of_the_first():
+    preview = {"order": [{"host": "h1", "osd": 0, "predicted_bytes": 500 * MiB},
+                         {"host": "h2", "osd": 2, "predicted_bytes": 300 * MiB},
+                         {"host": "h2", "osd": 3, "predicted_bytes": 400 * MiB}]}
+    fit = fit_first_budget(preview, ["h2"], 0.6, restart=True)
+    budget = int(400 * MiB + 0.6 * 300 * MiB)
+    assert fit == {"factor": 0.6, "predicted_first_bytes": 300 * MiB,
+                   "predicted_second_bytes": 400 * MiB, "budget_bytes": budget,
+                   "host_mem_limit": int(budget / 0.9)}
+    # h1 plans one start only: a host without a second start cannot be squeezed
+    with pytest.raises(RuntimeError, match="plans no second start on h1"):
+        fit_first_budget(preview, ["h1"], 0.6, restart=True)
+
+
+@pytest.mark.parametrize("extra", [["--naive"], ["--fit-first", "1.05"],
+                                   ["--host-mem-limit", "1G"]])
+@pytest.mark.parametrize("factor", ["0.6", "1.0", "0"])
+def test_fit_restart_needs_a_controlled_run_a_share_and_no_other_limit(capsys, extra, factor):
+    from ceph_recovery_tools.drill.cli import main
+    argv = ["--dir", "/nonexistent", "--fail", "host:h2", "--fit-restart", factor,
+            "--json", "/nonexistent/r.json"]
+    if factor == "0.6":
+        argv += extra
+    assert main(argv) == 2
+    assert "--fit-restart needs a controlled run, 0 < F < 1" in capsys.readouterr().err
+
+
 def test_fit_first_needs_a_controlled_run(capsys):
     from ceph_recovery_tools.drill.cli import main
     assert main(["--dir", "/nonexistent", "--fail", "host:h2", "--naive", "--fit-first", "1.05",
