@@ -221,10 +221,8 @@ def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
     the drill is aborted (everything comes back) and the error raised."""
     from .runner import fit_first_budget
     try:
-        if d.o.fit_restart:
-            fit = fit_first_budget(planned, hosts, d.o.fit_restart, restart=True)
-        else:
-            fit = fit_first_budget(planned, hosts, d.o.fit_first or 1.0)
+        fit = fit_first_budget(planned, hosts, d.o.fit_restart or d.o.fit_first or 1.0,
+                               restart=bool(d.o.fit_restart))
         _must(d.cluster, {"prefix": "recovery drill budget",
                           "budget": str(fit["budget_bytes"])})
     except RuntimeError:

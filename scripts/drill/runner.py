@@ -79,18 +79,20 @@ def fit_first_budget(preview: Dict[str, Any], hosts: List[str], factor: float,
     for e in preview.get("order") or []:
         if e["host"] in hosts:
             planned.setdefault(e["host"], []).append(int(e["predicted_bytes"]))
-    if not planned or (restart and not any(len(p) > 1 for p in planned.values())):
-        raise RuntimeError("--fit-%s: the dry run plans no %sstart on %s" % (
-            "restart" if restart else "first", "second " if restart else "",
-            ", ".join(hosts)))
+    fit: Dict[str, Any] = {}
     if restart:
-        first, second = max(((p[0], p[1]) for p in planned.values() if len(p) > 1),
-                            key=lambda fs: fs[1] + factor * fs[0])
-        budget = int(second + factor * first)
-        fit: Dict[str, Any] = {"predicted_second_bytes": second}
+        pairs = [(p[0], p[1]) for p in planned.values() if len(p) > 1]
+        if not pairs:
+            raise RuntimeError("--fit-restart: the dry run plans no second start on %s"
+                               % ", ".join(hosts))
+        budget, first, second = max((int(s + factor * f), f, s) for f, s in pairs)
+        fit["predicted_second_bytes"] = second
     else:
+        if not planned:
+            raise RuntimeError("--fit-first: the dry run plans no start on %s"
+                               % ", ".join(hosts))
         first = max(p[0] for p in planned.values())
-        budget, fit = int(factor * first), {}
+        budget = int(factor * first)
     fit.update(factor=factor, predicted_first_bytes=first, budget_bytes=budget,
                host_mem_limit=int(budget / FIT_BUDGET_SHARE))
     return fit

@@ -130,13 +130,20 @@ def test_controlled_neither_limits_nor_aborts(log):
     assert wait == (0, "")
 
 
-def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_the_limit(log):
-    MiB = 1 << 20
+def fitted_drive(log, **fit):
+    """A drill of h2 through the module client whose budget --fit-first/--fit-restart (`fit`)
+    sets once down: the drill, and the hosts whose cgroups it limited."""
     script = dict(SCRIPT, **{"recovery drill budget": [(0, {"id": "d1"})],
                              "recovery wait": [(0, None)]})
-    d = FakeDrill(opts(fit_first=1.05, concurrency="1"), script, log)
+    d = FakeDrill(opts(concurrency="1", **fit), script, log)
     limited = []
     moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
+    return d, limited
+
+
+def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_the_limit(log):
+    MiB = 1 << 20
+    d, limited = fitted_drive(log, fit_first=1.05)
     budget = int(1.05 * 300 * MiB)
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
@@ -156,11 +163,7 @@ def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_
 
 def test_fit_restart_budget_is_the_second_planned_start_plus_a_share_of_the_first(log):
     MiB = 1 << 20
-    script = dict(SCRIPT, **{"recovery drill budget": [(0, {"id": "d1"})],
-                             "recovery wait": [(0, None)]})
-    d = FakeDrill(opts(fit_restart=0.6, concurrency="1"), script, log)
-    limited = []
-    moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
+    d, limited = fitted_drive(log, fit_restart=0.6)
     budget = int(280 * MiB + 0.6 * 300 * MiB)
     assert ("mgr", "recovery drill budget", "budget=%d" % budget) in log
     assert ("limit", "h2", int(budget / 0.9)) in log
