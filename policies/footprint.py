@@ -71,7 +71,7 @@ MAX_FOOTPRINT = 1 << 40         # sanity bound: 1 TiB
 LEARN_WINDOW = 32       # most recent observations used
 LEARN_MIN_OBS = 3       # below this many, learning may only raise the prior, never lower it
 LEARN_QUANTILE_PCT = 100  # nearest-rank percentile of peak/prior: the max (see below)
-LEARN_MARGIN = 1.15     # safety margin over that ratio (the budget keeps its own headroom)
+LEARN_MARGIN = 1.10     # safety margin over that ratio (the budget keeps its own headroom)
 
 
 def prior(pgs: int, pg_log_entries: int, downtime_s: float,

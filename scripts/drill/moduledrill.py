@@ -215,14 +215,14 @@ def preview(d: Any, bucket: str, budget: str) -> Dict[str, Any]:
 
 def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
               planned: Dict[str, Any]) -> int:
-    """--fit-first once the bucket is down: fit_first_budget() gives the budget that admits
+    """--fit-first once the bucket is down: fitted_budget() gives the budget that admits
     the exit's predicted first start (from its dry run, `planned`); `drill budget` makes that
     the exit's budget. The cgroup limit to apply is returned; where no budget can be fitted
     the drill is aborted (everything comes back) and the error raised."""
-    from .runner import fit_first_budget
+    from .runner import fitted_budget
     try:
-        fit = fit_first_budget(planned, hosts, d.o.fit_restart or d.o.fit_first or 1.0,
-                               restart=bool(d.o.fit_restart))
+        fit = fitted_budget(planned, hosts, d.o.fit_restart or d.o.fit_first or 1.0,
+                            restart=bool(d.o.fit_restart))
         _must(d.cluster, {"prefix": "recovery drill budget",
                           "budget": str(fit["budget_bytes"])})
     except RuntimeError:

@@ -45,7 +45,7 @@ class DrillOptions:
     json_out: str = "drill.json"
     module_dir: Optional[str] = None
     tune: bool = True
-    fit_first: Optional[float] = None   # budget = this x the module's prediction (fit_first_budget)
+    fit_first: Optional[float] = None   # budget = this x the module's prediction (fitted_budget)
     fit_restart: Optional[float] = None  # budget = second's prediction + this x the first's
     concurrency: Optional[str] = None   # start-controlled --concurrency (None: the module's default)
     write_load: Optional[int] = None    # the drill's --write-load (objects/s)
@@ -66,8 +66,8 @@ def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
         fail, sorted(state["hosts"]), sorted({v.get("rack") for v in state["hosts"].values()})))
 
 
-def fit_first_budget(preview: Dict[str, Any], hosts: List[str], factor: float,
-                     restart: bool = False) -> Dict[str, Any]:
+def fitted_budget(preview: Dict[str, Any], hosts: List[str], factor: float,
+                  restart: bool = False) -> Dict[str, Any]:
     """The tightest budget the module accepts for one OSD at a time: factor x the peak the
     module itself predicts (its dry run, with what it has learned) for the first OSD it would
     start on the failed hosts; their cgroups limited to that budget / FIT_BUDGET_SHARE.

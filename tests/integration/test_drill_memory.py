@@ -65,7 +65,7 @@ MiB = 1 << 20
 # (2 s) and its next tick (2 s): allow that much growth of one OSD above the budget.
 TOLERANCE = 64 * MiB
 # budget of the restart run, x the heaviest fresh OSD seen before it: above one OSD's peak
-# x the learned margin (1.15) + a restarted OSD (it reloads its PG log: ~0.6 x its peak on
+# x the learned margin (1.10) + a restarted OSD (it reloads its PG log: ~0.6 x its peak on
 # the lab once the logs are long), below two peaks (they grow from run to run)
 RESTART_BUDGET_FACTOR = 1.9
 # budget of the fit-first run, x the module's own prediction for its first start (the idle
@@ -165,7 +165,7 @@ def known_gap_budget_too_small(r):
     """Known limit, for the restart run's completion: a budget below two fresh OSDs' peaks
     leaves room for the second OSD only if the first one's size after a restart and the
     second one's peak are predicted almost exactly. The core predicts with margins (learned
-    growth x 1.15), the lab's OSDs peak higher run after run, and a restarted lab OSD comes
+    growth x 1.10), the lab's OSDs peak higher run after run, and a restarted lab OSD comes
     back at ~0.5 x its peak, so plan() may refuse the second start: after an over-budget
     restart (measured: osd.2 peak 286 MiB -> 145 MiB after its restart, osd.3 predicted 342
     MiB, budget 464 MiB), or without one when the restart could not free what the second

@@ -44,6 +44,6 @@ def test_below_three_observations_the_capped_prior_is_the_floor_not_the_static_o
     o = osd()
     floor = prior(16, 0, 600.0, running_rss=120 * MiB)
     low = Observation(osd=2, pgs=16, downtime_s=600.0, pg_log_entries=0, peak_bytes=90 * MiB)
-    assert learned(o, [low], NOW, running_rss=120 * MiB) == floor          # 1.15 x 90 < floor
+    assert learned(o, [low], NOW, running_rss=120 * MiB) == floor          # 1.10 x 90 < floor
     high = Observation(osd=2, pgs=16, downtime_s=600.0, pg_log_entries=0, peak_bytes=160 * MiB)
     assert learned(o, [high], NOW, running_rss=120 * MiB) == int(160 * MiB * LEARN_MARGIN)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ceph_recovery_tools.drill import report
-from ceph_recovery_tools.drill.runner import failed_hosts, fit_first_budget, process_starts
+from ceph_recovery_tools.drill.runner import failed_hosts, fitted_budget, process_starts
 from ceph_recovery_tools.drill.sampler import pg_summary
 
 MiB = 1 << 20
@@ -92,34 +92,34 @@ def test_pg_stat_shapes():
     assert pg_summary(inner) == inner
 
 
-def test_fit_first_budget_from_the_first_planned_start_of_the_failed_hosts():
+def test_fitted_budget_from_the_first_planned_start_of_the_failed_hosts():
     preview = {"order": [{"host": "h1", "osd": 0, "predicted_bytes": 500 * MiB},
                          {"host": "h2", "osd": 2, "predicted_bytes": 300 * MiB},
                          {"host": "h2", "osd": 3, "predicted_bytes": 400 * MiB}]}
-    fit = fit_first_budget(preview, ["h2"], 1.05)
+    fit = fitted_budget(preview, ["h2"], 1.05)
     assert fit == {"factor": 1.05, "predicted_first_bytes": 300 * MiB,
                    "budget_bytes": int(1.05 * 300 * MiB),
                    "host_mem_limit": int(int(1.05 * 300 * MiB) / 0.9)}
-    assert fit_first_budget(preview, ["h1", "h2"], 1.0)["predicted_first_bytes"] == 500 * MiB
+    assert fitted_budget(preview, ["h1", "h2"], 1.0)["predicted_first_bytes"] == 500 * MiB
 
 
-def test_fit_first_budget_refuses_a_plan_without_a_start_on_the_failed_hosts():
+def test_fitted_budget_refuses_a_plan_without_a_start_on_the_failed_hosts():
     with pytest.raises(RuntimeError, match="plans no start on h3"):
-        fit_first_budget({"order": [{"host": "h2", "osd": 2, "predicted_bytes": 1}]}, ["h3"], 1.0)
+        fitted_budget({"order": [{"host": "h2", "osd": 2, "predicted_bytes": 1}]}, ["h3"], 1.0)
 
 
 def test_fit_restart_budget_is_the_second_start_plus_a_share_of_the_first():
     preview = {"order": [{"host": "h1", "osd": 0, "predicted_bytes": 500 * MiB},
                          {"host": "h2", "osd": 2, "predicted_bytes": 300 * MiB},
                          {"host": "h2", "osd": 3, "predicted_bytes": 400 * MiB}]}
-    fit = fit_first_budget(preview, ["h2"], 0.6, restart=True)
+    fit = fitted_budget(preview, ["h2"], 0.6, restart=True)
     budget = int(400 * MiB + 0.6 * 300 * MiB)
     assert fit == {"factor": 0.6, "predicted_first_bytes": 300 * MiB,
                    "predicted_second_bytes": 400 * MiB, "budget_bytes": budget,
                    "host_mem_limit": int(budget / 0.9)}
     # h1 plans one start only: a host without a second start cannot be squeezed
     with pytest.raises(RuntimeError, match="plans no second start on h1"):
-        fit_first_budget(preview, ["h1"], 0.6, restart=True)
+        fitted_budget(preview, ["h1"], 0.6, restart=True)
 
 
 @pytest.mark.parametrize("extra", [["--naive"], ["--fit-first", "1.05"],

@@ -76,7 +76,7 @@ def run(progress, s=None):
 
 
 def test_a_load_above_half_the_budget_boots_when_load_plus_learned_growth_fits():
-    """Learned growth 200 - 130 = 70 MiB (x 1.15 = 80.5 MiB): 150 + 80.5 <= 237 MiB."""
+    """Learned growth 200 - 130 = 70 MiB (x GROWTH_MARGIN 1.10 = 77 MiB): 150 + 77 <= 237 MiB."""
     res = run(granted(settled(4, 130, 200)))
     peak = int(LOAD + 70 * MiB * GROWTH_MARGIN)
     assert res.actions == (AllowBoot(osd=2, predicted_bytes=peak, reason=(
@@ -99,19 +99,22 @@ def test_with_nothing_learned_the_same_load_stays_in_preboot_on_twice_the_load()
 
 
 def test_a_learned_growth_that_does_not_fit_keeps_it_in_preboot():
-    """The largest recent growth counts: 250 - 130 = 120 MiB x 1.15 = 138 MiB > 237 - 150."""
+    """The largest recent growth counts: 250 - 130 = 120 MiB x GROWTH_MARGIN 1.10 = 132 MiB
+    > 237 - 150."""
     res = run(granted(settled(4, 130, 250), settled(5, 130, 190)))
     assert [a.kind for a in res.actions] == ["wait"]
     assert res.progress.booting == {} and 2 not in res.progress.load_rss
     [check] = res.health
+    growth = int(120 * MiB * GROWTH_MARGIN)
     assert check.detail == (
-        "h2: osd.2 needs 138 MiB more to peak (load-time rss 150 MiB, predicted peak 288 MiB), "
-        "used 150 MiB, budget 237 MiB: kept in preboot (noup), not booted",)
+        "h2: osd.2 needs %.0f MiB more to peak (load-time rss 150 MiB, predicted peak %.0f MiB), "
+        "used 150 MiB, budget 237 MiB: kept in preboot (noup), not booted"
+        % (growth / MiB, (LOAD + growth) / MiB),)
 
 
 def test_more_missed_entries_than_the_sample_raise_the_growth_by_the_history_cost():
     """Same sample, but osd.2 missed 2,000 entries more than it: + 2,000 x 8 KiB = 15.6 MiB,
-    which no longer fits (150 + (70 + 15.6) x 1.15 > 237)."""
+    which no longer fits (150 + (70 + 15.6) x 1.10 > 237)."""
     res = run(granted(settled(4, 130, 200, missed=1000), missed=3000))
     assert [a.kind for a in res.actions] == ["wait"]
     assert [c.code for c in res.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
@@ -119,7 +122,7 @@ def test_more_missed_entries_than_the_sample_raise_the_growth_by_the_history_cos
 
 def test_the_settled_peak_is_recorded_with_its_load_and_teaches_the_next_boot():
     """osd.2 booted at 112 MiB and settled (PGs no longer degraded) at a 190 MiB peak: the
-    observation carries both; osd.3's load of 120 MiB then predicts 120 + 78 x 1.15 MiB."""
+    observation carries both; osd.3's load of 120 MiB then predicts 120 + 78 x GROWTH_MARGIN MiB."""
     up2 = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=180 * MiB,
               pgs_degraded=0, down_since=None)
     start = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
