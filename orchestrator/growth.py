@@ -10,7 +10,7 @@ LOAD_TO_PEAK_MIN = 2.0      # prior of peak_from_load while no growth is learned
                             # recovery add about the load-time rss again (docs/design.md: lab
                             # 3.3x, 112 MiB preboot -> 200+ MiB; memory model 5x)
 GROWTH_WINDOW = 8           # settled observations with a load that peak_from_load learns from
-GROWTH_MARGIN = 1.10        # over the largest learned growth (as policies/footprint LEARN_MARGIN)
+GROWTH_MARGIN = 1.10        # over the largest learned growth (policies/footprint LEARN_MARGIN too)
 HISTORY_BYTES_PER_ENTRY = 8 * 1024  # growth per missed PG log entry (lab: (401-71) MiB and
                             # (370-68) MiB after ~39,000 missed writes; policies/footprint.py)
 GROWTH_FLOOR = 0.2          # of the load: peering alone adds about +20 % (field, docs/design.md)

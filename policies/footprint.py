@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ceph_recovery.growth import GROWTH_MARGIN
 from ceph_recovery.model import Observation, OsdState
 
 MiB = 1 << 20
@@ -71,7 +72,9 @@ MAX_FOOTPRINT = 1 << 40         # sanity bound: 1 TiB
 LEARN_WINDOW = 32       # most recent observations used
 LEARN_MIN_OBS = 3       # below this many, learning may only raise the prior, never lower it
 LEARN_QUANTILE_PCT = 100  # nearest-rank percentile of peak/prior: the max (see below)
-LEARN_MARGIN = 1.10     # safety margin over that ratio (the budget keeps its own headroom)
+LEARN_MARGIN = GROWTH_MARGIN  # safety margin over that ratio (the budget keeps its own
+                              # headroom): gate 2's at boot, so that a start admitted at its
+                              # grant is not held in preboot on the same evidence
 
 
 def prior(pgs: int, pg_log_entries: int, downtime_s: float,

@@ -213,10 +213,10 @@ def preview(d: Any, bucket: str, budget: str) -> Dict[str, Any]:
                              "scope": [bucket], "budget": budget})
 
 
-def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
-              planned: Dict[str, Any]) -> int:
-    """--fit-first once the bucket is down: fitted_budget() gives the budget that admits
-    the exit's predicted first start (from its dry run, `planned`); `drill budget` makes that
+def fit_budget(d: Any, drill_id: str, bucket: str, hosts: List[str],
+               planned: Dict[str, Any]) -> int:
+    """--fit-first or --fit-restart once the bucket is down: fitted_budget() gives the budget
+    from the exit's predicted starts (its dry run, `planned`); `drill budget` makes that
     the exit's budget. The cgroup limit to apply is returned; where no budget can be fitted
     the drill is aborted (everything comes back) and the error raised."""
     from .runner import fitted_budget
@@ -230,18 +230,18 @@ def fit_first(d: Any, drill_id: str, bucket: str, hosts: List[str],
         raise
     d.result.update(budget=str(fit["budget_bytes"]), fit_first=fit,
                     host_mem_limit=fit["host_mem_limit"])
-    log.info("drill budget fitted to the first start", id=drill_id, **fit)
+    log.info("drill budget fitted to the planned starts", id=drill_id, **fit)
     return int(fit["host_mem_limit"])
 
 
 def at_down(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> Optional[int]:
     """What the tool does once the bucket is down and its writes are done (the history they
     add is part of what the module predicts): the exit's planned order (under the fitted
-    budget with --fit-first), and the cgroup limit to apply."""
+    budget with --fit-first or --fit-restart), and the cgroup limit to apply."""
     planned = preview(d, bucket, d.o.budget)
     limit = d.o.host_mem_limit
     if d.o.fit_first or d.o.fit_restart:
-        limit = fit_first(d, drill_id, bucket, hosts, planned)
+        limit = fit_budget(d, drill_id, bucket, hosts, planned)
         planned = preview(d, bucket, d.result["budget"])
     d.result["planned_order"] = planned.get("order") or []
     return limit
