@@ -7,14 +7,19 @@ largest predicted peak among the host's candidates, do not fit the host's budget
 
 (base: the host's memory not held by OSD processes), the run lowers osd_memory_target on
 every OSD of that host whose own setting is known (memory_target not None: it is what the
-restore puts back) and known to be linked with tcmalloc (heap_release True: the
-autotuner trims caches to the target there; Debian's 16.2.15 build has no tcmalloc and its
-autotuner is blind, so it is left alone) to
+restore puts back) to
 
     (budget - base - max predicted peak) / n_osds / TARGET_RSS_RATIO,  at least MIN_TARGET.
 
 The lowered target only sizes caches (docs/design.md: it cannot bound PG-log or peering
-memory); it makes room for the settled OSDs so the next start fits.
+memory); it makes room for the settled OSDs so the next start fits. With tcmalloc
+(heap_release True) the autotuner trims a running OSD's caches to it within a second. Without
+tcmalloc (Debian's 16.2.15 build) the autotuner never runs: the cache budget is fixed when the
+process starts, from the target it reads then (0.85 x target - osd_memory_base; lab: 2,714 MiB
+at 4 GiB, 205 MiB after a restart at 1.2 GB, unchanged by a `config set` while it ran). So
+there it sizes the OSDs this run starts or restarts after the SetConfig (the grants come in
+the same tick, after it), and an OSD started under the lowered target keeps its smaller
+caches after the restore until its next start.
 
 Write-ahead: the value before (the OSD's own setting, None = it had none and inherits) is
 recorded in Progress.saved_config in the same tick that emits SetConfig. At the end of the
@@ -35,6 +40,7 @@ MEMORY_TARGET = "osd_memory_target"
 DEFAULT_TARGET = 4 << 30        # Ceph's osd_memory_target default
 MIN_TARGET = 896 << 20          # the option's minimum (16.2.15 refuses less)
 TARGET_RSS_RATIO = 1.1          # RSS runs above the target (docs/design.md: up to 20 %)
+BLIND_RSS_RATIO = 1.2           # the same without tcmalloc: nothing trims caches for history
 
 
 def key(osd_id: int) -> str:
@@ -61,10 +67,10 @@ def lower_targets(t: Decision) -> None:
         if not cands:
             continue
         room = t.budget(host) - _base(t, host) - max(t.predict(o.id) for o in cands)
-        want = max(MIN_TARGET, int(room / len(osds) / TARGET_RSS_RATIO))
+        ratio = TARGET_RSS_RATIO if all(o.heap_release is True for o in osds) else BLIND_RSS_RATIO
+        want = max(MIN_TARGET, int(room / len(osds) / ratio))
         for o in osds:
-            if o.heap_release is not True or o.memory_target is None or \
-                    key(o.id) in t.saved_config or want >= _target(o):
+            if o.memory_target is None or key(o.id) in t.saved_config or want >= _target(o):
                 continue
             t.saved_config[key(o.id)] = str(o.memory_target) if o.memory_target else None
             t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
@@ -84,8 +90,8 @@ def restore_settings(t: Decision, why: str) -> None:
         if o is not None and name == MEMORY_TARGET and not _fits(t, o.host, before):
             kept.setdefault(o.host, []).append(who)
             continue
-        t.emit("tail", RestoreConfig(who=who, name=name, value=before,
-                                     reason="%s: restore the setting saved at start" % why))
+        t.emit("tail", RestoreConfig(who=who, name=name, value=before, reason=(
+            "%s: restore the setting saved at start" % why) + _until_restart(o, name)))
         del t.saved_config[k]
     for host, whos in sorted(kept.items()):
         t.health("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the restored "
@@ -93,6 +99,13 @@ def restore_settings(t: Decision, why: str) -> None:
                  "<osd> %s)" % (host, MEMORY_TARGET, ", ".join(whos),
                                 len(t.view.by_host.get(host, ())), MEMORY_TARGET),
                  count=len(whos))
+
+
+def _until_restart(o, name: str) -> str:
+    """What a restored target does not undo without tcmalloc (module docstring)."""
+    if o is None or name != MEMORY_TARGET or o.heap_release is not False:
+        return ""
+    return " (no tcmalloc: caches sized at its start stay so until its next start)"
 
 
 def _fits(t: Decision, host: str, before) -> bool:

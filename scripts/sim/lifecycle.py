@@ -43,6 +43,8 @@ class Lifecycle:
     def start(self, o: Osd, now: float) -> None:
         cl = self.cl
         o.phase, o.t_phase_end, o.started_at, o.veteran = LOADING, now + self.p.load_s, now, False
+        if not self.p.heap_release:      # no tcmalloc: the target read at start sizes the caches
+            o.steady = float(self.p.steady_for_target(self.start_target(o)))
         o.nonhist, o.hist_peak, o.hist_keep = float(o.load_bytes), 0.0, 0.0
         o.starts.append(now)
         o.restart_at = None
@@ -210,13 +212,22 @@ class Lifecycle:
                 self.dyn.discard(o.id)
         cl.set_rss(o, rss)
 
+    def start_target(self, o: Osd) -> int:
+        """The osd_memory_target a process of `o` reads when it starts (its own setting, else
+        the default)."""
+        value = self.cl.config.get(("osd.%d" % o.id, "osd_memory_target"))
+        return int(float(value)) if value is not None else self.p.osd_memory_target
+
     def cache_ceiling(self, o: Osd) -> float:
         """Where a running OSD's caches stop refilling: its steady RSS, and with tcmalloc
         (Params.heap_release) also where the whole process reaches its osd_memory_target:
         PriorityCache::Manager::tune_memory (src/common/PriorityCache.cc) grows the caches
         only while the mapped heap is below the target and shrinks them above it, so the PG
         log and recovery memory an OSD holds squeeze its caches instead of adding to them.
-        Without tcmalloc the autotuner reads no heap size and the caches grow to steady."""
+        Without tcmalloc the caches grow to steady, sized by the target the process read
+        when it started (start()): BlueStore's MempoolThread runs tune_memory only with
+        tcmalloc, so the cache budget PriorityCache::Manager set at its construction
+        (0.85 x target - osd_memory_base) is never revised."""
         if not self.p.heap_release:
             return o.steady
         target = o.steady / self.p.steady_frac_of_target

@@ -130,3 +130,45 @@ def test_failed_host_comes_back_through_start_controlled(release_lab, assert_boo
     assert up == {int(o) for o in release_lab["osds"]}
     status = launch.ceph(release_lab, "recovery", "status")
     assert status["phase"] == "done" and not status["active"], status["phase"]
+
+
+def pricache(lab, osd_id):
+    return launch.ceph(lab, "tell", f"osd.{osd_id}", "perf", "dump")["bluestore-pricache"]
+
+
+def restart_osd(lab, osd_id):
+    assert launch.stop_osd(lab, osd_id)
+    launch.start_osd(lab, osd_id)
+    launch.wait_all_up(lab, timeout=120, require_running=True)
+
+
+def test_osd_memory_target_sizes_the_caches_at_runtime_with_tcmalloc_at_start_without(
+        release_lab):
+    """The lever settings.py pulls, on the release's own OSD: with tcmalloc the autotuner
+    (PriorityCache::Manager::tune_memory, every osd_memory_cache_resize_interval) moves the
+    running OSD's cache budget to the new target; without tcmalloc (Debian's Pacific build:
+    heap_bytes 0) tune_memory never runs and the budget, 0.85 x target - osd_memory_base, is
+    the one fixed when the process started, so only a restart applies a new target."""
+    lab, osd_id, target = release_lab, 0, 1200000000
+    before = pricache(lab, osd_id)
+    tcmalloc = before["heap_bytes"] > 0
+    assert tcmalloc == (lab["ceph"] != "pacific"), before
+    budget = int(0.85 * target) - 768 * 1024 * 1024       # osd_memory_base's default
+    try:
+        launch.ceph(lab, "config", "set", f"osd.{osd_id}", "osd_memory_target", str(target),
+                    json_out=False)
+        if tcmalloc:
+            wait_until(lambda: pricache(lab, osd_id), 30, 1,
+                       done=lambda p: p["target_bytes"] == target
+                       and p["cache_bytes"] < before["cache_bytes"],
+                       what="the running OSD's cache budget did not follow the target",
+                       detail=lambda p: f"last {p}")
+        else:
+            time.sleep(8)       # past bluestore_cache_autotune_interval (5 s)
+            assert pricache(lab, osd_id)["cache_bytes"] == before["cache_bytes"]
+            restart_osd(lab, osd_id)
+            assert pricache(lab, osd_id)["cache_bytes"] == budget
+    finally:
+        launch.ceph(lab, "config", "rm", f"osd.{osd_id}", "osd_memory_target", json_out=False)
+        if not tcmalloc:
+            restart_osd(lab, osd_id)

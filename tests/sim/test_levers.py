@@ -44,13 +44,21 @@ def test_memory_target_never_below_the_load(topo):
     assert o.nonhist == o.load_bytes
 
 
-def test_memory_target_has_no_effect_without_tcmalloc(topo):
+def test_without_tcmalloc_the_target_sizes_the_caches_of_the_next_start_only(topo):
     sim = make_sim(topo, heap_release=False)
     o = survivor(sim)
     rss, steady = o.rss, o.steady
     levers.set_config(sim, "osd.%d" % o.id, "osd_memory_target", str(2 * GiB))
-    assert (o.rss, o.steady) == (rss, steady)
+    assert (o.rss, o.steady) == (rss, steady)          # the running process keeps its caches
     assert sim.cl.config[("osd.%d" % o.id, "osd_memory_target")] == str(2 * GiB)
+    sim.lc.stop(o, sim.now)
+    sim.lc.start(o, sim.now)
+    assert o.steady == int(2 * GiB * 0.875)
+    levers.set_config(sim, "osd.%d" % o.id, "osd_memory_target", None)   # the restore
+    assert o.steady == int(2 * GiB * 0.875)            # until its next start
+    sim.lc.stop(o, sim.now)
+    sim.lc.start(o, sim.now)
+    assert o.steady == steady
 
 
 def test_restored_target_refills_caches_at_the_model_rate(topo):
