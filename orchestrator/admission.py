@@ -88,6 +88,7 @@ def respond(t: Decision, host: str, why: str) -> bool:
                                   % (host, why, act.osd, min(t.new_restarts))))
             return True
         t.restarted[act.osd] = t.now
+        t.restart_rss[act.osd] = v.by_id[act.osd].rss_bytes
         t.fresh_rss.pop(act.osd, None)
         t.new_restarts.add(act.osd)
     elif not isinstance(act, QueryOkToStop):

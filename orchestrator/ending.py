@@ -18,12 +18,14 @@ Rules:
 - with `--leave-out` (Intent.leave_out) the OSDs left down are also marked out at that end, so
   Ceph re-replicates their data to the OSDs that run; they are never removed, and stay held.
   Only an operator's explicit option does this: marking out moves data.
+- a run that ends takes back the restarts its memory stage made in that tick to make room for
+  a next start that will not come: they would leave an OSD down at the end for nothing.
 """
 from __future__ import annotations
 
 from typing import Dict, List
 
-from .actions import Done, GrantStart, AllowBoot, MarkOut
+from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import PHASE_DONE, Intent
 from .decision import Decision, fmt_bytes
 
@@ -51,6 +53,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
         t.stalled_since = t.now
     if t.now - t.stalled_since < t.i.stall_limit_s:
         return False
+    _withdraw_restarts(t)
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.view.candidates)
     if t.i.leave_out:
@@ -64,6 +67,22 @@ def end_if_stalled(t: Decision, restore) -> bool:
     t.phase, t.finished_at = PHASE_DONE, t.now
     incomplete_report(t)
     return True
+
+
+def _withdraw_restarts(t: Decision) -> None:
+    """Drop this tick's RestartOsd actions and their bookkeeping (module docstring)."""
+    gone = [a for a in t.stage["memory"] if isinstance(a, RestartOsd)]
+    if not gone:
+        return
+    t.stage["memory"] = [a for a in t.stage["memory"] if not isinstance(a, RestartOsd)]
+    for a in gone:
+        for name, column in (("restarted", t.restarted), ("restart_rss", t.restart_rss),
+                             ("fresh_rss", t.fresh_rss)):
+            before = getattr(t.p, name).get(a.osd)
+            column.pop(a.osd, None)
+            if before is not None:
+                column[a.osd] = before
+        t.new_restarts.discard(a.osd)
 
 
 def incomplete_report(t: Decision) -> None:

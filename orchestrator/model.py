@@ -268,6 +268,7 @@ class OsdRun:
     load_rss: Optional[int] = None         # preboot rss when allowed to boot
     missed: Optional[int] = None           # missed PG log entries at grant
     heap_rss: Optional[int] = None         # rss at its last heap release
+    restart_rss: Optional[int] = None      # rss when this run last restarted it
 
 
 NO_RUN = OsdRun()
@@ -277,7 +278,8 @@ OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarte
               "heap_released": "heap_released", "downtime": "downtime",
               "settling": "settling", "grew_at": "grew_at", "peaks": "peak",
               "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
-              "missed": "missed", "heap_rss": "heap_rss"}
+              "missed": "missed", "heap_rss": "heap_rss",
+              "restart_rss": "restart_rss"}
 # what a start measured: cleared when the start is forgotten and when the OSD settled
 START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
 START_MARKERS = ("granted", "booting") + START_MEASURES

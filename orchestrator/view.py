@@ -176,7 +176,13 @@ def restart_gain(o: OsdState, progress: Progress) -> int:
     settled OSD frees most of it; an OSD's own measured restart always wins, except once its
     PGs are clean: a restart then reloads its PG logs only, as its preboot load did (its
     lowest Observation.load_bytes), whatever missed history a restart during its recovery
-    reloaded (lab: "a quick restart sheds most of it", 396 -> 138 MiB)."""
+    reloaded (lab: "a quick restart sheds most of it", 396 -> 138 MiB).
+    An OSD this run restarted that has grown back to within MIN_RESTART_GAIN of its rss at
+    that restart (Progress.restart_rss) frees nothing lasting: its memory is what it holds at
+    rest, not history a restart sheds. Its gain is 0, or make-room restarts of it would loop."""
+    before = progress.restart_rss.get(o.id)
+    if before is not None and o.rss_bytes >= before - MIN_RESTART_GAIN:
+        return 0
     fresh = progress.fresh_rss.get(o.id)
     if fresh is None and progress.fresh_rss:
         vals = sorted(progress.fresh_rss.values())

@@ -69,6 +69,22 @@ def test_leave_out_marks_the_osds_left_down_out_in_the_tick_that_ends_the_run():
     assert not [a for a in plain.actions if a.kind == "mark_out"]
 
 
+def test_the_tick_that_ends_a_run_takes_back_its_make_room_restart():
+    """At the stall limit a restart for room (h1's osd.3, cleared by ok-to-stop, for osd.5)
+    would leave osd.3 down at the end for a start that will not come: the run ends without
+    it, and its bookkeeping stays as it was."""
+    from plancases import HELD as H, ROOM, ROOMP
+    room = snap(*ROOM, H[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                ok_to_stop={3: True, 4: True})
+    running = plan(room, RUN, ROOMP, POL, NOW)
+    assert [sig(a) for a in running.actions] == ["restart_osd host=h1 osd=3"]
+    end = plan(room, RUN, ROOMP.evolve(stalled_since=NOW - STALL_END_S), POL, NOW)
+    assert [sig(a) for a in end.actions] == [
+        "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
+    assert end.progress.restarted == ROOMP.restarted
+    assert end.progress.restart_rss == {} and end.progress.fresh_rss == ROOMP.fresh_rss
+
+
 def test_a_start_that_fits_resets_the_stall_clock():
     stalled = RUNNING.evolve(stalled_since=NOW - STALL_END_S + 10)
     roomy = snap(*HELD, used={"h1": 1 * GiB}, cluster_flags=RUNF)

@@ -149,6 +149,19 @@ CASES = [
                       ok_to_stop={3: False, 4: True}),
                  RUN, ROOMP, ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",),
                  "running", id="next_start_no_restart_when_cleared_ones_cannot_make_room"),
+    # the same, but this run restarted osd.3 and osd.4 at the rss they have again (1200 MiB):
+    # they grew back, a restart frees nothing lasting, so none is made (else one every
+    # cooldown until the stall limit); at 1400 MiB then, osd.3 still gives 200 MiB back
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: True}),
+                 RUN, ROOMP.evolve(restart_rss={3: 1200 * MiB, 4: 1200 * MiB}),
+                 ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",),
+                 "running", id="osds_grown_back_to_their_rss_at_their_last_restart_free_nothing"),
+    pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+                      ok_to_stop={3: True, 4: True}),
+                 RUN, ROOMP.evolve(restart_rss={3: 1400 * MiB, 4: 1400 * MiB}),
+                 ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",),
+                 "running", id="osds_below_their_rss_at_their_last_restart_still_free_memory"),
     # the same, but osd.3's PGs are clean now and its first start loaded 300 MiB in preboot:
     # its restart 4000 s ago came back at 1000 MiB with its missed history, one now reloads its
     # PG logs only, so it frees 900 MiB and closes the 346 MiB deficit alone
