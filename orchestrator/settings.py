@@ -103,9 +103,11 @@ def restore_settings(t: Decision, why: str) -> None:
 
 def _until_restart(o, name: str) -> str:
     """What a restored target does not undo without tcmalloc (module docstring)."""
-    if o is None or name != MEMORY_TARGET or o.heap_release is not False:
+    if o is None or name != MEMORY_TARGET or o.heap_release is True:
         return ""
-    return " (no tcmalloc: caches sized at its start stay so until its next start)"
+    if o.heap_release is False:
+        return " (no tcmalloc: caches sized at its start stay so until its next start)"
+    return " (if built without tcmalloc, caches sized at its start stay so until its next start)"
 
 
 def _fits(t: Decision, host: str, before) -> bool:

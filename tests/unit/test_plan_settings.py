@@ -1,7 +1,10 @@
 """plan() and the osd_memory_target lever: lowered on a constrained host's OSDs (with and
-without tcmalloc), written ahead in Progress.saved_config, restored at the end, or kept and named where the
-host's RAM cannot hold the restored value. Snapshots in, exact actions out (plancases.py)."""
+without tcmalloc), written ahead in Progress.saved_config, restored at the end, or kept and
+named where the host's RAM cannot hold the restored value. Snapshots in, exact actions out
+(plancases.py)."""
 from __future__ import annotations
+
+import pytest
 
 from ceph_recovery.plan import plan
 from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, osd, sig, snap  # conftest.py
@@ -25,8 +28,7 @@ def test_a_constrained_tcmalloc_host_gets_a_lower_target_before_its_first_grant(
 def test_without_tcmalloc_the_lower_target_comes_before_the_grants_at_the_blind_ratio():
     """No tcmalloc (Debian's 16.2.15): the cache budget is fixed from the target a process reads
     at its start, so the SetConfig precedes the grants of the same tick, and nothing trims the
-    caches for the history an OSD holds: RSS x 1.2 over the target instead of 1.1. The
-    restore says what it does not undo."""
+    caches for the history an OSD holds: RSS x 1.2 over the target instead of 1.1."""
     glibc = [osd(i, flags=frozenset({"noup"}), heap_release=False, memory_target=0)
              for i in (3, 4, 5)]
     res = plan(snap(*glibc, cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
@@ -34,18 +36,25 @@ def test_without_tcmalloc_the_lower_target_comes_before_the_grants_at_the_blind_
     assert [sig(a) for a in res.actions] == [
         "set_config name=osd_memory_target value=%d who=osd.%d" % (want, i) for i in (3, 4, 5)
     ] + ["grant_start host=h1 osd=3 predicted_bytes=%d" % (500 * MiB)]
-    up = [osd(i, up=True, heap_release=False, rss_bytes=1 * GiB, pgs_inactive=0)
-          for i in (3, 4, 5)]
+    assert res.progress.saved_config == {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
+
+
+@pytest.mark.parametrize("heap_release, says", [
+    (False, " (no tcmalloc: caches sized at its start stay so until its next start)"),
+    (None, " (if built without tcmalloc, caches sized at its start stay so until its next "
+           "start)"),     # no heap release tried yet: the module does not know
+    (True, "")])
+def test_the_restore_says_what_it_does_not_undo_without_tcmalloc(heap_release, says):
     from dataclasses import replace
+    up = [osd(i, up=True, heap_release=heap_release, rss_bytes=1 * GiB, pgs_inactive=0)
+          for i in (3, 4, 5)]
     roomy = snap(*up, cluster_flags=RUNF)
     roomy = replace(roomy, hosts=tuple(replace(h, mem_total=64 * GiB) for h in roomy.hosts))
-    p = RUNNING.evolve(saved_config=res.progress.saved_config, finished=frozenset({3, 4, 5}),
-                       held_osds=frozenset())
+    p = RUNNING.evolve(saved_config={"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)},
+                       finished=frozenset({3, 4, 5}), held_osds=frozenset())
     end = plan(roomy, RUN, p, POL, NOW)
-    restores = [a for a in end.actions if a.kind == "restore_config"]
-    assert [a.who for a in restores] == ["osd.3", "osd.4", "osd.5"]
-    assert all("caches sized at its start stay so until its next start" in a.reason
-               for a in restores)
+    assert [(a.who, a.reason) for a in end.actions if a.kind == "restore_config"] == [
+        ("osd.%d" % i, "run done: restore the setting saved at start" + says) for i in (3, 4, 5)]
 
 
 def test_no_lever_on_a_host_with_room_or_where_tcmalloc_and_the_setting_are_unknown():
