@@ -3,13 +3,14 @@
 Rule (a constrained host): when the OSDs of a host, each at its osd_memory_target, plus the
 largest predicted peak among the host's candidates, do not fit the host's budget,
 
-    n_osds x target x TARGET_RSS_RATIO + max predicted peak > budget - base
+    n_osds x target x ratio + max predicted peak > budget - base
 
-(base: the host's memory not held by OSD processes), the run lowers osd_memory_target on
-every OSD of that host whose own setting is known (memory_target not None: it is what the
-restore puts back) to
+(base: the host's memory not held by OSD processes; ratio: TARGET_RSS_RATIO where every OSD
+of the host is known to have tcmalloc, else BLIND_RSS_RATIO), the run lowers
+osd_memory_target on every OSD of that host whose own setting is known (memory_target not
+None: it is what the restore puts back) to
 
-    (budget - base - max predicted peak) / n_osds / TARGET_RSS_RATIO,  at least MIN_TARGET.
+    (budget - base - max predicted peak) / n_osds / ratio,  at least MIN_TARGET.
 
 The lowered target only sizes caches (docs/design.md: it cannot bound PG-log or peering
 memory); it makes room for the settled OSDs so the next start fits. With tcmalloc
