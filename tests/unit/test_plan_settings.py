@@ -4,39 +4,39 @@ named where the host's RAM cannot hold the restored value. Snapshots in, exact a
 (plancases.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ceph_recovery.plan import plan
 from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, osd, sig, snap  # conftest.py
 
-TC = [osd(i, flags=frozenset({"noup"}), heap_release=True, memory_target=0) for i in (3, 4, 5)]
+def held(heap_release):
+    return [osd(i, flags=frozenset({"noup"}), heap_release=heap_release, memory_target=0)
+            for i in (3, 4, 5)]
 
 
-def test_a_constrained_tcmalloc_host_gets_a_lower_target_before_its_first_grant():
-    """h1: 3 OSDs x 4 GiB x 1.1 + a 500 MiB peak > budget 6553 MiB - base 1 GiB: the target
-    goes to (6553 - 1024 - 500) MiB / 3 / 1.1 = 1524 MiB on all three, then osd.3 is granted."""
-    res = plan(snap(*TC, cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
-    want = int((int(8 * GiB * 0.8) - 1 * GiB - 500 * MiB) / 3 / 1.1)
+def roomy(*osds):
+    """The cases' cluster with 64 GiB hosts: RAM that holds 3 OSDs at the restored target."""
+    base = snap(*osds, cluster_flags=RUNF)
+    return replace(base, hosts=tuple(replace(h, mem_total=64 * GiB) for h in base.hosts))
+
+
+@pytest.mark.parametrize("heap_release, ratio", [(True, 1.1), (False, 1.2)])
+def test_a_constrained_host_gets_a_lower_target_before_its_first_grant(heap_release, ratio):
+    """h1: 3 OSDs x 4 GiB x ratio + a 500 MiB peak > budget 6553 MiB - base 1 GiB: the target
+    goes to (6553 - 1024 - 500) MiB / 3 / ratio on all three (1524 MiB with tcmalloc), in the
+    tick of osd.3's grant and before it. Without tcmalloc (Debian's 16.2.15) the cache budget
+    is fixed from the target a process reads at its start, and nothing trims the caches for
+    the history an OSD holds: RSS x 1.2 over the target instead of 1.1."""
+    res = plan(snap(*held(heap_release), cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
+    want = int((int(8 * GiB * 0.8) - 1 * GiB - 500 * MiB) / 3 / ratio)
     assert [sig(a) for a in res.actions] == [
         "set_config name=osd_memory_target value=%d who=osd.%d" % (want, i) for i in (3, 4, 5)
     ] + ["grant_start host=h1 osd=3 predicted_bytes=%d" % (500 * MiB)]
     assert res.progress.saved_config == {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
-    again = plan(snap(*TC, cluster_flags=RUNF), RUN, res.progress, POL, NOW + 1)
+    again = plan(snap(*held(heap_release), cluster_flags=RUNF), RUN, res.progress, POL, NOW + 1)
     assert not [a for a in again.actions if a.kind == "set_config"]
-
-
-def test_without_tcmalloc_the_lower_target_comes_before_the_grants_at_the_blind_ratio():
-    """No tcmalloc (Debian's 16.2.15): the cache budget is fixed from the target a process reads
-    at its start, so the SetConfig precedes the grants of the same tick, and nothing trims the
-    caches for the history an OSD holds: RSS x 1.2 over the target instead of 1.1."""
-    glibc = [osd(i, flags=frozenset({"noup"}), heap_release=False, memory_target=0)
-             for i in (3, 4, 5)]
-    res = plan(snap(*glibc, cluster_flags=RUNF), RUN, RUNNING, POL, NOW)
-    want = int((int(8 * GiB * 0.8) - 1 * GiB - 500 * MiB) / 3 / 1.2)
-    assert [sig(a) for a in res.actions] == [
-        "set_config name=osd_memory_target value=%d who=osd.%d" % (want, i) for i in (3, 4, 5)
-    ] + ["grant_start host=h1 osd=3 predicted_bytes=%d" % (500 * MiB)]
-    assert res.progress.saved_config == {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
 
 
 @pytest.mark.parametrize("heap_release, says", [
@@ -45,14 +45,11 @@ def test_without_tcmalloc_the_lower_target_comes_before_the_grants_at_the_blind_
            "start)"),     # no heap release tried yet: the module does not know
     (True, "")])
 def test_the_restore_says_what_it_does_not_undo_without_tcmalloc(heap_release, says):
-    from dataclasses import replace
     up = [osd(i, up=True, heap_release=heap_release, rss_bytes=1 * GiB, pgs_inactive=0)
           for i in (3, 4, 5)]
-    roomy = snap(*up, cluster_flags=RUNF)
-    roomy = replace(roomy, hosts=tuple(replace(h, mem_total=64 * GiB) for h in roomy.hosts))
     p = RUNNING.evolve(saved_config={"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)},
                        finished=frozenset({3, 4, 5}), held_osds=frozenset())
-    end = plan(roomy, RUN, p, POL, NOW)
+    end = plan(roomy(*up), RUN, p, POL, NOW)
     assert [(a.who, a.reason) for a in end.actions if a.kind == "restore_config"] == [
         ("osd.%d" % i, "run done: restore the setting saved at start" + says) for i in (3, 4, 5)]
 
@@ -60,12 +57,7 @@ def test_the_restore_says_what_it_does_not_undo_without_tcmalloc(heap_release, s
 def test_no_lever_on_a_host_with_room_or_where_tcmalloc_and_the_setting_are_unknown():
     assert not [a for a in plan(snap(*HELD, cluster_flags=RUNF), RUN, RUNNING, POL, NOW).actions
                 if a.kind == "set_config"]      # no config dump: nothing to restore to
-    from dataclasses import replace
-    glibc = [osd(i, flags=frozenset({"noup"}), heap_release=False, memory_target=0)
-             for i in (3, 4, 5)]
-    roomy = snap(*glibc, cluster_flags=RUNF)
-    roomy = replace(roomy, hosts=tuple(replace(h, mem_total=64 * GiB) for h in roomy.hosts))
-    assert not [a for a in plan(roomy, RUN, RUNNING, POL, NOW).actions
+    assert not [a for a in plan(roomy(*held(False)), RUN, RUNNING, POL, NOW).actions
                 if a.kind == "set_config"]
 
 
@@ -73,10 +65,7 @@ def test_settings_are_restored_at_the_end_or_kept_where_ram_cannot_hold_them():
     saved = {"osd.%d osd_memory_target" % i: None for i in (3, 4, 5)}
     up = [osd(i, up=True, heap_release=True, rss_bytes=1 * GiB, pgs_inactive=0) for i in (3, 4, 5)]
     p = RUNNING.evolve(saved_config=saved, finished=frozenset({3, 4, 5}), held_osds=frozenset())
-    from dataclasses import replace
-    roomy = snap(*up, cluster_flags=RUNF)
-    roomy = replace(roomy, hosts=tuple(replace(h, mem_total=64 * GiB) for h in roomy.hosts))
-    res = plan(roomy, RUN, p, POL, NOW)
+    res = plan(roomy(*up), RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == [
         "restore_config name=osd_memory_target who=osd.%d" % i for i in (3, 4, 5)] + [
         "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
