@@ -370,8 +370,10 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
     room = _room(t, host)
     settling = sorted(x for x in t.settling if t.view.host_of(x) == host)
     if deficit <= room and t.state in ("new", "running") and respond(t, host, "next start"):
-        line += "; making room (%s restartable): %s" % (
-            fmt_bytes(room), t.stage["memory"][-1].describe())
+        act = t.stage["memory"][-1]
+        if isinstance(act, RestartOsd):
+            t.room_restarts.add(act.osd)
+        line += "; making room (%s restartable): %s" % (fmt_bytes(room), act.describe())
     elif settling:     # not a stall: their peaks are still coming, then they are restartable
         t.reasons.append("waiting for settling osd.%s: %s" % (
             ",".join(str(x) for x in settling), line))

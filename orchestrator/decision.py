@@ -104,6 +104,7 @@ class Decision:
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
+        self.room_restarts: Set[int] = set()      # of those, made for the next start's room
         self.over: Set[str] = set()               # hosts over budget this tick
         self.rss_flat: Set[int] = set()           # granted OSDs whose rss stopped growing
         self.kept_preboot: Set[int] = set()       # granted OSDs gate 2 keeps in preboot

@@ -70,11 +70,13 @@ def end_if_stalled(t: Decision, restore) -> bool:
 
 
 def _withdraw_restarts(t: Decision) -> None:
-    """Drop this tick's RestartOsd actions and their bookkeeping (module docstring)."""
-    gone = [a for a in t.stage["memory"] if isinstance(a, RestartOsd)]
+    """Drop this tick's make-room restarts and their bookkeeping (module docstring); a
+    restart that answers a host over its budget stays."""
+    gone = [a for a in t.stage["memory"]
+            if isinstance(a, RestartOsd) and a.osd in t.room_restarts]
     if not gone:
         return
-    t.stage["memory"] = [a for a in t.stage["memory"] if not isinstance(a, RestartOsd)]
+    t.stage["memory"] = [a for a in t.stage["memory"] if a not in gone]
     for a in gone:
         for name, column in (("restarted", t.restarted), ("restart_rss", t.restart_rss),
                              ("fresh_rss", t.fresh_rss)):

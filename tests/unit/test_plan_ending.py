@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ceph_recovery.ending import STALL_END_S
 from ceph_recovery.plan import check_invariants, plan
-from plancases import HELD, NOW, POL, RUN, RUNF, RUNNING, GiB, MiB, sig, snap  # conftest.py
+from plancases import (FAT3, HELD, NOW, OVER, POL, ROOM, ROOMP, RUN, RUNF, RUNNING, GiB,  # conftest.py
+                       MiB, sig, snap)
 
 # h1 at 6.3 GiB used of its 6.4 GiB budget: no 500 MiB start fits, nothing to restart on it
 # (its OSDs are all down), heap release impossible
@@ -73,8 +74,7 @@ def test_the_tick_that_ends_a_run_takes_back_its_make_room_restart():
     """At the stall limit a restart for room (h1's osd.3, cleared by ok-to-stop, for osd.5)
     would leave osd.3 down at the end for a start that will not come: the run ends without
     it, and its bookkeeping stays as it was."""
-    from plancases import HELD as H, ROOM, ROOMP
-    room = snap(*ROOM, H[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
+    room = snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
                 ok_to_stop={3: True, 4: True})
     running = plan(room, RUN, ROOMP, POL, NOW)
     assert [sig(a) for a in running.actions] == ["restart_osd host=h1 osd=3"]
@@ -83,6 +83,18 @@ def test_the_tick_that_ends_a_run_takes_back_its_make_room_restart():
         "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
     assert end.progress.restarted == ROOMP.restarted
     assert end.progress.restart_rss == {} and end.progress.fresh_rss == ROOMP.fresh_rss
+
+
+def test_the_tick_that_ends_a_run_keeps_a_restart_for_a_host_over_its_budget():
+    """h1 over its budget (7 GiB, osd.3 fat, heap released, ok-to-stop cleared): that restart
+    answers the budget, not a next start, and stays in the tick that ends the run."""
+    over = snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: True})
+    p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
+                       heap_released={3: NOW - 30}, stalled_since=NOW - STALL_END_S)
+    end = plan(over, RUN, p, POL, NOW)
+    assert [sig(a) for a in end.actions] == [
+        "restart_osd host=h1 osd=3", "unset_flag flag=noout", "unset_flag flag=norebalance",
+        "done"]
 
 
 def test_a_start_that_fits_resets_the_stall_clock():
