@@ -3,7 +3,8 @@ rack:1 = 10 hosts down 1 h, default budget, concurrency 1): the last OSDs of eve
 room made for them, by heap release where tcmalloc frees it, else by restarts of their host's
 settled OSDs, which ok-to-stop refuses while PG partners on the other failed hosts are down.
 With the default start order (unblock_first) the run gets every OSD back even without tcmalloc
-heap release (Debian's build), with no OOM kill, within the budget and with plan()'s invariants holding on every tick.
+heap release (Debian's build), with no OOM kill, within the budget and with plan()'s invariants
+holding on every tick.
 Only simulated outcomes are asserted, never timings."""
 from __future__ import annotations
 
