@@ -103,6 +103,12 @@ class Cluster:
             o.nonhist = o.steady
             self.set_rss(o, o.nonhist)
 
+    def own_memory_target(self, o: Osd) -> Optional[int]:
+        """The osd_memory_target a run set in `o`'s own section (`config dump`'s osd.N), or
+        None: the OSD inherits the default."""
+        value = self.config.get(("osd.%d" % o.id, "osd_memory_target"))
+        return int(float(value)) if value is not None else None
+
     # ---------------------------------------------------------------- PG bookkeeping
     def _pg_state(self, pg: int):
         active = self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0

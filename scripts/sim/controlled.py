@@ -81,7 +81,7 @@ class Controlled(Strategy):
     @staticmethod
     def _memory_target(sim, o: Osd) -> int:
         """The OSD's own osd_memory_target, as `config dump` shows it (0: none, it inherits)."""
-        return int(float(sim.cl.config.get(("osd.%d" % o.id, "osd_memory_target"), 0)))
+        return sim.cl.own_memory_target(o) or 0
 
     @staticmethod
     def _recovery_config(sim, o: Osd):

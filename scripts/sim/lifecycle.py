@@ -215,8 +215,8 @@ class Lifecycle:
     def start_target(self, o: Osd) -> int:
         """The osd_memory_target a process of `o` reads when it starts (its own setting, else
         the default)."""
-        value = self.cl.config.get(("osd.%d" % o.id, "osd_memory_target"))
-        return int(float(value)) if value is not None else self.p.osd_memory_target
+        own = self.cl.own_memory_target(o)
+        return own if own is not None else self.p.osd_memory_target
 
     def cache_ceiling(self, o: Osd) -> float:
         """Where a running OSD's caches stop refilling: its steady RSS, and with tcmalloc
