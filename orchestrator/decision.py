@@ -114,6 +114,7 @@ class Decision:
         self._floor: Dict[str, int] = {}
         self._learn: Optional[List[Observation]] = None
         self._growth: Optional[List[Tuple[int, Optional[int]]]] = None
+        self._own: Optional[Dict[int, int]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
         self._running: Optional[int] = None
@@ -150,8 +151,19 @@ class Decision:
                 pred = self.footprint(o, self.learning())
                 if self.final_observations() < WARMUP_OBSERVATIONS:
                     pred = max(pred, self.footprint(o, ()))
-            self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id))
+            self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id),
+                                     self.own_peak(osd_id))
         return self._pred[osd_id]
+
+    def own_peak(self, osd_id: int) -> int:
+        """The largest peak this run observed of `osd_id` (an earlier start of it that
+        finished, settled or failed): whatever the footprint policy learns or not, a start of
+        the same OSD after more downtime carries at least that history. 0 if none."""
+        if self._own is None:
+            self._own = {}
+            for ob in self.observations:
+                self._own[ob.osd] = max(self._own.get(ob.osd, 0), ob.peak_bytes)
+        return self._own.get(osd_id, 0)
 
     def footprint(self, o: OsdState, observations: Sequence[Observation]) -> int:
         """The footprint policy, told the cluster's own size (running_rss()) if it takes it
@@ -226,6 +238,7 @@ class Decision:
         self._pred.clear()
         self._learn = None
         self._growth = None
+        self._own = None
 
     def learning(self) -> List[Observation]:
         """Observations for the footprint policy: the recorded ones plus, for every OSD this

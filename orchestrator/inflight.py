@@ -106,9 +106,15 @@ def track_settling(t: Decision) -> None:
     """A finished OSD keeps growing while its PGs recover. Until its PGs are no longer
     degraded, or it has not grown by 1 % for SETTLE_QUIET_S, or SETTLE_MAX_S passed, its
     peak is tracked and its predicted growth stays reserved on its host; a settled peak above
-    the one observed at finish is observed again."""
+    the one observed at finish is observed again. Its process dying meanwhile (the kernel's
+    OOM killer, a crash; not a restart of this run's) is a failed start (fail_start): counted
+    towards MAX_START_FAILURES, its peak so far the floor of its next prediction."""
     for osd_id, since in sorted(t.settling.items()):
         o = t.view.by_id.get(osd_id)
+        if o is not None and not o.up and o.process == PROC_STOPPED and \
+                osd_id not in t.view.restarting and osd_id not in t.new_restarts:
+            fail_start(t, o, "process died while its PGs recovered")
+            continue
         if o is None or not o.up:
             _unsettle(t, osd_id)
             continue
@@ -266,6 +272,7 @@ def fail_start(t: Decision, o, why: str) -> None:
     run markers (it is a candidate again, held, admitted on the new prediction)."""
     t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
     _observe(t, o)
+    t.learning_changed()
     t.failures[o.id] = t.failures.get(o.id, 0) + 1
     t.failed_now.add(o.id)
     t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (

@@ -140,3 +140,22 @@ def test_finish_waits_for_pg_stats_that_count_the_osd():
     fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
     assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted
+
+
+def test_a_settling_osd_the_kernel_killed_is_a_failed_start_and_its_peak_floors_its_next():
+    """osd.3 finished and was settling at a 900 MiB peak when its process died (the kernel's
+    OOM killer: down, process stopped, no restart of this run's). That is a failed start:
+    counted, named, its peak observed, and its next grant predicts at least that 900 MiB
+    whatever the footprint policy says (fixed_500 here). A mark-down with the process still
+    running is not a failure: it only ends the settling."""
+    p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
+                       settling={3: NOW - 30}, peaks={3: 900 * MiB}, observations=OBS3)
+    killed = snap(osd(3, up=False), *HELD[1:], cluster_flags=RUNF)
+    res = plan(killed, RUN, p, POL, NOW)
+    assert res.progress.failures == {3: 1} and 3 not in res.progress.settling
+    assert [h.code for h in res.health] == ["RECOVERY_START_FAILED"]
+    assert [sig(a) for a in res.actions] == [
+        "hold_osd osd=3", "grant_start host=h1 osd=3 predicted_bytes=%d" % (900 * MiB)]
+    flapped = plan(snap(osd(3, up=False, process="running", rss_bytes=600 * MiB), *HELD[1:],
+                        cluster_flags=RUNF), RUN, p, POL, NOW)
+    assert flapped.progress.failures == {} and 3 not in flapped.progress.settling
