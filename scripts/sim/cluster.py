@@ -28,7 +28,8 @@ class Osd:
                  "peer_base_left", "peer_left", "peer_total", "obj_left", "obj_total",
                  "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
                  "restart_at", "inactive", "degraded", "load_bytes", "in_scope", "released",
-                 "write_mult", "steady", "rec_w", "rec_cap", "run_peak", "rec_ops")
+                 "write_mult", "steady", "rec_w", "rec_cap", "run_peak", "rec_ops", "merged",
+                 "reload")
 
     def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
         self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
@@ -37,6 +38,9 @@ class Osd:
         self.started_at: Optional[float] = None
         self.t_phase_end = 0.0
         self.pending_writes = 0.0        # missed client writes not yet recovered
+        self.merged = 0.0                # of those, entries an earlier peering merged into its
+                                         # PG log (on disk: a restart does not peer them again)
+        self.reload = 0.0                # history memory this process loaded at start (merged)
         self.active_pgs_down = 0         # its PGs that stayed active (took writes) while it was down
         self.peer_base_left = self.peer_left = self.peer_total = 0.0
         self.obj_left = self.obj_total = 0.0

@@ -47,6 +47,7 @@ class Metrics:
     peak_host_mem: float = 0.0
     peak_host: str = ""
     peak_time: float = 0.0
+    peak_in_run: float = 0.0          # the peak until plan() said Done (all of it without plan())
     t_all_up: Optional[float] = None
     t_all_active: Optional[float] = None
     t_all_available: Optional[float] = None
@@ -130,7 +131,10 @@ class Sim:
 
     def _track_peak(self) -> None:
         cl = self.cl
+        in_run = not getattr(self.strategy, "done", False)
         for h in sorted(cl.dirty_hosts):
+            if in_run and cl.host_used[h] > self.m.peak_in_run:
+                self.m.peak_in_run = cl.host_used[h]
             if cl.host_used[h] > self.m.peak_host_mem:
                 self.m.peak_host_mem, self.m.peak_host = cl.host_used[h], h
                 self.m.peak_time = self.now
@@ -193,6 +197,7 @@ class Sim:
             "peak_host_mem_bytes": int(m.peak_host_mem), "peak_host": m.peak_host,
             "peak_time_s": m.peak_time,
             "peak_host_mem_over_budget": round(m.peak_host_mem / self.budget, 4),
+            "peak_in_run_over_budget": round(m.peak_in_run / self.budget, 4),
             "oom_kills": m.oom_kills, "restarts": m.restarts, "heap_releases": m.heap_releases,
             "units_failed": m.units_failed, "decisions": m.decisions,
             "invariant_violations": m.invariant_violations,

@@ -7,6 +7,9 @@ Memory of a returning OSD (see docs/memory-model.md):
                      data of its recovery ops in flight adds rec_buffers()
   after boot         caches refill nonhist linearly to steady_rss over cache_fill_s
 where H = missed writes (capped at what the PG log holds) * bytes_per_missed_write.
+A process stopped while recovering keeps on disk the entries its peering merged (Osd.merged):
+the next process loads restart_hist_frac of their history memory at start (Osd.reload: PG
+log, missing set) and peers only the writes it missed since, without a second peak.
 """
 from __future__ import annotations
 
@@ -46,10 +49,11 @@ class Lifecycle:
         if not self.p.heap_release:      # no tcmalloc: the target read at start sizes the caches
             o.steady = float(self.p.steady_for_target(self.start_target(o)))
         o.nonhist, o.hist_peak, o.hist_keep = float(o.load_bytes), 0.0, 0.0
+        o.reload = self.p.restart_hist_frac * self.p.bytes_per_missed_write * o.merged
         o.starts.append(now)
         o.restart_at = None
         o.run_peak = 0.0
-        cl.set_rss(o, o.nonhist)
+        cl.set_rss(o, o.nonhist + o.reload)
         cl.dirty_osds.add(o.id)
         self.dyn.add(o.id)
 
@@ -58,6 +62,9 @@ class Lifecycle:
         cl = self.cl
         if o.phase == RECOVERING and o.obj_total > 0:
             o.pending_writes *= o.obj_left / o.obj_total
+            # peered: its PG log and missing set hold them (what fitted the log)
+            o.merged = min(o.pending_writes,
+                           float(self.p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)))
         was_up = o.cls != C_DOWN
         self.peering[o.host].discard(o.id)
         self.recovering[o.host].discard(o.id)
@@ -95,7 +102,7 @@ class Lifecycle:
         writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * max(
             0.0, t - since)
         cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
-        in_log = min(writes, cap)
+        in_log = min(max(0.0, writes - o.merged), cap)
         o.pending_writes = writes
         o.hist_peak = in_log * p.bytes_per_missed_write
         o.peer_total = o.peer_left = in_log
@@ -109,7 +116,9 @@ class Lifecycle:
 
     def _peered(self, o: Osd) -> None:
         self.peering[o.host].discard(o.id)
+        o.hist_peak += o.reload          # reloaded history recovers and trims like the rest
         o.hist_keep = o.hist_peak * self.p.retain_frac
+        o.reload = 0.0
         o.released = False
         if o.obj_left > 0:
             o.phase = RECOVERING
@@ -120,7 +129,7 @@ class Lifecycle:
 
     def _recovered(self, o: Osd) -> None:
         self.recovering[o.host].discard(o.id)
-        o.phase, o.obj_left, o.pending_writes = ACTIVE, 0.0, 0.0
+        o.phase, o.obj_left, o.pending_writes, o.merged = ACTIVE, 0.0, 0.0, 0.0
         self.cl.set_class(o, C_CLEAN)
 
     # ------------------------------------------------------------------ time
@@ -200,8 +209,8 @@ class Lifecycle:
         if o.phase == PEERING:
             done = 1.0 - (o.peer_left / o.peer_total if o.peer_total > 0 else
                           o.peer_base_left / max(p.peer_base_s, 1e-9))
-            rss = o.nonhist + (o.hist_peak + p.peering_peak_frac * (o.nonhist + o.hist_peak)) \
-                * done
+            rss = o.nonhist + o.reload + (
+                o.hist_peak + p.peering_peak_frac * (o.nonhist + o.hist_peak)) * done
         elif o.phase == RECOVERING:
             left = o.obj_left / o.obj_total if o.obj_total > 0 else 0.0
             rss = o.nonhist + o.hist_keep + (o.hist_peak - o.hist_keep) * left + \

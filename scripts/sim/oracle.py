@@ -12,8 +12,10 @@ as lifecycle.py computes it:
   entries / (peer_entries_per_s / n)) with n the OSDs peering on its host (it included), while
   its caches refill from its load; at the end of peering RSS = (nonhist + H) x 1.2; then
   recovery (host rate / m recovering) trims H to retain_frac x H while caches keep refilling,
-  and it settles at steady + retained. The maximum of that piecewise-linear curve is at one of
-  its breakpoints: end of peering, caches full during recovery, settled.
+  and it settles at steady + retained. A process that reloads merged history (Osd.reload,
+  lifecycle.py) holds it on top from its start; recovery trims it like the rest. The maximum of that
+  piecewise-linear curve is at one of its breakpoints: end of peering, caches full during
+  recovery, settled.
 Sharing is taken as it is at the call (the only part of the future the oracle guesses).
 """
 from __future__ import annotations
@@ -76,7 +78,7 @@ def _boot_state(sim, o: Osd, now: float):
     since = o.down_since if o.down_since is not None else t_b
     writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * max(
         0.0, t_b - since)
-    in_log = min(writes, p.history_cap_per_pg(len(o.pgs)) * len(o.pgs))
+    in_log = min(max(0.0, writes - o.merged), p.history_cap_per_pg(len(o.pgs)) * len(o.pgs))
     objs = min(writes * p.distinct_object_frac, float(p.pg_objects * len(o.pgs)))
     return in_log * p.bytes_per_missed_write, objs, float(o.load_bytes), in_log, p.peer_base_s
 
@@ -92,8 +94,10 @@ def true_peak(sim, o: Osd, now: float) -> float:
     if o.phase in (STOPPED, FAILED, LOADING, PREBOOT, BOOTING):
         h, objs, nh, left, base = _boot_state(sim, o, now)
         t_peer = max(base, left / (p.peer_entries_per_s / n_peer))
+        reload = o.reload if o.phase != STOPPED and o.phase != FAILED else \
+            p.restart_hist_frac * p.bytes_per_missed_write * o.merged
     elif o.phase == PEERING:
-        h, objs, nh = o.hist_peak, o.obj_total, o.nonhist
+        h, objs, nh, reload = o.hist_peak, o.obj_total, o.nonhist, o.reload
         t_peer = max(o.peer_base_left, o.peer_left / (p.peer_entries_per_s / n_peer))
     else:
         keep = o.hist_keep
@@ -103,9 +107,9 @@ def true_peak(sim, o: Osd, now: float) -> float:
         return max(o.run_peak, _recovery_max(o.nonhist, steady, fill, o.hist_peak, keep, left,
                                              o.obj_left / rec_rate))
     nh_end = min(max(steady, nh), nh + fill * t_peer)
-    at_peer_end = (nh_end + h) * (1.0 + p.peering_peak_frac)
-    keep = h * p.retain_frac
-    rec = _recovery_max(nh_end, steady, fill, h, keep, 1.0 if objs > 0 else 0.0,
+    at_peer_end = (nh_end + h) * (1.0 + p.peering_peak_frac) + reload
+    keep = (h + reload) * p.retain_frac
+    rec = _recovery_max(nh_end, steady, fill, h + reload, keep, 1.0 if objs > 0 else 0.0,
                         objs / rec_rate)
     return max(o.run_peak, at_peer_end, rec)
 

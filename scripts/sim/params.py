@@ -30,6 +30,7 @@ class Params:
     dup_entry_bytes: int = 128                # [A] pg_log_dup_t
     bytes_per_missed_write: int = 8 * KiB     # [L] (401-71 MiB)/~39k writes, (370-68)/~39k
     peering_peak_frac: float = 0.2            # [F] peak about +20 % during peering
+    restart_hist_frac: float = 0.3            # [L] history a restart reloads without re-peering
     retain_frac: float = 0.25                 # [F]/[A] part of the history memory kept after clean
     survivor_growth: float = 0.2              # [F]/[C] survivors grow, RSS up to 20 % over target
     cache_fill_s: float = 900.0               # [A] a fresh process's caches refill to steady

@@ -1,5 +1,5 @@
 """The four strategies on a small model cluster (60 OSDs, 5 hosts of 12, one host per rack,
-rack:1 down 1 h): naive collapses, controlled stays in budget without OOM kills, unlimited is
+rack:1 down 1 h): naive collapses at 4 GiB per OSD, controlled stays in budget without OOM kills, unlimited is
 the floor, serial is slow; runs are deterministic per seed; plan()'s invariants hold on every
 controlled tick. No timing assertions: only simulated outcomes."""
 from __future__ import annotations
@@ -26,8 +26,12 @@ def results():
                                                                   "controlled", "unlimited")}
 
 
-def test_naive_oom_cascade(results):
-    r = results["naive"]
+def test_naive_oom_cascade_at_4_gib_per_osd():
+    """At Ceph's default osd_memory_target per OSD (48 GiB for 12) starting everything kills
+    OSDs faster than systemd may restart them. (At this model's default 5.33 GiB per OSD naive
+    now gets through with a few kills: an OSD killed while recovering comes back with part of
+    its history only, as on the lab, see docs/memory-model.md.)"""
+    r = sim("naive", "--host-ram", str(48 << 30))
     assert r["oom_kills"] > 0
     assert r["units_failed"] > 0                     # systemd gave up on some OSDs
     assert not r["converged"] and r["osds_down_at_end"] > 0
