@@ -14,7 +14,7 @@ def test_settling_osd_reserves_its_predicted_growth():
     """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
     reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
     At 5900 MiB used it does not fit: no grant, and no make-room either (a settling OSD is
-    not restarted: it would come back with its missed history): the host waits for memory,
+    not restarted: its host waits for it to shrink as its PGs recover): the host waits,
     and above 90 % of its budget keeps an ok-to-stop answer ready for osd.3 (brake.py)."""
     s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
              cluster_flags=RUNF)
