@@ -49,7 +49,7 @@ class Lifecycle:
         if not self.p.heap_release:      # no tcmalloc: the target read at start sizes the caches
             o.steady = float(self.p.steady_for_target(self.start_target(o)))
         o.nonhist, o.hist_peak, o.hist_keep = float(o.load_bytes), 0.0, 0.0
-        o.reload = self.p.restart_hist_frac * self.p.bytes_per_missed_write * o.merged
+        o.reload = self.p.reload_bytes(o.merged)
         o.starts.append(now)
         o.restart_at = None
         o.run_peak = 0.0

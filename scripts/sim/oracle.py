@@ -94,8 +94,7 @@ def true_peak(sim, o: Osd, now: float) -> float:
     if o.phase in (STOPPED, FAILED, LOADING, PREBOOT, BOOTING):
         h, objs, nh, left, base = _boot_state(sim, o, now)
         t_peer = max(base, left / (p.peer_entries_per_s / n_peer))
-        reload = o.reload if o.phase != STOPPED and o.phase != FAILED else \
-            p.restart_hist_frac * p.bytes_per_missed_write * o.merged
+        reload = p.reload_bytes(o.merged) if o.phase in (STOPPED, FAILED) else o.reload
     elif o.phase == PEERING:
         h, objs, nh, reload = o.hist_peak, o.obj_total, o.nonhist, o.reload
         t_peer = max(o.peer_base_left, o.peer_left / (p.peer_entries_per_s / n_peer))

@@ -90,6 +90,11 @@ class Params:
         return (self.start_base + entries * self.log_entry_bytes
                 + pgs_on_osd * self.pg_log_dups * self.dup_entry_bytes)
 
+    def reload_bytes(self, merged: float) -> float:
+        """History memory a process loads at start for `merged` entries an earlier process of
+        the same OSD peered and did not recover (its PG log and missing set, on disk)."""
+        return self.restart_hist_frac * self.bytes_per_missed_write * merged
+
     def history_cap_per_pg(self, pgs_on_osd: int) -> int:
         """Missed writes that still fit the log (beyond: backfill, no more log memory)."""
         return max(0, self.pg_log_max - self.log_entries_per_pg(pgs_on_osd))
