@@ -31,6 +31,7 @@ class Params:
     bytes_per_missed_write: int = 8 * KiB     # [L] (401-71 MiB)/~39k writes, (370-68)/~39k
     peering_peak_frac: float = 0.2            # [F] peak about +20 % during peering
     restart_hist_frac: float = 0.3            # [L] history a restart reloads without re-peering
+    restart_hist_frac_no_tcmalloc: float = 0.5   # [L] the same on a build without tcmalloc
     retain_frac: float = 0.25                 # [F]/[A] part of the history memory kept after clean
     survivor_growth: float = 0.2              # [F]/[C] survivors grow, RSS up to 20 % over target
     cache_fill_s: float = 900.0               # [A] a fresh process's caches refill to steady
@@ -92,8 +93,11 @@ class Params:
 
     def reload_bytes(self, merged: float) -> float:
         """History memory a process loads at start for `merged` entries an earlier process of
-        the same OSD peered and did not recover (its PG log and missing set, on disk)."""
-        return self.restart_hist_frac * self.bytes_per_missed_write * merged
+        the same OSD peered and did not recover (its PG log and missing set, on disk).
+        Lab: Reef (tcmalloc) 0.28-0.48, Pacific (Debian's build, no tcmalloc) 0.41-0.52 of
+        the first return's growth (docs/data/restart-while-recovering)."""
+        frac = self.restart_hist_frac if self.heap_release else self.restart_hist_frac_no_tcmalloc
+        return frac * self.bytes_per_missed_write * merged
 
     def history_cap_per_pg(self, pgs_on_osd: int) -> int:
         """Missed writes that still fit the log (beyond: backfill, no more log memory)."""
