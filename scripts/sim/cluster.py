@@ -107,6 +107,17 @@ class Cluster:
             o.nonhist = o.steady
             self.set_rss(o, o.nonhist)
 
+    def missed_writes(self, o: Osd, t: float) -> float:
+        """Client writes `o` has not recovered at time `t`: those pending from before plus
+        those its PGs took since it went down (none while it is up)."""
+        since = o.down_since if o.down_since is not None else t
+        return o.pending_writes + o.active_pgs_down * self.p.write_rate_per_pg * \
+            o.write_mult * max(0.0, t - since)
+
+    def history_cap(self, o: Osd) -> float:
+        """Missed writes `o`'s PG logs still hold (beyond them: backfill, no log memory)."""
+        return float(self.p.history_cap_per_pg(len(o.pgs)) * len(o.pgs))
+
     def own_memory_target(self, o: Osd) -> Optional[int]:
         """The osd_memory_target a run set in `o`'s own section (`config dump`'s osd.N), or
         None: the OSD inherits the default."""

@@ -123,12 +123,9 @@ class Controlled(Strategy):
         (the same numbers Lifecycle._boot turns into its history memory)."""
         if st.up:
             return st
-        o, p = sim.cl.osds[st.id], sim.p
-        since = o.down_since if o.down_since is not None else sim.now
-        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * \
-            max(0.0, sim.now - since)
-        cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
-        return replace(st, missed_entries=int(min(writes, cap)))
+        o = sim.cl.osds[st.id]
+        return replace(st, missed_entries=int(min(sim.cl.missed_writes(o, sim.now),
+                                                  sim.cl.history_cap(o))))
 
     def _answers(self, sim) -> Dict[int, bool]:
         """Like the mgr shell: an answer lives OK_TO_STOP_TTL_S after plan() asked for it (the

@@ -63,8 +63,7 @@ class Lifecycle:
         if o.phase == RECOVERING and o.obj_total > 0:
             o.pending_writes *= o.obj_left / o.obj_total
             # peered: its PG log and missing set hold them (what fitted the log)
-            o.merged = min(o.pending_writes,
-                           float(self.p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)))
+            o.merged = min(o.pending_writes, cl.history_cap(o))
         was_up = o.cls != C_DOWN
         self.peering[o.host].discard(o.id)
         self.recovering[o.host].discard(o.id)
@@ -98,11 +97,8 @@ class Lifecycle:
     def _boot(self, o: Osd, t: float) -> None:
         """Up in the OSD map: its PGs peer; missed writes set the peering work and memory."""
         p = self.p
-        since = o.down_since if o.down_since is not None else t
-        writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * max(
-            0.0, t - since)
-        cap = p.history_cap_per_pg(len(o.pgs)) * len(o.pgs)
-        in_log = min(max(0.0, writes - o.merged), cap)
+        writes = self.cl.missed_writes(o, t)
+        in_log = min(max(0.0, writes - o.merged), self.cl.history_cap(o))
         o.pending_writes = writes
         o.hist_peak = in_log * p.bytes_per_missed_write
         o.peer_total = o.peer_left = in_log

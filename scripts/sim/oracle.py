@@ -75,10 +75,8 @@ def _boot_state(sim, o: Osd, now: float):
         t_b = o.t_phase_end + p.boot_s
     else:
         t_b = now + p.load_s + p.boot_s + sim.cfg.tick_s
-    since = o.down_since if o.down_since is not None else t_b
-    writes = o.pending_writes + o.active_pgs_down * p.write_rate_per_pg * o.write_mult * max(
-        0.0, t_b - since)
-    in_log = min(max(0.0, writes - o.merged), p.history_cap_per_pg(len(o.pgs)) * len(o.pgs))
+    writes = sim.cl.missed_writes(o, t_b)
+    in_log = min(max(0.0, writes - o.merged), sim.cl.history_cap(o))
     objs = min(writes * p.distinct_object_frac, float(p.pg_objects * len(o.pgs)))
     return in_log * p.bytes_per_missed_write, objs, float(o.load_bytes), in_log, p.peer_base_s
 
