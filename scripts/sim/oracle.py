@@ -13,9 +13,9 @@ as lifecycle.py computes it:
   its caches refill from its load; at the end of peering RSS = (nonhist + H) x 1.2; then
   recovery (host rate / m recovering) trims H to retain_frac x H while caches keep refilling,
   and it settles at steady + retained. A process that reloads merged history (Osd.reload,
-  lifecycle.py) holds it on top from its start; recovery trims it like the rest. The maximum of that
-  piecewise-linear curve is at one of its breakpoints: end of peering, caches full during
-  recovery, settled.
+  lifecycle.py) holds it on top from its start; recovery trims it like the rest. The maximum
+  of that piecewise-linear curve is at one of its breakpoints: end of peering, caches full
+  during recovery, settled.
 Sharing is taken as it is at the call (the only part of the future the oracle guesses).
 """
 from __future__ import annotations

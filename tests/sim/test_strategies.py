@@ -1,7 +1,7 @@
 """The four strategies on a small model cluster (60 OSDs, 5 hosts of 12, one host per rack,
-rack:1 down 1 h): naive collapses at 4 GiB per OSD, controlled stays in budget without OOM kills, unlimited is
-the floor, serial is slow; runs are deterministic per seed; plan()'s invariants hold on every
-controlled tick. No timing assertions: only simulated outcomes."""
+rack:1 down 1 h): naive collapses at 4 GiB per OSD, controlled stays in budget without OOM
+kills, unlimited is the floor, serial is slow; runs are deterministic per seed; plan()'s
+invariants hold on every controlled tick. No timing assertions: only simulated outcomes."""
 from __future__ import annotations
 
 import pytest
