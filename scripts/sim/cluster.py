@@ -114,6 +114,11 @@ class Cluster:
         return o.pending_writes + o.active_pgs_down * self.p.write_rate_per_pg * \
             o.write_mult * max(0.0, t - since)
 
+    def unmerged_writes(self, o: Osd, t: float) -> float:
+        """Missed writes `o`'s next peering merges: those no earlier peering merged, capped by
+        what its PG logs hold (beyond them: backfill, no log memory)."""
+        return min(max(0.0, self.missed_writes(o, t) - o.merged), self.history_cap(o))
+
     def history_cap(self, o: Osd) -> float:
         """Missed writes `o`'s PG logs still hold (beyond them: backfill, no log memory)."""
         return float(self.p.history_cap_per_pg(len(o.pgs)) * len(o.pgs))

@@ -118,14 +118,14 @@ class Controlled(Strategy):
             pg_map=self._pg_map(sim) if sim.cfg.membership else None)
 
     def _with_missed(self, sim, st: OsdState) -> OsdState:
-        """A down OSD's missed PG log entries, as the mgr reads them from its PGs' log
-        lengths: the writes its PGs took while it was down, capped by what the log holds
-        (the same numbers Lifecycle._boot turns into its history memory)."""
+        """A down OSD's missed PG log entries, as the mgr reads them from its PGs' versions
+        (cluster.missed_entries: how far each advanced since the OSD was seen down): the
+        writes its PGs took that an earlier peering did not merge, capped by what the log
+        holds (the same numbers Lifecycle._boot turns into its history memory)."""
         if st.up:
             return st
         o = sim.cl.osds[st.id]
-        return replace(st, missed_entries=int(min(sim.cl.missed_writes(o, sim.now),
-                                                  sim.cl.history_cap(o))))
+        return replace(st, missed_entries=int(sim.cl.unmerged_writes(o, sim.now)))
 
     def _answers(self, sim) -> Dict[int, bool]:
         """Like the mgr shell: an answer lives OK_TO_STOP_TTL_S after plan() asked for it (the

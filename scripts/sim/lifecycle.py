@@ -98,7 +98,7 @@ class Lifecycle:
         """Up in the OSD map: its PGs peer; missed writes set the peering work and memory."""
         p = self.p
         writes = self.cl.missed_writes(o, t)
-        in_log = min(max(0.0, writes - o.merged), self.cl.history_cap(o))
+        in_log = self.cl.unmerged_writes(o, t)
         o.pending_writes = writes
         o.hist_peak = in_log * p.bytes_per_missed_write
         o.peer_total = o.peer_left = in_log
