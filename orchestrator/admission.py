@@ -40,6 +40,7 @@ from .inflight import MAX_START_FAILURES
 from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
 from .view import HELPER_STALE_S, MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
 from .brake import brake, watch
+from . import shrink
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
@@ -378,6 +379,8 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
         t.reasons.append("waiting for settling osd.%s: %s" % (
             ",".join(str(x) for x in settling), line))
         return
+    elif shrink.waits(t, host):    # recovery trims them (shrink.py)
+        line += "; waiting for " + shrink.describe(t, host, deficit)
     else:
         line += "; nothing can be released or restarted to make room (%s restartable)" % (
             fmt_bytes(room))

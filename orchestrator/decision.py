@@ -100,6 +100,8 @@ class Decision:
         self.missed = OsdColumn(self.osds, "missed")
         self.heap_rss = OsdColumn(self.osds, "heap_rss")
         self.restart_rss = OsdColumn(self.osds, "restart_rss")
+        self.shrink_at = OsdColumn(self.osds, "shrink_at")
+        self.shrink_rss = OsdColumn(self.osds, "shrink_rss")
         self.saved_config = dict(progress.saved_config)
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.released: Set[str] = set()           # buckets released this tick

@@ -34,6 +34,7 @@ from .model import (DAEMON_PREBOOT, PROC_STOPPED, SETTLE_MARKERS, START_MARKERS,
                     clear_osd)
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
+from . import shrink
 
 BOOT_OBSERVE_S = 10.0
 BOOT_OBSERVE_MAX_S = 60.0
@@ -125,6 +126,7 @@ def track_settling(t: Decision) -> None:
         if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.now - since >= SETTLE_MAX_S:
             _settled_observation(t, o)
             _unsettle(t, osd_id)
+            shrink.begin(t, o)
 
 
 def _settled_observation(t: Decision, o) -> None:

@@ -269,6 +269,8 @@ class OsdRun:
     missed: Optional[int] = None           # missed PG log entries at grant
     heap_rss: Optional[int] = None         # rss at its last heap release
     restart_rss: Optional[int] = None      # rss when this run last restarted it
+    shrink_at: Optional[float] = None      # settled, PGs still recovering: since (shrink.py)
+    shrink_rss: Optional[int] = None       # ... and its rss then, the shrink's reference
 
 
 NO_RUN = OsdRun()
@@ -279,7 +281,8 @@ OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarte
               "settling": "settling", "grew_at": "grew_at", "peaks": "peak",
               "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
               "missed": "missed", "heap_rss": "heap_rss",
-              "restart_rss": "restart_rss"}
+              "restart_rss": "restart_rss", "shrink_at": "shrink_at",
+              "shrink_rss": "shrink_rss"}
 # what a start measured: cleared when the start is forgotten and when the OSD settled
 START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
 START_MARKERS = ("granted", "booting") + START_MEASURES

@@ -17,8 +17,8 @@ from .model import PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
-                   "grew_at")
-_OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss")
+                   "grew_at", "shrink_at")
+_OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
@@ -144,6 +144,7 @@ def progress_from_dict(d: Any) -> Progress:
         settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"),
         load_rss=_osd_map(d, "load_rss", int), missed=_osd_map(d, "missed", int),
         heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
+        shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
         saved_config=_saved_config(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"))
 

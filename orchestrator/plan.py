@@ -62,6 +62,7 @@ from .result import PlanResult
 from .throttle import memory_hosts, report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
+from . import shrink
 
 FLAG_RESTORE_GRACE_S = 60.0
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
@@ -105,6 +106,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     track_restarts(t)
     if t.state is not None:
         track_settling(t)
+        shrink.track(t)
         track_in_flight(t)
         _hold_osds(t)
     throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc

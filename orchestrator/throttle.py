@@ -43,6 +43,7 @@ from .actions import QueryOkToStop, RestoreConfig, SetConfig
 from .brake import WATCH_AT
 from .model import PROC_STOPPED, OsdState
 from .decision import Decision, fmt_bytes
+from . import shrink
 
 RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
 THROTTLE_AT = 1.0   # of the budget. At 0.9 (brake.WATCH_AT) the sweep (ceph-recovery-bench
@@ -125,19 +126,20 @@ def _release(t: Decision) -> None:
 
 
 def memory_eta(need: int, settling: Sequence[Tuple[int, int, float, float]], now: float,
-               settle_max_s: float) -> Dict[str, Optional[float]]:
+               settle_max_s: float, shed: float = 0.0) -> Dict[str, Optional[float]]:
     """When a host waiting for memory may fit its next OSD. Pure.
 
     need      bytes the host's used memory must lose (used + the candidate's need - budget;
               <= 0: only the settling OSDs' reserves are in the way)
     settling  (rss, peak, peak_at, settling_since) of the host's settling OSDs: each has
               shrunk from its peak (reached at peak_at, Progress.grew_at) to rss since then
+    shed      bytes/s the host's recovering OSDs shed besides (shrink.rate)
     Returns {"rate": bytes/s the host sheds (the measured rss decline of its settling OSDs),
              "eta_s": seconds until `need` is shed at that rate (0 when need <= 0, None when
              nothing sheds), "latest_s": seconds until the last of them stops settling at
              the latest (settle_max_s after it began; then its reserve frees and it is
              restartable), None without settling OSDs}."""
-    rate = 0.0
+    rate = float(shed)
     for rss, peak, peak_at, _since in settling:
         if rss < peak and now > peak_at:
             rate += (peak - rss) / (now - peak_at)
@@ -179,13 +181,16 @@ def report_waits(t: Decision, settle_max_s: float, acted: Sequence[str]) -> None
                  t.grew_at.get(x, t.settling[x]), t.settling[x]) for x in ids
                 if x in t.view.by_id]
         need = hs["used"] + max(0, hs["predicted"] - nxt.rss_bytes) - hs["budget"]
-        e = memory_eta(need, rows, t.now, settle_max_s)
+        rec = shrink.recovering(t, host)
+        e = memory_eta(need, rows, t.now, settle_max_s, shrink.rate(rec, t.now))
         hs["eta_s"] = e["eta_s"] if e["eta_s"] else e["latest_s"]
-        what = ("settling osd.%s" % ",".join(str(x) for x in ids)) if ids else \
+        what = " and ".join(
+            ["%s osd.%s" % (kind, ",".join(str(x) for x in xs)) for kind, xs in (
+                ("settling", ids), ("recovering", [r[0] for r in rec])) if xs]) or \
             "memory to be freed (nothing settles or can be released)"
         hs["waiting_for"] = what
         t.reasons.append("%s waits for %s to fit osd.%d (needs %s more): %s" % (
-            host, what, nxt.id, fmt_bytes(max(0, need)), _eta_text(e) if ids else
+            host, what, nxt.id, fmt_bytes(max(0, need)), _eta_text(e) if ids or rec else
             "no ETA"))
 
 

@@ -44,7 +44,8 @@ def test_old_state_document_loads_into_records():
     assert p.observations == (Observation(1, 40, 60.0, 1000, 300 * MiB, 12, 80 * MiB),)
     assert (p.started_at, p.service_at, p.finished_at) == (1.0, 30.0, None)
     # and it is saved in the same format, with the maps added since (empty) beside
-    assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={})
+    assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={},
+                                                   shrink_at={}, shrink_rss={})
 
 
 def test_maps_and_records_are_two_spellings_of_one_value():

@@ -1,0 +1,78 @@
+"""Returning OSDs that settled while their PGs still recover: their host waits for them.
+
+Rules:
+- an OSD this run started stops settling (inflight.track_settling) when its PGs are no longer
+  degraded, or when it has not grown for SETTLE_QUIET_S, or after SETTLE_MAX_S. In the last two
+  cases its PGs still recover, and recovery trims its PG log and missing set: it keeps
+  shrinking. From then on it is *recovering*: its rss and the time are kept as a reference
+  (OsdRun.shrink_rss, .shrink_at), and its shrink is measured against them.
+- it stops recovering when its PGs are no longer degraded, or when it goes down or its process
+  stops (a restart, a crash: what it holds then is no longer what recovery trims).
+- a host whose next OSD does not fit, with nothing to release or restart, waits for its
+  recovering OSDs while they shrink: measured (rss below the reference), or not yet
+  measurable (within SHRINK_GRACE_S of the reference). RECOVERY_BUDGET_TOO_SMALL then names
+  them with an ETA at the measured rate (also in the status summary: throttle.report_waits)
+  instead of "nothing can be released or restarted". A shrink that stopped (recovery paused)
+  is reported as that again. The stall clock (ending.py) runs either way: a wait longer than
+  the stall limit ends the run, as any stretch without a start.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from .decision import Decision, fmt_bytes
+from .model import PROC_STOPPED
+
+SHRINK_GRACE_S = 60.0     # a new reference has no measured shrink yet: this long it may wait
+
+
+def begin(t: Decision, o) -> None:
+    """`o` stopped settling with PGs still degraded: measure its shrink from here."""
+    if o.up and o.pgs > 0 and o.pgs_degraded > 0 and o.rss_bytes > 0:
+        t.shrink_rss[o.id] = o.rss_bytes
+        t.shrink_at[o.id] = t.now
+
+
+def track(t: Decision) -> None:
+    """Forget the OSDs that no longer recover (module rules)."""
+    for osd_id in sorted(t.shrink_at):
+        o = t.view.by_id.get(osd_id)
+        if o is None or not o.up or o.process == PROC_STOPPED or \
+                (o.pgs > 0 and o.pgs_degraded == 0) or osd_id in t.new_restarts:
+            t.shrink_at.pop(osd_id, None)
+            t.shrink_rss.pop(osd_id, None)
+
+
+def recovering(t: Decision, host: str) -> List[Tuple[int, int, int, float]]:
+    """(osd, rss, reference rss, reference time) of `host`'s recovering OSDs, by id."""
+    out = []
+    for osd_id in sorted(t.shrink_at):
+        o = t.view.by_id.get(osd_id)
+        if o is not None and o.host == host and osd_id in t.shrink_rss:
+            out.append((osd_id, o.rss_bytes, t.shrink_rss[osd_id], t.shrink_at[osd_id]))
+    return out
+
+
+def rate(rows: List[Tuple[int, int, int, float]], now: float) -> float:
+    """Bytes/s the recovering OSDs of `rows` shed, measured from their references."""
+    return sum((ref - rss) / (now - at) for _osd, rss, ref, at in rows
+               if rss < ref and now > at)
+
+
+def describe(t: Decision, host: str, need: int) -> str:
+    """"recovering osd.3,7 to shrink as their PGs recover: ETA ..." for `need` bytes."""
+    rows = recovering(t, host)
+    shed = rate(rows, t.now)
+    eta = ("ETA ~%.0f s at the measured %s/s" % (max(0, need) / shed, fmt_bytes(shed))
+           if shed > 0 else "no shrink measured yet")
+    return "recovering osd.%s to shrink as their PGs recover: %s" % (
+        ",".join(str(r[0]) for r in rows), eta)
+
+
+def waits(t: Decision, host: str) -> bool:
+    """True if `host` waits for its recovering OSDs (module rules)."""
+    rows = recovering(t, host)
+    return rate(rows, t.now) > 0 or any(t.now - at < SHRINK_GRACE_S for *_r, at in rows)
+
+
+__all__ = ["SHRINK_GRACE_S", "begin", "track", "recovering", "rate", "describe", "waits"]
