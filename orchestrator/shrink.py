@@ -6,8 +6,10 @@ Rules:
   cases its PGs still recover, and recovery trims its PG log and missing set: it keeps
   shrinking. From then on it is *recovering*: its rss and the time are kept as a reference
   (OsdRun.shrink_rss, .shrink_at), and its shrink is measured against them.
-- it stops recovering when its PGs are no longer degraded, or when it goes down or its process
-  stops (a restart, a crash: what it holds then is no longer what recovery trims).
+- it stops recovering when its PGs are no longer degraded, or when it goes down, its process
+  stops, or a new process of it started since the reference (a restart, a crash: what it
+  holds then is no longer what recovery trims; a restart between two ticks shows only as a
+  later process start).
 - a host whose next OSD does not fit, with nothing to release or restart, waits for its
   recovering OSDs while they shrink: measured (rss below the reference), or not yet
   measurable (within SHRINK_GRACE_S of the reference). RECOVERY_BUDGET_TOO_SMALL then names
@@ -38,7 +40,8 @@ def track(t: Decision) -> None:
     for osd_id in sorted(t.shrink_at):
         o = t.view.by_id.get(osd_id)
         if o is None or not o.up or o.process == PROC_STOPPED or \
-                (o.pgs > 0 and o.pgs_degraded == 0) or osd_id in t.new_restarts:
+                (o.pgs > 0 and o.pgs_degraded == 0) or \
+                (o.process_started_at or 0.0) > t.shrink_at[osd_id]:
             t.shrink_at.pop(osd_id, None)
             t.shrink_rss.pop(osd_id, None)
 

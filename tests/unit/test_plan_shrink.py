@@ -78,6 +78,9 @@ def test_a_recovering_osd_not_shrinking_past_the_grace_is_a_stall_again():
     osd(3, up=True, rss_bytes=GiB, pgs_inactive=0, pgs_degraded=0),       # recovered
     osd(3, up=False, rss_bytes=0, pgs_degraded=0),                         # down
     osd(3, up=True, rss_bytes=0, pgs_inactive=0, pgs_degraded=5, process="stopped"),
+    # restarted between two ticks, up again: only its process start says so
+    osd(3, up=True, rss_bytes=GiB, pgs_inactive=0, pgs_degraded=5, heap_release=False,
+        process_started_at=NOW - 20),
 ])
 def test_an_osd_no_longer_recovering_is_forgotten(o3):
     res = run(recovering(2 * GiB + 200 * MiB, 100.0), o3=o3)
