@@ -8,9 +8,10 @@ Admission rule for the next OSD on a host (strict per-host start order, no skipp
   reserved  for every OSD in flight on that host (granted and not yet finished, or
             restarting: a restarted OSD loads its PGs and peers again):
             max(0, predicted - rss), the growth it is still expected to make (its current rss
-            is already in `used`); for every OSD finished and still settling (inflight.py):
-            the same while it is at its peak so far, or only its way back up once it has
-            fallen SETTLE_DROP below that peak (settling_reserve)
+            is already in `used`; a restarted OSD's predicted is at most the rss it was
+            restarted at, view.still_peering); for every OSD finished and still settling
+            (inflight.py): the same while it is at its peak so far, or only its way back up
+            once it has fallen SETTLE_DROP below that peak (settling_reserve)
   need      max(0, predicted - rss) of the candidate (a process already sitting in preboot has
             already spent part of its footprint)
 
@@ -31,113 +32,17 @@ room for all of them: starting them together then costs nothing; see _queue_fits
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Dict, List, Optional
 
-from .actions import GrantStart, HeapRelease, QueryOkToStop, RestartOsd, Wait
+from .actions import GrantStart, RestartOsd
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
-from .view import HELPER_STALE_S, MIN_RESTART_GAIN, in_restart_cooldown, restart_gain
-from .brake import brake, watch
+from .view import HELPER_STALE_S
+from .room import respond, room
 from . import shrink
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
-
-
-def memory_stage(t: Decision) -> None:
-    """Find hosts over budget; in a running run ask the over_budget policy what to do."""
-    v = t.view
-    for h in v.scope_hosts():
-        hm = v.hostmem.get(h)
-        if hm is None:
-            continue
-        budget = t.budget(h)
-        if hm.mem_used <= budget:
-            continue
-        t.over.add(h)
-        t.health("RECOVERY_BUDGET_EXCEEDED", "%s: used %s > budget %s" % (
-            h, fmt_bytes(hm.mem_used), fmt_bytes(budget)))
-        if t.state in ("new", "running", "paused") and not respond(t, h, "over budget") \
-                and t.state != "paused":
-            brake(t, h)
-    if t.state in ("new", "running"):
-        watch(t)
-
-
-def respond(t: Decision, host: str, why: str) -> bool:
-    """One over_budget policy decision for `host`; validate and record it. True if acted."""
-    v = t.view
-    hm = v.hostmem[host]
-    act = t.pol.over_budget(hm, tuple(v.by_host.get(host, ())), _guarded(t, host),
-                            t.progress(), t.i, t.now)
-    if act is None:
-        t.reasons.append("%s %s: nothing to release or restart" % (host, why))
-        return False
-    if isinstance(act, Wait):
-        t.emit("memory", Wait(host=host, reason="%s %s: %s" % (host, why, act.reason)))
-        return True
-    if isinstance(act, HeapRelease):
-        t.heap_released[act.osd] = t.now
-        t.heap_rss[act.osd] = v.by_id[act.osd].rss_bytes
-    elif isinstance(act, RestartOsd):
-        if not _restart_allowed(t, host, act):
-            return False
-        if t.new_restarts:     # ok-to-stop cleared each OSD alone, not the two together
-            t.emit("memory", Wait(host=host, reason="%s %s: restart of osd.%d waits for the "
-                                  "next snapshot's ok-to-stop: osd.%s restarts in this tick"
-                                  % (host, why, act.osd, min(t.new_restarts))))
-            return True
-        t.restarted[act.osd] = t.now
-        t.restart_rss[act.osd] = v.by_id[act.osd].rss_bytes
-        t.fresh_rss.pop(act.osd, None)
-        t.new_restarts.add(act.osd)
-    elif not isinstance(act, QueryOkToStop):
-        t.reasons.append("%s: ignored %s from over_budget policy" % (host, act.kind))
-        return False
-    t.emit("memory", act)
-    return True
-
-
-def _guarded(t: Decision, host: str):
-    """The snapshot the over_budget policy sees: where PG membership says a stop of an up OSD
-    on `host` would take a PG below min_size, its ok-to-stop answer reads False, so the
-    policy passes over it to the next restartable OSD instead of asking for it."""
-    if t.s.pg_map is None:
-        return t.s
-    refused = {o.id: False for o in t.view.by_host.get(host, ()) if t.stop_breaks(o.id)}
-    if not refused:
-        return t.s
-    answers = dict(t.s.ok_to_stop)
-    answers.update(refused)
-    return replace(t.s, ok_to_stop=answers)
-
-
-def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
-    """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot."""
-    osd = act.osd
-    if t.state == "paused":
-        t.reasons.append("%s: restart of osd.%d deferred: paused" % (host, osd))
-        return False
-    if t.s.ok_to_stop.get(osd) is not True:
-        t.health("RECOVERY_RESTART_REFUSED",
-                 "osd.%d on %s: no ok-to-stop clearance in this snapshot" % (osd, host))
-        return False
-    why = t.stop_refusal(osd)
-    if why:
-        t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: %s" % (osd, host, why))
-        return False
-    if in_restart_cooldown(osd, t.progress(), t.i, t.now):
-        t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
-                 % (osd, host, t.now - t.restarted[osd], t.i.restart_cooldown_s))
-        return False
-    busy = len(t.view.in_flight(t.granted).get(host, ())) + sum(
-        1 for x in t.new_restarts if t.view.host_of(x) == host)
-    if busy >= t.concurrency():
-        t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
-                         % (host, osd, busy))
-        return False
-    return True
 
 
 def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
@@ -164,6 +69,10 @@ def _reserved(t: Decision, host: str, in_flight: List[int], margin: float = 1.0)
         # only from the boot on): with several starts in flight, the next grant is gated by
         # the load the ones before it show, which can exceed peaks learned on lighter starts
         peak = max(t.predict(osd_id), t.peak_from_load(osd_id, rss))
+        if osd_id not in t.granted and osd_id in t.restart_rss:
+            # restarted: it grows back at most to the rss it was restarted at (no second
+            # peak; view.still_peering), not to the peak predicted for its first return
+            peak = min(peak, t.restart_rss[osd_id])
         total += max(0, int(peak * margin) - rss)
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
@@ -368,13 +277,13 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
         t.reasons.append("waiting for in-flight OSDs: " + line)
         return
     deficit = st["used"] + st["reserved"] + need - st["budget"]
-    room = _room(t, host)
+    free = room(t, host)
     settling = sorted(x for x in t.settling if t.view.host_of(x) == host)
-    if deficit <= room and t.state in ("new", "running") and respond(t, host, "next start"):
+    if deficit <= free and t.state in ("new", "running") and respond(t, host, "next start"):
         act = t.stage["memory"][-1]
         if isinstance(act, RestartOsd):
             t.room_restarts.add(act.osd)
-        line += "; making room (%s restartable): %s" % (fmt_bytes(room), act.describe())
+        line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
     elif settling:     # not a stall: their peaks are still coming, then they are restartable
         t.reasons.append("waiting for settling osd.%s: %s" % (
             ",".join(str(x) for x in settling), line))
@@ -383,28 +292,6 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
         line += "; waiting for " + shrink.describe(t, host, deficit)
     else:
         line += "; nothing can be released or restarted to make room (%s restartable)" % (
-            fmt_bytes(room))
+            fmt_bytes(free))
     t.health("RECOVERY_BUDGET_TOO_SMALL", line)
 
-
-def _room(t: Decision, host: str) -> int:
-    """What restarts on `host` could free, one after the other: the sum of the expected gains
-    (view.restart_gain) of its up, running OSDs that this run does not have in flight or
-    settling (the over_budget policies do not restart those), that ok-to-stop did not refuse
-    in this snapshot and that are out of their restart cooldown. An OSD whose stop PG
-    membership refuses (Decision.stop_breaks) still counts: the room is an estimate that decides
-    whether to try, and the over_budget policy then restarts the next OSD that may stop
-    (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s instead of 2,275 s).
-    A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
-    progress = t.progress()
-    total = 0
-    for x in t.view.by_host.get(host, ()):
-        if not x.up or x.process == PROC_STOPPED or x.id in t.granted or \
-                x.id in t.settling or t.s.ok_to_stop.get(x.id) is False:
-            continue
-        if in_restart_cooldown(x.id, progress, t.i, t.now):
-            continue
-        gain = restart_gain(x, progress)
-        if gain >= MIN_RESTART_GAIN:
-            total += gain
-    return total

@@ -31,8 +31,9 @@ BRAKE_AT = 1.0 - KERNEL_HEADROOM    # of the host's RAM (or its cgroup limit), n
 
 
 def _ours(t: Decision, host: str) -> List:
-    """OSDs of this run on `host` that are running and past their boot: largest rss first."""
-    ids = set(t.booting) | set(t.settling)
+    """OSDs of this run on `host` that are running and past their boot, and not restarted in
+    this tick: largest rss first."""
+    ids = (set(t.booting) | set(t.settling)) - t.new_restarts
     return sorted((o for o in t.view.by_host.get(host, ()) if o.id in ids and
                    o.process != PROC_STOPPED and o.rss_bytes > 0),
                   key=lambda o: (-o.rss_bytes, o.id))
@@ -79,3 +80,20 @@ def brake(t: Decision, host: str) -> bool:
     t.reasons.append("%s over budget: no ok-to-stop clearance (or a stop would take a PG below "
                      "min_size) for the OSDs this run started" % host)
     return False
+
+
+def memory_hosts(t: Decision) -> List[str]:
+    """Hosts where this tick's memory stage makes room (release, restart, stop, a policy's
+    wait or ok-to-stop query). The brake's watch queries (for OSDs of this run, booting or
+    settling: the over_budget policies never pick those) only keep an answer ready."""
+    out = set()
+    for a in t.stage["memory"]:
+        host = getattr(a, "host", None)
+        osd = getattr(a, "osd", None)
+        if isinstance(a, QueryOkToStop) and (osd in t.booting or osd in t.settling):
+            continue
+        if host:
+            out.add(host)
+        elif osd is not None and t.view.host_of(osd):
+            out.add(t.view.host_of(osd))
+    return sorted(out)

@@ -48,7 +48,8 @@ from __future__ import annotations
 from typing import Dict, Set
 
 from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
-from .admission import grant_stage, memory_stage
+from .admission import grant_stage
+from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
 from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
@@ -59,7 +60,8 @@ from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_A
                     RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
 from .policy_types import Policies
 from .result import PlanResult
-from .throttle import memory_hosts, report_waits, throttle
+from .brake import memory_hosts
+from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
 from . import shrink
@@ -116,6 +118,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         boots(t)
         clear_stale_noup(t)
         regrants(t)
+        room_for_boots(t)
         grant_stage(t)
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)

@@ -37,9 +37,9 @@ by the next responses (heap release, restart, brake).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
-from .actions import QueryOkToStop, RestoreConfig, SetConfig
+from .actions import RestoreConfig, SetConfig
 from .brake import WATCH_AT
 from .model import PROC_STOPPED, OsdState
 from .decision import Decision, fmt_bytes
@@ -192,20 +192,3 @@ def report_waits(t: Decision, settle_max_s: float, acted: Sequence[str]) -> None
         t.reasons.append("%s waits for %s to fit osd.%d (needs %s more): %s" % (
             host, what, nxt.id, fmt_bytes(max(0, need)), _eta_text(e) if ids or rec else
             "no ETA"))
-
-
-def memory_hosts(t: Decision) -> List[str]:
-    """Hosts where this tick's memory stage makes room (release, restart, stop, a policy's
-    wait or ok-to-stop query). The brake's watch queries (for OSDs of this run, booting or
-    settling: the over_budget policies never pick those) only keep an answer ready."""
-    out = set()
-    for a in t.stage["memory"]:
-        host = getattr(a, "host", None)
-        osd = getattr(a, "osd", None)
-        if isinstance(a, QueryOkToStop) and (osd in t.booting or osd in t.settling):
-            continue
-        if host:
-            out.add(host)
-        elif osd is not None and t.view.host_of(osd):
-            out.add(t.view.host_of(osd))
-    return sorted(out)

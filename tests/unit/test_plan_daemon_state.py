@@ -73,3 +73,23 @@ def test_a_daemon_in_preboot_whose_load_leaves_no_room_stays_in_preboot():
     assert [sig(a) for a in r.actions] == ["wait"]
     assert [c.code for c in r.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
     assert "kept in preboot (noup), not booted" in r.health[0].detail[0]
+
+
+def test_an_osd_kept_in_preboot_gets_room_made_on_its_host():
+    """osd.3 came back earlier (this run brought it up; 100 MiB, PGs clean). osd.2's load of
+    112 MiB says it peaks at 224 MiB: 112 MiB more at 212 MiB used does not fit the 237 MiB
+    budget, so gate 2 keeps it in preboot. What osd.3 holds covers the 87 MiB missing: the
+    over_budget policy makes room for the boot as it does for a next start (heap release
+    first). Where nothing could cover it (osd.3 at 50 MiB) the OSD only waits, as before."""
+    done3 = GRANTED.evolve(finished=frozenset({3}), held_osds=frozenset({2}))
+
+    def acts(rss3):
+        s = snap(preboot2("preboot"), osd(3, up=True, process="running", rss_bytes=rss3,
+                                           pgs_degraded=0, flags=frozenset(),
+                                           down_since=None), used=212 * MiB)
+        r = plan(s, BUDGET, done3, POL, NOW)
+        assert check_invariants(s, BUDGET, done3, r) == []
+        assert "kept in preboot (noup), not booted" in r.health[0].detail[0]
+        return [sig(a) for a in r.actions]
+    assert acts(100 * MiB) == ["heap_release osd=3"]
+    assert acts(50 * MiB) == ["wait"]

@@ -3,41 +3,65 @@ finished and settled (only once the mgr's PG stats count them), and what is lear
 peaks. On the cluster described in plancases.py; snapshots in, exact actions out."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ceph_recovery.model import Intent, Observation
-from ceph_recovery.plan import plan
+from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from plancases import (B80, G, HELD, NOW, OBS3, POL, RUN, RUNF, RUNNING, GiB, MiB,  # conftest.py
                        osd, sig, snap)
 
+# osd.3 back and settling, 2 of its PGs still peering (not restartable), 5 degraded
+PEERING3 = osd(3, up=True, pgs_degraded=5, pgs_inactive=2)
+
 
 def test_settling_osd_reserves_its_predicted_growth():
-    """osd.3 finished (up, PGs recovering) at 300 MiB of a 500 MiB prediction: 200 MiB stay
-    reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget (6553 MiB).
-    At 5900 MiB used it does not fit: no grant, and no make-room either (a settling OSD is
-    not restarted: its host waits for it to shrink as its PGs recover): the host waits,
-    and above 90 % of its budget keeps an ok-to-stop answer ready for osd.3 (brake.py)."""
-    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5900 * MiB},
-             cluster_flags=RUNF)
+    """osd.3 finished (up, 2 of its PGs still peering) at 300 MiB of a 500 MiB prediction:
+    200 MiB stay reserved on h1, so the next grant needs used + 200 MiB + 500 MiB <= budget
+    (6553 MiB). At 5900 MiB used it does not fit: no grant, and no make-room either (an OSD
+    still peering is not restarted, view.still_peering): the host waits, and above 90 % of
+    its budget keeps an ok-to-stop answer ready for osd.3 (brake.py)."""
+    s = snap(PEERING3, *HELD[1:], used={"h1": 5900 * MiB}, cluster_flags=RUNF)
     p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["query_ok_to_stop osd=3"]
     assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
-    stuck = plan(snap(osd(3, up=True, pgs_degraded=5, heap_release=False), *HELD[1:],
+    stuck = plan(snap(replace(PEERING3, heap_release=False), *HELD[1:],
                       used={"h1": 5900 * MiB}, cluster_flags=RUNF, ok_to_stop={3: False}),
                  RUN, p, POL, NOW)
     assert [sig(a) for a in stuck.actions] == ["query_ok_to_stop osd=3"]
     assert stuck.summary["hosts"]["h1"]["waiting_on"] == "memory"
-    roomy = plan(snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5500 * MiB},
-                      cluster_flags=RUNF), RUN, p, POL, NOW)
+    roomy = plan(snap(PEERING3, *HELD[1:], used={"h1": 5500 * MiB}, cluster_flags=RUNF),
+                 RUN, p, POL, NOW)
     assert [sig(a) for a in roomy.actions] == [G % 4]
 
 
+def test_a_settling_osd_whose_pgs_are_all_active_makes_room_for_the_next_start():
+    """The same osd.3 once all its PGs are active (5 still degraded: it recovers): it has
+    peered, and a restart now reloads only part of what it merged (view.still_peering), so
+    h1 makes room from it like from any OSD: its heap first (tcmalloc), else, where
+    ok-to-stop clears it, a restart; with ok-to-stop refusing, the host waits as before."""
+    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
+
+    def acts(o3, **kw):
+        s = snap(o3, *HELD[1:], used={"h1": 5900 * MiB}, cluster_flags=RUNF, **kw)
+        res = plan(s, RUN, p, POL, NOW)
+        assert check_invariants(s, RUN, p, res, POL, NOW) == []
+        return [sig(a) for a in res.actions]
+    active = osd(3, up=True, pgs_degraded=5)
+    assert acts(active) == ["query_ok_to_stop osd=3", "heap_release osd=3"]
+    glibc = replace(active, heap_release=False)
+    assert acts(glibc, ok_to_stop={3: True}) == [
+        "query_ok_to_stop osd=3", "restart_osd host=h1 osd=3"]
+    assert acts(glibc, ok_to_stop={3: False}) == ["query_ok_to_stop osd=3"]
+
+
 def test_settling_osd_past_its_peak_reserves_only_the_way_back():
-    """osd.3 settles at 300 MiB after a 400 MiB peak (more than 5 % below it: its peak is
-    behind it): h1 reserves 100 MiB for it, not the 200 MiB left to its 500 MiB prediction,
-    so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553 MiB)."""
-    s = snap(osd(3, up=True, pgs_degraded=5), *HELD[1:], used={"h1": 5950 * MiB},
-             cluster_flags=RUNF)
+    """osd.3 (PGs still peering) settles at 300 MiB after a 400 MiB peak (more than 5 %
+    below it: its peak is behind it): h1 reserves 100 MiB for it, not the 200 MiB left to its
+    500 MiB prediction, so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553
+    MiB)."""
+    s = snap(PEERING3, *HELD[1:], used={"h1": 5950 * MiB}, cluster_flags=RUNF)
     p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
                        peaks={3: 400 * MiB})
     assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [

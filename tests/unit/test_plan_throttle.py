@@ -56,7 +56,9 @@ def test_a_host_over_budget_throttles_its_recovering_osd_first():
     assert "throttle its recovery first" in res.actions[0].reason
     again = run(OVER, res.progress, *(BACK3,) + tuple(HELD45))  # nothing is set twice
     assert not [a for a in again.actions if isinstance(a, SetConfig)]
-    assert [sig(a) for a in run(6 * GiB, SETTLING).actions] == ["query_ok_to_stop osd=3"]
+    # under the budget osd.4 does not fit either: room is made (osd.3's PGs are all active)
+    assert [sig(a) for a in run(6 * GiB, SETTLING).actions] == [
+        "query_ok_to_stop osd=3", "heap_release osd=3"]
 
 
 def test_the_value_before_is_the_osds_own_setting():
@@ -99,10 +101,11 @@ def test_restored_when_the_osd_settles_even_on_a_tight_host():
 
 def test_over_budget_throttle_comes_before_restart_and_brake():
     """glibc host over budget (7 GiB > 6554 MiB) and over the kernel line (0.9 x 8 GiB):
-    the throttle first, then the brake stops osd.3 (it outgrew its 500 MiB prediction;
-    ok-to-stop cleared it), held again. The stopped OSD no longer recovers: its settings come back in
-    the next tick."""
-    glibc = replace(BACK3, heap_release=False, rss_bytes=3 * GiB)
+    the throttle first, then, osd.3 being still peering (not restartable), the brake stops
+    it (it outgrew its 500 MiB prediction; ok-to-stop cleared it), held again. The stopped
+    OSD no longer recovers: its settings come back in the next tick. With all its PGs
+    active the over_budget policy restarts it instead (it is not held: it comes back)."""
+    glibc = replace(BACK3, heap_release=False, rss_bytes=3 * GiB, pgs_inactive=2)
     s = snap(glibc, *HELD45, cluster_flags=RUNF, used={"h1": 7 * GiB + 512 * MiB},
              ok_to_stop={3: True})
     res = plan(s, RUN, SETTLING, POLT, NOW)
@@ -116,6 +119,14 @@ def test_over_budget_throttle_comes_before_restart_and_brake():
     nxt = plan(snap(stopped, *HELD45, cluster_flags=RUNF), RUN, res.progress, POLT, NOW + 5)
     assert [sig(a) for a in nxt.actions if "config" in a.kind] == [
         "restore_config name=%s who=osd.3" % BF, "restore_config name=%s who=osd.3" % ACT]
+    active = replace(s, osds=tuple(replace(o, pgs_inactive=0) if o.id == 3 else o
+                                   for o in s.osds))
+    res = plan(active, RUN, SETTLING, POLT, NOW)
+    assert check_invariants(active, RUN, SETTLING, res, POLT, NOW) == []
+    assert [sig(a) for a in res.actions] == [
+        "set_config name=%s value=1 who=osd.3" % ACT,
+        "set_config name=%s value=1 who=osd.3" % BF,
+        "restart_osd host=h1 osd=3"]
 
 
 @pytest.mark.parametrize("mode", ["abort", "idle"])
@@ -175,7 +186,8 @@ def test_memory_eta_from_the_measured_shrink():
 
 
 def test_a_host_waiting_for_memory_says_what_and_when_in_the_summary():
-    res = run(6 * GiB, THROTTLED)
+    """osd.3 settles with PGs still peering (not restartable): h1 waits for it."""
+    res = run(6 * GiB, THROTTLED, replace(BACK3, pgs_inactive=2), *HELD45)
     need = 6 * GiB + 500 * MiB - BUDGET
     eta = need / (512 * MiB / 50.0)
     h1 = res.summary["hosts"]["h1"]
