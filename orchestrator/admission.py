@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .actions import GrantStart, RestartOsd
+from .actions import GrantStart
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
 from .view import HELPER_STALE_S
-from .room import respond, room
+from .room import make_room, room
 from . import shrink
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
@@ -279,10 +279,9 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
     deficit = st["used"] + st["reserved"] + need - st["budget"]
     free = room(t, host)
     settling = sorted(x for x in t.settling if t.view.host_of(x) == host)
-    if deficit <= free and t.state in ("new", "running") and respond(t, host, "next start"):
-        act = t.stage["memory"][-1]
-        if isinstance(act, RestartOsd):
-            t.room_restarts.add(act.osd)
+    act = make_room(t, host, "next start", deficit, free) \
+        if t.state in ("new", "running") else None
+    if act is not None:
         line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
     elif settling:     # not a stall: their peaks are still coming, then they are restartable
         t.reasons.append("waiting for settling osd.%s: %s" % (

@@ -28,6 +28,7 @@ second Observation.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, PROC_STOPPED, SETTLE_MARKERS, START_MARKERS, Observation,
@@ -203,14 +204,20 @@ def _loaded(t: Decision, o, ran: float) -> bool:
     return o.id in t.rss_flat and ran >= BOOT_OBSERVE_S
 
 
+def boot_growth(t: Decision, o) -> Tuple[int, int]:
+    """(peak, growth) of a granted OSD in preboot for gate 2: Decision.boot_peak, and that
+    peak minus the rss it already holds (in the host's `used`)."""
+    peak = t.boot_peak(o)
+    return peak, max(0, peak - o.rss_bytes)
+
+
 def _boot_fits(t: Decision, o) -> bool:
     """Gate 2: boot only if the growth still to come fits the host's budget. The peak is
     Decision.boot_peak (load + learned growth, or without a learned growth the larger of the
     prediction and LOAD_TO_PEAK_MIN x the load); the growth is that peak minus the rss already
     in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
     why."""
-    peak = t.boot_peak(o)
-    growth = max(0, peak - o.rss_bytes)
+    peak, growth = boot_growth(t, o)
     hm = t.view.hostmem.get(o.host)
     if hm is None or hm.mem_used + growth <= t.budget(o.host):
         return True

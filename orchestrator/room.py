@@ -12,12 +12,14 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
-from .actions import HeapRelease, QueryOkToStop, RestartOsd, Wait
+from .actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED
 from .decision import Decision, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
+from .inflight import boot_growth
 
 
 def memory_stage(t: Decision) -> None:
@@ -115,35 +117,44 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
     return True
 
 
+def make_room(t: Decision, host: str, why: str, deficit: int, free: int) -> Optional[Action]:
+    """Where what restarts on `host` could free (`free`, room()) covers `deficit`, one
+    over_budget decision (respond) to make room; its action, or None. A restart made for room
+    is marked (Decision.room_restarts): a run that ends in the same tick takes it back
+    (ending.py)."""
+    if deficit > free or not respond(t, host, why):
+        return None
+    act = t.stage["memory"][-1]
+    if isinstance(act, RestartOsd):
+        t.room_restarts.add(act.osd)
+    return act
+
+
 def room_for_boots(t: Decision) -> None:
     """An OSD gate 2 keeps in preboot (inflight._boot_fits: its growth to its peak does not
-    fit) waits for memory as a next start does: where what restarts could free on its host
-    (room) covers the deficit, the over_budget policy makes room, one action per host per
-    tick and none on a host whose memory stage already acted. Without it, the OSD sits in
-    preboot holding its grant until recovery frees the memory (simulator, 500 hosts x 56 GiB
-    without tcmalloc, seed 2: osd.180 kept 600 s with 0.3 GiB missing, all up 1,460 s)."""
+    fit) waits for memory as a next start does: the over_budget policy makes room for it
+    (make_room), one action per host per tick and none on a host whose memory stage already
+    acted. Otherwise it would hold its grant in preboot until recovery freed the memory."""
     acted = set(memory_hosts(t))
     for osd_id in sorted(t.kept_preboot):
         o = t.view.by_id.get(osd_id)
         hm = t.view.hostmem.get(o.host) if o is not None else None
         if hm is None or o.host in acted:
             continue
-        deficit = hm.mem_used + max(0, t.boot_peak(o) - o.rss_bytes) - t.budget(o.host)
-        if 0 < deficit <= room(t, o.host) and respond(t, o.host, "boot of osd.%d" % osd_id):
+        deficit = hm.mem_used + boot_growth(t, o)[1] - t.budget(o.host)
+        if deficit > 0 and make_room(t, o.host, "boot of osd.%d" % osd_id, deficit,
+                                     room(t, o.host)) is not None:
             acted.add(o.host)
-            act = t.stage["memory"][-1]
-            if isinstance(act, RestartOsd):
-                t.room_restarts.add(act.osd)
 
 
 def room(t: Decision, host: str) -> int:
     """What restarts on `host` could free, one after the other: the sum of the expected gains
     (view.restart_gain) of its up, running OSDs that this run does not have in flight or
     still peering (view.still_peering: the over_budget policies do not restart those), that
-    ok-to-stop did not refuse
-    in this snapshot and that are out of their restart cooldown. An OSD whose stop PG
-    membership refuses (Decision.stop_breaks) still counts: the room is an estimate that decides
-    whether to try, and the over_budget policy then restarts the next OSD that may stop
+    ok-to-stop did not refuse in this snapshot and that are out of their restart cooldown.
+    An OSD whose stop PG membership refuses (Decision.stop_breaks) still counts: the room is
+    an estimate that decides whether to try, and the over_budget policy then restarts the
+    next OSD that may stop
     (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s instead of 2,275 s).
     A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
     progress = t.progress()
