@@ -41,8 +41,8 @@ def render(table: Table, width: int = WIDTH) -> str:
 def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
     t = Table(title=title, box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0),
               title_justify="left", show_edge=False)
-    for col in ("hosts", "GiB", "fit", "strategy", "active", "minsz", "clean", "OOM", "inact",
-                "down", "pk/RAM", "end", "wall"):      # headers no wider than their cells
+    for col in ("hosts", "GiB", "fit", "strategy", "active", "minsz", "clean", "PGh", "OOM",
+                "inact", "down", "pk/RAM", "end", "wall"):   # headers no wider than their cells
         t.add_column(col, justify="left" if col in ("strategy", "fit") else "right",
                      overflow="fold")
     last = None
@@ -54,14 +54,18 @@ def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
         last = key
         name = ABBR.get(r["variant"], r["variant"])
         if "error" in r:
-            t.add_row(*head, name, "n/a", "", "", "", "", "", "", "", "")
+            t.add_row(*head, name, "n/a", "", "", "", "", "", "", "", "", "")
             continue
         t.add_row(*head, name, _t(r["time_to_all_pgs_active_s"]),
                   _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_clean_s"]),
-                  str(r["oom_kills"]), str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
+                  _pgh(r.get("inactive_pg_s")), str(r["oom_kills"]), str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
                   "%.2f" % (r["peak_host_mem_bytes"] / r["host_ram_bytes"]), _ended(r),
                   "%.0f" % r["wall_s"])
     return t
+
+
+def _pgh(pg_s: Optional[float]) -> str:
+    return "?" if pg_s is None else "%.0f" % (pg_s / 3600.0)
 
 
 def _by_cell(rows: List[dict]) -> Dict[Tuple[int, float], Dict[str, dict]]:
@@ -139,6 +143,22 @@ def _at_oracle_budget(c95: Optional[dict], ot: float) -> List[dict]:
                   "oom %d, %s vs 1.2 x %.0f" % (c95["oom_kills"], _t(ct), ot))]
 
 
+def service_text(rows: List[dict], ctl_key: str = "controlled") -> str:
+    """Service lost (PGh) by controlled against naive and unlimited, over every cell: not one
+    of issue 9's checks, which time the last PG; this sums every PG's time without I/O."""
+    out = []
+    cells = _by_cell(rows)
+    for other in ("naive", "unlimited"):
+        ratios = [v[other]["inactive_pg_s"] / max(1.0, v[ctl_key]["inactive_pg_s"])
+                  for v in cells.values() if all(
+                      _ok(v.get(k)) and "inactive_pg_s" in v[k] for k in (ctl_key, other))]
+        if ratios:
+            out.append("PG-hours without I/O, %s / %s: %d of %d cells >= 1 (%.1f-%.1f x)" % (
+                other, ABBR.get(ctl_key, ctl_key), sum(r >= 1.0 for r in ratios), len(ratios),
+                min(ratios), max(ratios)))
+    return "\n".join(out) + "\n" if out else ""
+
+
 def _codes(health) -> str:
     codes = sorted({h.split(":")[0] for h in (health or ())})
     return ",".join(codes) or "-"
@@ -206,7 +226,8 @@ def heatmap(rows: List[dict], path: str, ctl_key: str = "controlled") -> None:
 
 FIT_LEGEND = ("fit: D = 12 settled OSDs + system fit the RAM at osd_memory_target's default; "
               "m = they fit at its minimum (896 MiB, never below the PG-log load). pk/RAM: "
-              "peak host memory / host RAM (any host). end: plan() said Done. "
+              "peak host memory / host RAM (any host). PGh: PG-hours without client I/O from "
+              "the return on (inactive PGs, and each stop's re-peering). end: plan() said Done. "
               "wall: simulator seconds of that run.")
 ORDER = ("naive", "controlled", "ctl-auto", "unlimited", "oracle", "oracle-0.9", "ctl-0.95")
 
@@ -228,9 +249,11 @@ def sweep_text(doc: dict) -> str:
     if big:
         text.append(render(cells_table(big, "10,080 OSDs (840 hosts x 12)", doc["feasibility"])))
     text.append(textwrap.fill(FIT_LEGEND, width=WIDTH) + "\n")
+    text.append(service_text(rows))
     text.append(acceptance_text(doc.get("acceptance") or acceptance(doc["rows"])))
     text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
     return "\n".join(text)
 
 
-__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap", "sweep_text"]
+__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap", "service_text",
+           "sweep_text"]

@@ -89,6 +89,7 @@ class Cluster:
         self.n_active = self.n_clean_total = n
         self.n_available = n          # PGs with >= min_size members up and peered
         self.inactive_pgs: Set[int] = set()   # PG indexes not active (kept incrementally)
+        self.inactive_pg_s = 0.0      # PG-seconds without client I/O since the return (t >= 0)
         self.hosts = topo.hosts
         self.host_osds: Dict[str, List[Osd]] = {h: [] for h in self.hosts}
         for o in self.osds:
@@ -212,6 +213,13 @@ class Cluster:
             if not active or left < self.min_size:
                 return False
         return True
+
+    def repeer_after_stop(self, o: Osd, seconds: float) -> None:
+        """`o` just went down: each of its PGs that stays active re-peers among the members
+        left, `seconds` without client I/O. Shorter than a tick, so it is counted in
+        inactive_pg_s only and never seen in a PG state a tick reads."""
+        n = sum(1 for pg in o.pgs if self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0)
+        self.inactive_pg_s += seconds * n
 
     def active_pgs_without(self, o: Osd) -> int:
         """Of o's PGs, how many stay active (take client writes) without o."""

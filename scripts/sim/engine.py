@@ -125,7 +125,7 @@ class Sim:
                     break
                 v = max(victims, key=lambda o: (o.rss, o.id))
                 self.m.oom_kills += 1
-                self.lc.stop(v, self.now)
+                self.lc.stop(v, self.now, killed=True)
                 if self.strategy.systemd_restarts(self, v):
                     self.systemd_failure(v)
 
@@ -152,6 +152,9 @@ class Sim:
         m.t_all_clean = (m.t_all_clean if m.t_all_clean is not None else self.now) \
             if cl.n_clean_total == n else None
 
+    def _inactive(self) -> int:
+        return len(self.cl.members) - self.cl.n_active
+
     def quiescent(self) -> bool:
         """Nothing can change any more without a new decision."""
         return not self.lc.dyn and all(o.restart_at is None or o.phase == FAILED
@@ -171,8 +174,10 @@ class Sim:
                 break
             if self.quiescent() and self.strategy.stuck(self):
                 break
+            before = self._inactive()
             self.lc.advance(self.now, self.now + dt)
             self.now += dt
+            self.cl.inactive_pg_s += 0.5 * (before + self._inactive()) * dt
             self._oom()
             self._track_peak()
             self._milestones()
@@ -202,6 +207,7 @@ class Sim:
             "units_failed": m.units_failed, "decisions": m.decisions,
             "invariant_violations": m.invariant_violations,
             "invariant_examples": m.violations[:5],
+            "inactive_pg_s": round(cl.inactive_pg_s),
             "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
             "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
             "stops": m.stops, "config_sets": m.config_sets,

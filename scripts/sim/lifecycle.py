@@ -57,8 +57,10 @@ class Lifecycle:
         cl.dirty_osds.add(o.id)
         self.dyn.add(o.id)
 
-    def stop(self, o: Osd, now: float, failed: bool = False) -> None:
-        """Process ends (kill, OOM, stop). The OSD is marked down; its history keeps growing."""
+    def stop(self, o: Osd, now: float, failed: bool = False, killed: bool = False) -> None:
+        """Process ends (kill, OOM, stop). The OSD is marked down; its history keeps growing.
+        From the return on (now >= 0), the PGs it leaves re-peer: peer_base_s, after the mon's
+        markdown_s if it was killed (a clean stop marks itself down)."""
         cl = self.cl
         if o.phase == RECOVERING and o.obj_total > 0:
             o.pending_writes *= o.obj_left / o.obj_total
@@ -68,6 +70,8 @@ class Lifecycle:
         self.peering[o.host].discard(o.id)
         self.recovering[o.host].discard(o.id)
         cl.set_class(o, C_DOWN)
+        if was_up and now >= 0:
+            cl.repeer_after_stop(o, self.p.peer_base_s + (self.p.markdown_s if killed else 0.0))
         if was_up:
             o.active_pgs_down = cl.active_pgs_without(o)
             o.down_since = now

@@ -9,6 +9,7 @@ import pytest
 from ceph_recovery_tools.sim.cluster import (ACTIVE, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED,
                                              LOADING, PREBOOT, STOPPED, Cluster)
 from ceph_recovery_tools.sim.engine import RunConfig, Sim
+from ceph_recovery_tools.sim.lifecycle import Lifecycle
 from ceph_recovery_tools.sim.params import GiB, Params
 from ceph_recovery_tools.sim.strategies import Naive, Unlimited
 
@@ -211,3 +212,39 @@ def test_ok_to_stop_member_of_a_peering_pg(topo, ceph):
     cl.set_class(peering, C_PEERING)
     assert cl._pg_state(pg)[0] is False
     assert cl.ok_to_stop(clean) is (not ceph)
+
+
+def test_a_stop_from_the_return_on_costs_its_active_pgs_one_re_peering(topo):
+    """Every PG of a stopped OSD that stays active re-peers among the members left:
+    peer_base_s after a clean stop (the OSD marks itself down), markdown_s more after a kill
+    (the mon must see it). PGs the stop takes below min_size are inactive in the PG state, for
+    the engine's integral; before the return (t < 0) nothing counts."""
+    p = Params()
+    cl = Cluster(topo, p, 64 * GiB)
+    lc = Lifecycle(cl)
+    first = cl.osds[0]
+    lc.stop(first, -10.0)
+    assert cl.inactive_pg_s == 0.0
+    lc.start(first, -5.0)
+    cl.set_class(first, C_CLEAN)          # up again and recovered, as the others
+    lc.stop(first, 10.0)
+    assert cl.inactive_pg_s == pytest.approx(p.peer_base_s * len(first.pgs))
+    second = next(cl.osds[m] for pg in first.pgs for m in cl.members[pg] if m != first.id)
+    shared = len(set(first.pgs) & set(second.pgs))
+    before = cl.inactive_pg_s
+    lc.stop(second, 20.0, killed=True)
+    assert 0 < shared < len(second.pgs)
+    assert cl.inactive_pg_s - before == pytest.approx(
+        (p.peer_base_s + p.markdown_s) * (len(second.pgs) - shared))
+
+
+def test_inactive_pg_seconds_count_the_pgs_of_the_returning_host_while_they_peer(topo):
+    """One host back: its PGs keep min_size on the other hosts and are inactive only while
+    a returning member peers, so the integral is positive and at most those PGs x the time
+    to all PGs active (plus the tick it is integrated over)."""
+    cfg = RunConfig(strategy="unlimited", fail="host:1", downtime_s=3600.0)
+    sim = Sim(topo, Params(), cfg, Unlimited(cfg))
+    res = sim.run()
+    touched = len({pg for o in sim.failed for pg in o.pgs})
+    assert res["oom_kills"] == 0
+    assert 0 < res["inactive_pg_s"] <= touched * (res["time_to_all_pgs_active_s"] + cfg.tick_s)

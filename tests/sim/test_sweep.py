@@ -105,3 +105,15 @@ def _small(run):
         return run(**kw)
     return wrapped
 
+
+
+def test_service_lost_compares_pg_hours_per_cell_and_skips_rows_without_them():
+    rows = [row("controlled", 300, inactive_pg_s=3600.0), row("naive", 200, inactive_pg_s=7200.0),
+            row("unlimited", 180, inactive_pg_s=1800.0),
+            row("controlled", 400, hosts_n=100, inactive_pg_s=7200.0),
+            row("naive", 400, hosts_n=100, inactive_pg_s=72000.0),
+            row("unlimited", 180, hosts_n=100),                   # an older JSON: not counted
+            row("controlled", 500, hosts_n=500)]
+    assert report.service_text(rows).splitlines() == [
+        "PG-hours without I/O, naive / ctl: 2 of 2 cells >= 1 (2.0-10.0 x)",
+        "PG-hours without I/O, unlimited / ctl: 0 of 1 cells >= 1 (0.5-0.5 x)"]
