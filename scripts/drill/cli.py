@@ -83,6 +83,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--inactive-grace", type=float, default=None, metavar="S",
                    help="the drill aborts once PGs stay inactive longer than S s "
                         "(drill start --inactive-grace; default the module's 20 s)")
+    p.add_argument("--recovery-sleep", type=float, default=0.0, metavar="S",
+                   help="the lab's osd_recovery_sleep_hdd during the drill (default 0: recovery "
+                        "at full speed; e.g. 0.05 keeps returning OSDs recovering for minutes, "
+                        "for make-room restarts of OSDs still recovering)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
@@ -129,8 +133,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("ceph-recovery-drill: --fit-restart needs a controlled run, 0 < F < 1 and no "
               "--host-mem-limit or --fit-first", file=sys.stderr)
         return 2
-    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0:
-        print("ceph-recovery-drill: --objects/--downtime must be >= 0, --timeout > 0",
+    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0 or args.recovery_sleep < 0:
+        print("ceph-recovery-drill: --objects/--downtime/--recovery-sleep must be >= 0, "
+              "--timeout > 0",
               file=sys.stderr)
         return 2
     configure_logging()
@@ -148,6 +153,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         write_load=args.write_load, stop=args.stop,
                         stall_limit=args.stall_limit,
                         inactive_grace=args.inactive_grace,
+                        recovery_sleep=args.recovery_sleep,
                         json_out=os.path.abspath(args.json_out), module_dir=module_dir)
     try:
         result = Drill(opts).run()

@@ -52,6 +52,7 @@ class DrillOptions:
     stop: str = STOP_CLEAN          # the drill's --stop (STOP_MODES)
     stall_limit: Optional[float] = None  # the module's stall_limit (s) during the drill
     inactive_grace: Optional[float] = None  # the drill's --inactive-grace (s; None: its default)
+    recovery_sleep: float = 0.0     # osd_recovery_sleep_hdd of the lab tuning (s per op)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
@@ -120,9 +121,10 @@ class Drill(object):
         launch.wait_all_up(self.state, 300)
         launch.wait_pgs_clean(self.state, 300)
         if self.o.tune:
-            for key, value in LAB_TUNING:
+            tuning = dict(LAB_TUNING, osd_recovery_sleep_hdd="%g" % self.o.recovery_sleep)
+            for key, value in tuning.items():
                 launch.ceph(self.state, "config", "set", "osd", key, value, json_out=False)
-            self.result["lab_tuning"] = dict(LAB_TUNING)
+            self.result["lab_tuning"] = tuning
         if self.o.tune and not self.state.get("netns"):
             # without network namespaces every lab host shares the loopback: probes between
             # "hosts" measure nothing about links, so their findings must not hold starts

@@ -17,13 +17,15 @@ def add(a, b):
 def test_drill_argv_names_every_given_option_and_the_cli_parses_it():
     argv = inrelease.drill_argv("/L/log/d.json", lab_dir="/L", fail="host:h2", objects=300,
                                 downtime=15.0, naive=False, fit_first=None, concurrency="1",
-                                restart_mgr_after=6.0, host_mem_limit=512 << 20, keep=True)
+                                restart_mgr_after=6.0, host_mem_limit=512 << 20, keep=True,
+                                recovery_sleep=0.05)
     assert argv[:2] == ["--json", "/L/log/d.json"]
     assert "--naive" not in argv and "--fit-first" not in argv
     args = drill_cli.parser().parse_args(argv)
     assert (args.dir, args.fail, args.objects, args.downtime, args.concurrency) == (
         "/L", "host:h2", 300, 15.0, "1")
     assert (args.restart_mgr_after, args.host_mem_limit, args.keep) == (6.0, 512 << 20, True)
+    assert args.recovery_sleep == 0.05
 
 
 def test_drill_argv_refuses_an_option_the_cli_lacks():
