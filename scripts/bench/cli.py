@@ -18,7 +18,7 @@ from typing import List, Optional
 from rich.console import Console
 from rich.table import Table
 
-from ceph_recovery_tools.bench.report import HEAD_RULE
+from ceph_recovery_tools.bench.report import HEAD_RULE, pg_hours
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
 
@@ -45,19 +45,20 @@ def _t(v) -> str:
 
 
 def sims_table(rows: List[dict]) -> Table:
-    """69 columns wide (plan() decisions and peak bytes are in the JSON); in a narrower
+    """74 columns wide (plan() decisions and peak bytes are in the JSON); in a narrower
     terminal the cells fold rather than end in an ellipsis."""
     t = Table(title="One rack down 1 h (sim s; never = not within the horizon)",
               box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0), title_justify="left",
               show_edge=False)
-    for col in ("OSDs", "strat", "up", "minsz", "active", "clean", "pk/bud", "OOM", "rst",
-                "heap", "fail", "wall"):
+    for col in ("OSDs", "strat", "up", "minsz", "active", "clean", "PGh", "pk/bud", "OOM",
+                "rst", "heap", "fail", "wall"):
         t.add_column(col, justify="right" if col != "strat" else "left", overflow="fold")
     for r in rows:
         t.add_row(str(r["osds"]), ABBR.get(r["strategy"], r["strategy"]),
                   _t(r["time_to_all_up_s"]), _t(r["time_to_all_pgs_min_size_s"]),
                   _t(r["time_to_all_pgs_active_s"]), _t(r["time_to_all_pgs_clean_s"]),
-                  "%.3f" % r["peak_host_mem_over_budget"], str(r["oom_kills"]),
+                  pg_hours(r.get("inactive_pg_s")), "%.3f" % r["peak_host_mem_over_budget"],
+                  str(r["oom_kills"]),
                   str(r["restarts"]), str(r["heap_releases"]), str(r["units_failed"]),
                   "%.1f" % r["wall_s"])
     return t

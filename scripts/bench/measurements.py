@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..common.sizes import format_bytes
 from . import plots
+from .report import pg_hours
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
 TIMELINE = ".timeline.json"
@@ -127,11 +128,13 @@ def _table(head: List[str], rows: List[List[str]]) -> str:
 def sim_table(bench: Dict[str, Any]) -> str:
     rows = [[fmt(r["osds"]), r["strategy"], fmt(r["time_to_all_up_s"]),
              fmt(r["time_to_all_pgs_active_s"]), fmt(r["time_to_all_pgs_clean_s"]),
-             "%.3f" % r["peak_host_mem_over_budget"], fmt(r["oom_kills"]),
-             fmt(r["restarts"]), fmt(r["heap_releases"]), "%.1f" % r["wall_s"]]
+             pg_hours(r.get("inactive_pg_s")), "%.3f" % r["peak_host_mem_over_budget"],
+             fmt(r["oom_kills"]), fmt(r["restarts"]), fmt(r["heap_releases"]),
+             "%.1f" % r["wall_s"]]
             for r in bench["runs"]]
-    return _table(["OSDs", "strategy", "all up", "all PGs active", "all clean", "peak/budget",
-                   "OOM kills", "restarts", "heap releases", "wall s"], rows)
+    return _table(["OSDs", "strategy", "all up", "all PGs active", "all clean",
+                   "PG-hours without I/O", "peak/budget", "OOM kills", "restarts",
+                   "heap releases", "wall s"], rows)
 
 
 def acceptance_list(bench: Dict[str, Any]) -> str:

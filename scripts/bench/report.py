@@ -58,13 +58,15 @@ def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
             continue
         t.add_row(*head, name, _t(r["time_to_all_pgs_active_s"]),
                   _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_clean_s"]),
-                  _pgh(r.get("inactive_pg_s")), str(r["oom_kills"]), str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
+                  pg_hours(r.get("inactive_pg_s")), str(r["oom_kills"]),
+                  str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
                   "%.2f" % (r["peak_host_mem_bytes"] / r["host_ram_bytes"]), _ended(r),
                   "%.0f" % r["wall_s"])
     return t
 
 
-def _pgh(pg_s: Optional[float]) -> str:
+def pg_hours(pg_s: Optional[float]) -> str:
+    """PG-seconds without client I/O as whole PG-hours; ? for a JSON from before stop 20."""
     return "?" if pg_s is None else "%.0f" % (pg_s / 3600.0)
 
 
@@ -255,5 +257,5 @@ def sweep_text(doc: dict) -> str:
     return "\n".join(text)
 
 
-__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap", "service_text",
-           "sweep_text"]
+__all__ = ["render", "cells_table", "acceptance", "acceptance_text", "heatmap", "pg_hours",
+           "service_text", "sweep_text"]

@@ -52,7 +52,7 @@ class DrillOptions:
     stop: str = STOP_CLEAN          # the drill's --stop (STOP_MODES)
     stall_limit: Optional[float] = None  # the module's stall_limit (s) during the drill
     inactive_grace: Optional[float] = None  # the drill's --inactive-grace (s; None: its default)
-    recovery_sleep: float = 0.0     # osd_recovery_sleep_hdd of the lab tuning (s per op)
+    recovery_sleep: float = 0.0     # the lab tuning's osd_recovery_sleep_hdd (s per op)
 
 
 def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:

@@ -27,7 +27,8 @@ def _run(osds, strategy, active, oom=0):
             "wall_s": 1.25, "horizon_s": 345600}
 
 
-BENCH = {"runs": [_run(1200, "naive", None, oom=82), _run(1200, "controlled", 1505.0),
+BENCH = {"runs": [_run(1200, "naive", None, oom=82), dict(_run(1200, "controlled", 1505.0),
+                                                          inactive_pg_s=5400.0),
                   _run(60, "controlled", 174835.0)],
          "plan_tick": {"plan_median_ms": 5.13, "plan_p99_ms": 9.5, "baseline_median_ms": 25.69,
                        "ratio_plan_to_baseline": 0.2, "ticks": 50, "osds": 10000},
@@ -88,7 +89,8 @@ def test_report_writes_tables_and_pictures(tmp_path):
     out = tmp_path / "docs" / "measurements.md"
     assert bench_main(["report", "--data", str(d), "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| 1,200 | controlled | 1,505 | 1,505 | never | 0.932 | 0 | 3 | 1 | 1.2 |" in text
+    assert "| 1,200 | controlled | 1,505 | 1,505 | never | 2 | 0.932 | 0 | 3 | 1 | 1.2 |" in text
+    assert "| 60 | controlled | 174,835 | 174,835 | never | ? | 0.932 |" in text   # older JSON
     assert ("| naive-limited | naive | - | 241.0 MiB | 240.0 MiB | 5 | 6 | 0 | 0 | never | 99 |"
             " 40,000/40,000 | HEALTH_WARN |") in text
     assert "- PASS c1: d1\n- **FAIL** c2: d2" in text and "| plan() per tick, p99 | 9.5 ms |" in text
