@@ -104,6 +104,7 @@ class Decision:
         self.shrink_rss = OsdColumn(self.osds, "shrink_rss")
         self.saved_config = dict(progress.saved_config)
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
+        self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room
@@ -353,7 +354,8 @@ class Decision:
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]),
             started_at=self.started_at, finished_at=self.finished_at,
             auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
-            service_at=self.service_at, stalled_since=self.stalled_since)
+            service_at=self.service_at, stalled_since=self.stalled_since,
+            inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen)
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])
@@ -377,6 +379,7 @@ class Decision:
             "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
             "epoch": progress.epoch, "time": self.now,
             "started_at": progress.started_at, "service_restored_at": progress.service_at,
+            "inactive_pg_s": round(progress.inactive_pg_s, 1),
             "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
             "policies": list(self.pol.names),

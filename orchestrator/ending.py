@@ -33,7 +33,14 @@ STALL_END_S = Intent.stall_limit_s
 
 
 def track_service(t: Decision) -> None:
+    """Service restored (every PG active) and service lost: PG-seconds without client I/O,
+    each tick's count of PGs not active held until the next tick (the mgr's PG states are
+    what a tick sees; a PG inactive only between two ticks is not counted)."""
     s = t.s
+    inactive = max(0, s.pgs_total - s.pgs_active)
+    if t.inactive_seen is not None and t.now > t.inactive_seen[0]:
+        t.inactive_pg_s += t.inactive_seen[1] * (t.now - t.inactive_seen[0])
+    t.inactive_seen = (t.now, inactive)
     if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
         t.service_at = t.now
 

@@ -371,6 +371,8 @@ class Progress:
     # written before the SetConfig goes out (write-ahead) and restored at the end
     service_at: Optional[float] = None     # first tick of this run with every PG active
     stalled_since: Optional[float] = None  # since when no start fits and nothing is pending
+    inactive_pg_s: float = 0.0             # PG-seconds without client I/O since the run began
+    inactive_seen: Optional[Tuple[float, int]] = None   # (time, PGs not active) last tick
 
     def __init__(self, **kw: Any) -> None:
         maps = {n: kw.pop(n) for n in OSD_FIELDS if n in kw}

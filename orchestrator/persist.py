@@ -10,7 +10,7 @@ before a failover is never granted twice.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .model import PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
 
@@ -38,6 +38,8 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d["observations"] = [_observation(o) for o in p.observations]
     d["started_at"], d["finished_at"] = p.started_at, p.finished_at
     d["service_at"], d["stalled_since"] = p.service_at, p.stalled_since
+    d["inactive_pg_s"] = p.inactive_pg_s
+    d["inactive_seen"] = None if p.inactive_seen is None else list(p.inactive_seen)
     d["saved_config"] = {k: v for k, v in sorted(p.saved_config.items())}
     return d
 
@@ -146,7 +148,19 @@ def progress_from_dict(d: Any) -> Progress:
         heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
         shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
         saved_config=_saved_config(d),
-        service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"))
+        service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),
+        inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),
+        inactive_seen=_inactive_seen(d))
+
+
+def _inactive_seen(d: Mapping[str, Any]) -> Optional[Tuple[float, int]]:
+    """[time, PGs not active] of the last tick, or None (also in progress stored before it)."""
+    v = d.get("inactive_seen")
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != 2:
+        raise ValueError("progress: inactive_seen must be [time, count], got %r" % (v,))
+    return _num(v[0], "inactive_seen time"), _num(v[1], "inactive_seen count", int)
 
 
 def _saved_config(d: Mapping[str, Any]) -> Dict[str, Optional[str]]:

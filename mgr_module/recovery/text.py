@@ -54,6 +54,10 @@ def service_line(st: Mapping[str, Any]) -> Optional[str]:
     service = ("service restored at %s (every PG active)" % _when(svc) if svc is not None
                else "service not restored (%s of %s PGs not active)" % (
                    pgs.get("total", 0) - pgs.get("active", 0), pgs.get("total", 0)))
+    lost = summ.get("inactive_pg_s")
+    if lost:
+        service += "; %s PG-seconds without client I/O since the run began" % format(
+            int(round(lost)), ",")
     down = (summ.get("counts") or {}).get("candidates", 0)
     if down:
         up = "all up: no, %d OSD(s) in scope still down" % down

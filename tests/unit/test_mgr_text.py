@@ -93,4 +93,8 @@ def test_status_shows_service_restored_apart_from_all_up():
     st["summary"].update(service_restored_at=None, finished_at=None, counts={"candidates": 3})
     assert text.service_line(st) == ("service not restored (3 of 10 PGs not active); "
                                      "all up: no, 3 OSD(s) in scope still down")
+    st["summary"].update(inactive_pg_s=1234.4)
+    assert text.service_line(st) == ("service not restored (3 of 10 PGs not active); 1,234 "
+                                     "PG-seconds without client I/O since the run began; "
+                                     "all up: no, 3 OSD(s) in scope still down")
     assert text.service_line({"run_id": "", "summary": {}}) is None

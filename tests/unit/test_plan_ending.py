@@ -118,6 +118,24 @@ def test_service_restored_is_recorded_once_every_pg_is_active():
     assert again.progress.service_at == NOW + 5
 
 
+def test_service_lost_counts_each_ticks_inactive_pgs_until_the_next_tick():
+    """PG-seconds without client I/O: a tick's PGs not active, held until the next tick; the
+    first tick of a run only takes its count, a tick at the same time adds nothing."""
+    def pgs(active):
+        return snap(*HELD, used={"h1": int(6.3 * GiB)}, cluster_flags=RUNF, pgs_total=100,
+                    pgs_active=active)
+    first = plan(pgs(90), RUN, RUNNING, POL, NOW)
+    assert (first.progress.inactive_pg_s, first.progress.inactive_seen) == (0.0, (NOW, 10))
+    second = plan(pgs(97), RUN, first.progress, POL, NOW + 5)
+    assert second.progress.inactive_pg_s == 50.0 and second.progress.inactive_seen == (NOW + 5, 3)
+    same = plan(pgs(100), RUN, second.progress, POL, NOW + 5)
+    assert same.progress.inactive_pg_s == 50.0
+    third = plan(pgs(100), RUN, same.progress, POL, NOW + 9)
+    assert third.progress.inactive_pg_s == 50.0 and third.summary["inactive_pg_s"] == 50.0
+    fourth = plan(pgs(100), RUN, third.progress, POL, NOW + 14)
+    assert fourth.progress.inactive_pg_s == 50.0
+
+
 def test_heap_release_is_not_repeated_on_an_osd_that_did_not_grow():
     """osd.3 (up, 2 GiB) was released 200 s ago at 2 GiB: past the cooldown but it did not
     grow, so the policy moves on to ok-to-stop instead of releasing it again; once it grew

@@ -44,8 +44,24 @@ def test_old_state_document_loads_into_records():
     assert p.observations == (Observation(1, 40, 60.0, 1000, 300 * MiB, 12, 80 * MiB),)
     assert (p.started_at, p.service_at, p.finished_at) == (1.0, 30.0, None)
     # and it is saved in the same format, with the maps added since (empty) beside
+    assert (p.inactive_pg_s, p.inactive_seen) == (0.0, None)
     assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={},
-                                                   shrink_at={}, shrink_rss={})
+                                                   shrink_at={}, shrink_rss={},
+                                                   inactive_pg_s=0.0, inactive_seen=None)
+
+
+@pytest.mark.parametrize("bad", ['"inactive_seen":[1.0]', '"inactive_seen":[1.0,"3"]',
+                                 '"inactive_seen":{"t":1}', '"inactive_pg_s":"12"',
+                                 '"inactive_pg_s":true'])
+def test_service_lost_fields_of_a_wrong_shape_are_refused(bad):
+    with pytest.raises(ValueError, match="progress: inactive_"):
+        progress_from_json(OLD_STATE[:-1] + "," + bad + "}")
+
+
+def test_service_lost_survives_a_save_and_load():
+    p = Progress(run_id="r", inactive_pg_s=12.5, inactive_seen=(30.0, 4))
+    back = progress_from_json(progress_to_json(p))
+    assert (back.inactive_pg_s, back.inactive_seen) == (12.5, (30.0, 4))
 
 
 def test_maps_and_records_are_two_spellings_of_one_value():
