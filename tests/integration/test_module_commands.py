@@ -133,6 +133,9 @@ def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
     grants = [j["action"]["osd"] for j in journal if j["action"].get("kind") == "grant_start"
               and j["time"] >= t0 - 1]
     assert sorted(grants) == osds          # each granted once
+    summ = status(state)["summary"]        # service restored, and what was lost on the way
+    assert summ["service_restored_at"] is not None and summ["service_restored_at"] >= t0
+    assert isinstance(summ["inactive_pg_s"], (int, float)) and summ["inactive_pg_s"] >= 0
     m = osd_map(state)
     assert not (m.get("crush_node_flags") or {}).get(host)
     assert "noout" not in m["flags"] and "norebalance" not in m["flags"]
