@@ -85,8 +85,9 @@ def parser() -> argparse.ArgumentParser:
                         "(drill start --inactive-grace; default the module's 20 s)")
     p.add_argument("--recovery-sleep", type=float, default=0.0, metavar="S",
                    help="the lab's osd_recovery_sleep_hdd during the drill (default 0: recovery "
-                        "at full speed; e.g. 0.05 keeps returning OSDs recovering for minutes, "
-                        "for make-room restarts of OSDs still recovering)")
+                        "at full speed; 0.02 keeps returning OSDs recovering for minutes, for "
+                        "make-room restarts of OSDs still recovering; wpq builds only, mclock "
+                        "ignores it)")
     p.add_argument("--keep", action="store_true", help="keep a lab the drill brought up")
     p.add_argument("--module-dir", default=None, help="mgr_module/recovery for a new lab")
     p.add_argument("--json", required=True, dest="json_out", help="report file")
