@@ -8,6 +8,7 @@ plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a ta
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import platform
@@ -98,10 +99,15 @@ def acceptance(rows: List[dict], tick: dict) -> List[dict]:
 def main_sweep(args, console: Console) -> int:
     """--sweep: DIR/sweep.json, DIR/sweep.txt (80 columns), DIR/sweep_heatmap.png."""
     from . import report
-    from .sweep import DEFAULT_HORIZON_S, run_sweep
+    from .sweep import DEFAULT_HORIZON_S, check_sim_args, run_sweep
+    try:
+        check_sim_args(args.sim_arg)
+    except ValueError as e:
+        print("ceph-recovery-bench: %s" % e, file=sys.stderr)
+        return errno.EINVAL
     os.makedirs(args.out, exist_ok=True)
     doc = run_sweep(seed=args.seed, horizon=args.horizon or DEFAULT_HORIZON_S,
-                    big=not args.no_big, log=console.log)
+                    big=not args.no_big, log=console.log, sim_args=args.sim_arg)
     doc["acceptance"] = report.acceptance(doc["rows"])
     out = report.sweep_text(doc)
     console.print(out, markup=False, highlight=False)
@@ -132,7 +138,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--ticks", type=int, default=50, help="plan() ticks to time")
     ap.add_argument("--sim-arg", action="append", default=[],
-                    help="extra ceph-recovery-sim argument (repeat), e.g. --sim-arg=--seed=2")
+                    help="extra ceph-recovery-sim argument (repeat), e.g. --sim-arg=--seed=2; "
+                    "with --sweep it goes to every run, e.g. "
+                    "--sim-arg=--param=peer_entries_per_s=60000")
     args = ap.parse_args(argv)
     console = Console()
     if args.sweep:

@@ -245,8 +245,9 @@ def sweep_text(doc: dict) -> str:
     rows = _ordered(doc["rows"])
     text = [render(cells_table(
         [r for r in rows if r["table"] == "sweep"],
-        "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)"
-        % (doc["seed"], doc["horizon_s"] / 3600), doc["feasibility"]))]
+        "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)%s"
+        % (doc["seed"], doc["horizon_s"] / 3600,
+           "".join(" " + a for a in doc.get("sim_args") or ())), doc["feasibility"]))]
     big = [r for r in rows if r["table"] == "big"]
     if big:
         text.append(render(cells_table(big, "10,080 OSDs (840 hosts x 12)", doc["feasibility"])))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ProcessPoolExecutor
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from ceph_recovery_tools.sim.cli import build_params
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
 from ceph_recovery_tools.sim.params import GiB, Params
@@ -58,20 +59,33 @@ def _run_cell(job: Tuple[dict, List[str]]) -> dict:
 
 
 def jobs(hosts=HOSTS, rams=RAM_GIB, seed: int = 1, horizon: float = DEFAULT_HORIZON_S,
-         big: bool = True) -> List[Tuple[dict, List[str]]]:
+         big: bool = True, sim_args: Sequence[str] = ()) -> List[Tuple[dict, List[str]]]:
+    """Every cell's ceph-recovery-sim argv; `sim_args` go to every run (e.g. a --param
+    override for a sensitivity sweep)."""
     out = []
     for h in hosts:
         for ram in rams:
             for label, strat, extra in VARIANTS:
                 out.append(({"table": "sweep", "hosts_n": h, "ram_gib": ram, "variant": label},
-                            cell_argv(h, ram, strat, extra, seed, horizon)))
+                            cell_argv(h, ram, strat, tuple(extra) + tuple(sim_args), seed,
+                                      horizon)))
     if big:
         for ram in BIG_RAM_GIB:
             for strat in BIG_VARIANTS:
                 out.append(({"table": "big", "hosts_n": BIG[0], "ram_gib": ram,
                              "variant": strat},
-                            cell_argv(BIG[0], ram, strat, (), seed, horizon)))
+                            cell_argv(BIG[0], ram, strat, tuple(sim_args), seed, horizon)))
     return out
+
+
+def check_sim_args(sim_args: Sequence[str]) -> None:
+    """ValueError naming what is wrong when `sim_args` would fail every run."""
+    try:
+        args = sim_parser().parse_args(cell_argv(HOSTS[0], RAM_GIB[0], "controlled",
+                                                 tuple(sim_args), 1, 60.0))
+    except SystemExit:
+        raise ValueError("--sim-arg %s: not a ceph-recovery-sim argument" % " ".join(sim_args))
+    build_params(args)
 
 
 def _cost(job) -> float:
@@ -108,10 +122,11 @@ def prebuild(hosts=HOSTS, big: bool = True) -> None:
 
 
 def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, rams=RAM_GIB,
-              big: bool = True, workers: int = WORKERS, log=print) -> Dict[str, object]:
+              big: bool = True, workers: int = WORKERS, log=print,
+              sim_args: Sequence[str] = ()) -> Dict[str, object]:
     t0 = time.perf_counter()
     prebuild(hosts, big)
-    todo = sorted(jobs(hosts, rams, seed, horizon, big), key=_cost)
+    todo = sorted(jobs(hosts, rams, seed, horizon, big, sim_args), key=_cost)
     rows = []
     with ProcessPoolExecutor(max_workers=max(1, min(WORKERS, workers))) as pool:
         for r in pool.map(_run_cell, todo):
@@ -121,7 +136,8 @@ def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, ra
             rows.append(r)
     feas = {str(ram): feasibility(ram) for ram in sorted(set(rams) | set(BIG_RAM_GIB))}
     return {"rows": rows, "feasibility": feas, "seed": seed, "horizon_s": horizon,
+            "sim_args": list(sim_args),
             "workers": min(WORKERS, workers), "total_wall_s": round(time.perf_counter() - t0, 1)}
 
 
-__all__ = ["run_sweep", "feasibility", "jobs", "cell_argv"]
+__all__ = ["run_sweep", "feasibility", "jobs", "cell_argv", "check_sim_args"]

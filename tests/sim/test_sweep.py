@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from ceph_recovery_tools.bench import report
 from ceph_recovery_tools.bench.cli import main as bench_main
 from ceph_recovery_tools.bench.sweep import feasibility
@@ -117,3 +119,20 @@ def test_service_lost_compares_pg_hours_per_cell_and_skips_rows_without_them():
     assert report.service_text(rows).splitlines() == [
         "PG-hours without I/O, naive / ctl: 2 of 2 cells >= 1 (2.0-10.0 x)",
         "PG-hours without I/O, unlimited / ctl: 0 of 1 cells >= 1 (0.5-0.5 x)"]
+
+
+def test_sweep_sim_args_go_to_every_run_and_bad_ones_are_refused_before_any(tmp_path, capsys):
+    from ceph_recovery_tools.bench import sweep
+    todo = sweep.jobs(hosts=(30,), rams=(64,), big=True,
+                      sim_args=("--param", "peer_entries_per_s=60000"))
+    assert len(todo) == len(sweep.VARIANTS) + len(sweep.BIG_RAM_GIB) * len(sweep.BIG_VARIANTS)
+    assert all(argv[-2:] == ["--param", "peer_entries_per_s=60000"] for _m, argv in todo)
+    sweep.check_sim_args(["--param=peer_entries_per_s=60000"])
+    for bad, named in ((["--param=peering_speed=2"], "peering_speed"),
+                       (["--colour"], "not a ceph-recovery-sim argument")):
+        with pytest.raises(ValueError, match=named):
+            sweep.check_sim_args(bad)
+    out = tmp_path / "sw"
+    assert bench_main(["--sweep", "--out", str(out), "--sim-arg=--param=nope=1"]) == 22
+    assert "unknown model parameter 'nope'" in capsys.readouterr().err
+    assert not out.exists()
