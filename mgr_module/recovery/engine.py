@@ -21,8 +21,8 @@ from . import core
 from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_members,
                       remember_versions)
 from .executor import Executor, journal_facts, mon_cmd_for
-from .inputs import (InputError, budget_text, check_buckets, check_concurrency, parse_budget,
-                     split_scope)
+from .inputs import (InputError, budget_text, check_buckets, check_concurrency,
+                     check_start_order, parse_budget, split_scope)
 from .helperproto import HelperProtocol
 from . import drillcli, maint, statusdoc
 from .state import RunState, leftovers_from, windows_from
@@ -278,23 +278,25 @@ class Engine(HelperProtocol):
 
     # ------------------------------------------------------------------ commands
     def start(self, budget: Optional[str], scope, concurrency: int, now: float,
-              leave_out: bool = False) -> Intent:
+              leave_out: bool = False, start_order: Optional[str] = None) -> Intent:
         if self.active:
             raise InputError(errno.EBUSY, "a recovery run is already active (run %s, phase %s):"
                              " pause/abort it or wait for it to finish"
                              % (self.run.progress.run_id, self.run.progress.phase))
-        return self.prepare(budget, scope, concurrency, now, leave_out)
+        return self.prepare(budget, scope, concurrency, now, leave_out, start_order)
 
     def prepare(self, budget: Optional[str], scope, concurrency: Any, now: float,
-                leave_out: bool = False) -> Intent:
+                leave_out: bool = False, start_order: Optional[str] = None) -> Intent:
         b = parse_budget(budget if budget is not None else str(self.options["budget_default"]))
         concurrency = check_concurrency("auto" if concurrency is None else concurrency)
+        order = check_start_order(Intent.start_order if start_order is None else start_order)
         if self.crush is None:
             raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
         buckets = check_buckets(split_scope(scope or ()), self.crush.buckets())
         run_id = "r%d" % int(now)
         return replace(self.run.intent, mode=MODE_CONTROLLED, budget=b, scope=buckets,
-                       concurrency=concurrency, leave_out=bool(leave_out), run_id=run_id)
+                       concurrency=concurrency, leave_out=bool(leave_out), run_id=run_id,
+                       start_order=order)
 
     def begin(self, intent: Intent, now: float) -> None:
         self.shell_checks.pop("RECOVERY_STATE_UNREADABLE", None)
@@ -310,9 +312,9 @@ class Engine(HelperProtocol):
                                     heap_released=old.heap_released)
         self.run.record(now, epoch,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
-                         "scope %s concurrency %s%s" % (
+                         "scope %s concurrency %s start order %s%s" % (
                              intent.run_id, budget_text(intent.budget), list(intent.scope),
-                             intent.concurrency or "auto",
+                             intent.concurrency or "auto", intent.start_order,
                              " leave-out" if intent.leave_out else "")},
                         "accepted")
 

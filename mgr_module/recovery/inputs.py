@@ -70,6 +70,15 @@ def check_concurrency(n: Any) -> int:
     return n
 
 
+def check_start_order(name: Any) -> str:
+    """`--start-order`: a start_order policy of ceph_recovery.policies (EINVAL naming them)."""
+    from ceph_recovery.policies.start_order import START_ORDER
+    if not isinstance(name, str) or name.strip() not in START_ORDER:
+        raise InputError(errno.EINVAL, "start order must be one of %s, got %r" % (
+            ", ".join(sorted(START_ORDER)), name))
+    return name.strip()
+
+
 def check_buckets(names: Iterable[str], known: Mapping[str, str]) -> Tuple[str, ...]:
     """Every name must be a CRUSH bucket (not an OSD) of the current map, else ENOENT."""
     out = []

@@ -291,7 +291,8 @@ class Module(MaintenanceCommands, MgrModule):
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
                   concurrency: Optional[str] = None, dry_run: bool = False,
-                  leave_out: bool = False, format: str = "plain") -> HandleCommandResult:
+                  leave_out: bool = False, start_order: Optional[str] = None,
+                  format: str = "plain") -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (90% or 24G per host)"""
         bad = self._guard()
         if bad:
@@ -300,11 +301,13 @@ class Module(MaintenanceCommands, MgrModule):
         with self._lock:
             try:
                 if dry_run:
-                    intent = self.engine.prepare(budget, scope, concurrency, now, leave_out)
+                    intent = self.engine.prepare(budget, scope, concurrency, now, leave_out,
+                                                 start_order)
                     return _show(self.engine.dry_run(intent, now), format, lambda d: (
                         "dry run: start order %s" % (", ".join(
                             "osd.%s" % x["osd"] for x in d["order"]) or "(nothing down)")))
-                intent = self.engine.start(budget, scope, concurrency, now, leave_out)
+                intent = self.engine.start(budget, scope, concurrency, now, leave_out,
+                                           start_order)
                 self.engine.begin(intent, now)
             except InputError as e:
                 return _err(e)

@@ -12,6 +12,20 @@ from mgrcases import world  # noqa: F401  (the fixture)
 from recovery import engine as engine_mod, inputs, state as state_mod  # see conftest.py
 
 
+def test_start_order_is_the_operators_choice_checked_against_the_policies(world):
+    eng, ceph = make_engine(world["map"])
+    eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
+    assert eng.start("80%", [], 1, 1000.0).start_order == "unblock_first"     # the default
+    intent = eng.start("80%", [], 1, 1000.0, start_order="cover_first")
+    assert intent.start_order == "cover_first"
+    with pytest.raises(inputs.InputError) as e:
+        eng.start("80%", [], 1, 1000.0, start_order="fastest")
+    assert e.value.errno == errno.EINVAL and "cover_first" in str(e.value)
+    assert eng.run.progress.run_id == "" and ceph.calls == []          # nothing changed
+    eng.begin(intent, 1000.0)
+    assert "start order cover_first" in eng.run.journal[-1]["action"]["reason"]
+
+
 def test_controlled_start_sequence(world):
     eng, ceph = make_engine(world["map"])
     all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
