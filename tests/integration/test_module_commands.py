@@ -75,6 +75,11 @@ def test_bad_input_is_refused_and_changes_nothing(healthy_lab):
     assert rc == errno.ENOENT and "unknown CRUSH bucket 'no-such-rack'" in err
     rc, err = refused(state, "recovery", "start-controlled", "--concurrency", "0")
     assert rc == errno.EINVAL and "concurrency" in err
+    rc, err = refused(state, "recovery", "start-controlled", "--start-order", "fastest")
+    assert rc == errno.EINVAL and "cover_first" in err
+    dry = launch.ceph(state, "recovery", "start-controlled", "--start-order", "cover_first",
+                      "--dry-run")
+    assert "order" in dry, dry                 # the dry run answers and starts nothing
     rc, err = refused(state, "recovery", "hold", "no-such-host")
     assert rc == errno.ENOENT
     for verb in ("pause", "resume", "abort"):
