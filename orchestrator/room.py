@@ -154,8 +154,8 @@ def room(t: Decision, host: str) -> int:
     ok-to-stop did not refuse in this snapshot and that are out of their restart cooldown.
     An OSD whose stop PG membership refuses (Decision.stop_breaks) still counts: the room is
     an estimate that decides whether to try, and the over_budget policy then restarts the
-    next OSD that may stop
-    (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s instead of 2,275 s).
+    next OSD that may stop (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s
+    instead of 2,275 s).
     A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
     progress = t.progress()
     total = 0

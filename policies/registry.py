@@ -29,7 +29,8 @@ REGISTRY: Dict[str, Dict[str, Callable]] = {
 }
 
 
-def _pick(kind: str, name: str) -> Callable:
+def pick(kind: str, name: str) -> Callable:
+    """The policy `name` of registry `kind`; ValueError naming the known ones otherwise."""
     table = REGISTRY[kind]
     if name not in table:
         raise ValueError("unknown %s policy %r (known: %s)"
@@ -40,7 +41,7 @@ def _pick(kind: str, name: str) -> Callable:
 def resolve(intent: Intent) -> Policies:
     """The Policies bundle for an intent; ValueError naming the known policies otherwise."""
     names = (intent.start_order, intent.budget.kind, intent.footprint, intent.over_budget)
-    return Policies(start_order=_pick("start_order", names[0]), budget=_pick("budget", names[1]),
-                    footprint=_pick("footprint", names[2]),
-                    over_budget=_pick("over_budget", names[3]), names=names,
+    return Policies(start_order=pick("start_order", names[0]), budget=pick("budget", names[1]),
+                    footprint=pick("footprint", names[2]),
+                    over_budget=pick("over_budget", names[3]), names=names,
                     throttle=THROTTLE[THROTTLE_DEFAULT])

@@ -71,12 +71,15 @@ def check_concurrency(n: Any) -> int:
 
 
 def check_start_order(name: Any) -> str:
-    """`--start-order`: a start_order policy of ceph_recovery.policies (EINVAL naming them)."""
-    from ceph_recovery.policies.start_order import START_ORDER
-    if not isinstance(name, str) or name.strip() not in START_ORDER:
-        raise InputError(errno.EINVAL, "start order must be one of %s, got %r" % (
-            ", ".join(sorted(START_ORDER)), name))
-    return name.strip()
+    """`--start-order`: a start_order policy of the registry plan() resolves it from (EINVAL
+    naming the known ones)."""
+    from ceph_recovery.policies.registry import pick
+    name = name.strip() if isinstance(name, str) else str(name)
+    try:
+        pick("start_order", name)
+    except ValueError as e:
+        raise InputError(errno.EINVAL, "--start-order: %s" % e)
+    return name
 
 
 def check_buckets(names: Iterable[str], known: Mapping[str, str]) -> Tuple[str, ...]:

@@ -209,8 +209,7 @@ class Cluster:
             if degraded and o.cls != C_CLEAN:
                 continue
             left = (self.n_clean[pg] if degraded else self.n_ok[pg] + self.n_peer[pg]) - 1
-            active = self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0
-            if not active or left < self.min_size:
+            if pg in self.inactive_pgs or left < self.min_size:
                 return False
         return True
 
@@ -218,8 +217,7 @@ class Cluster:
         """`o` just went down: each of its PGs that stays active re-peers among the members
         left, `seconds` without client I/O. Shorter than a tick, so it is counted in
         inactive_pg_s only and never seen in a PG state a tick reads."""
-        n = sum(1 for pg in o.pgs if self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0)
-        self.inactive_pg_s += seconds * n
+        self.inactive_pg_s += seconds * sum(1 for pg in o.pgs if pg not in self.inactive_pgs)
 
     def active_pgs_without(self, o: Osd) -> int:
         """Of o's PGs, how many stay active (take client writes) without o."""

@@ -208,7 +208,7 @@ class Sim:
             "invariant_violations": m.invariant_violations,
             "invariant_examples": m.violations[:5],
             "inactive_pg_s": round(cl.inactive_pg_s),
-            "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": len(cl.members) - cl.n_active,
+            "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": self._inactive(),
             "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
             "stops": m.stops, "config_sets": m.config_sets,
             "config_left_changed": sorted("%s %s" % k for k in getattr(
