@@ -13,6 +13,8 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any, Dict, FrozenSet, Iterator, Mapping, MutableMapping, Optional, Tuple
 
+from .pgmap import PgMap, PoolInfo   # re-exported: part of the snapshot's vocabulary
+
 # process states reported by the node helper for an OSD daemon
 PROC_STOPPED = "stopped"      # no process
 PROC_RUNNING = "running"      # process alive (may still be in preboot: see OsdState.up)
@@ -120,41 +122,6 @@ class Finding:
     since: float
     value: float
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class PoolInfo:
-    """A pool's replica counts (`osd dump` pools[].size / min_size)."""
-
-    size: int
-    min_size: int
-
-
-@dataclass(frozen=True)
-class PgMap:
-    """PG membership: which OSDs each PG lives on, and which PGs are not active now.
-
-    Cheap by design (a 10,000-OSD cluster has ~320,000 PGs): parallel tuples indexed by a PG
-    index 0..n-1, no object per PG. Shells keep `members`, `pool_of`, `pools`, `by_osd` and
-    `ids` between ticks while the placement does not change and rebuild only `inactive` (the
-    PGs whose state changes are few); plan() only ever looks at the inactive PGs and at the
-    PGs of the few OSDs it considers stopping, never at all of them.
-    """
-
-    members: Tuple[Tuple[int, ...], ...]     # PG index -> its OSDs: the acting set plus the
-                                             # down OSDs it maps to (they are left out of the
-                                             # acting set while down, see the shells)
-    pool_of: Tuple[int, ...]                 # PG index -> pool id
-    pools: Mapping[int, PoolInfo]            # pool id -> size / min_size
-    by_osd: Mapping[int, Tuple[int, ...]]    # OSD id -> indexes of its PGs
-    inactive: FrozenSet[int] = frozenset()   # PG indexes whose state is not active now
-    ids: Tuple[str, ...] = ()                # PG index -> "pool.seed" for messages (may be empty)
-
-    def min_size(self, pg: int) -> int:
-        return self.pools[self.pool_of[pg]].min_size
-
-    def name(self, pg: int) -> str:
-        return self.ids[pg] if pg < len(self.ids) else "pg#%d" % pg
 
 
 @dataclass(frozen=True)
