@@ -147,7 +147,9 @@ def journal_facts(action: A.Action, answer: Any, snap: Any, progress: Any) -> Di
     o = snap.osd(osd) if osd is not None else None
     if o is not None:
         facts["observed"] = {"up": bool(o.up), "process": o.process,
-                             "rss_bytes": int(o.rss_bytes or 0)}
+                             "rss_bytes": int(o.rss_bytes or 0), "pgs": int(o.pgs or 0)}
+        if o.missed_entries is not None:    # what its PGs logged while it was down
+            facts["observed"]["missed_entries"] = int(o.missed_entries)
     if isinstance(action, A.AllowBoot):
         facts["load_rss_bytes"] = progress.load_rss.get(action.osd)
     return facts

@@ -9,7 +9,9 @@
   kept in preboot: its rss is its load, not a peak) has no error. Once it booted, also the
   rss it had loaded in preboot (`load_bytes`, journal allow_boot `load_rss_bytes`) and the
   peak gate 2 let it boot on (`boot_predicted_bytes`, allow_boot `predicted_bytes`: its
-  load + the learned growth), with `boot_error` the same way.
+  load + the learned growth), with `boot_error` the same way. `pgs` and `missed_entries`
+  (the log entries its PGs wrote while it was down) are what the grant's snapshot showed of
+  it (journal `observed`; None where the module did not know them).
 - `heap_release_effects`: for every heap release, the OSD's rss the snapshot showed when the
   module asked (journal `observed.rss_bytes`) and the lowest sampled rss within
   HEAP_AFTER_S after it.
@@ -57,7 +59,9 @@ def predictions(samples: List[Dict[str, Any]], journal: List[Dict[str, Any]],
         boot = _boot(journal[i + 1:], osd, end)
         booted = boot is not None
         at_boot = (boot or {}).get("action", {}).get("predicted_bytes")
+        seen = j.get("observed") or {}
         out.append({"osd": osd, "time": j["time"], "predicted_bytes": predicted,
+                    "pgs": seen.get("pgs"), "missed_entries": seen.get("missed_entries"),
                     "observed_peak_bytes": observed or None, "booted": booted,
                     "probe": str(j["action"].get("reason", "")).startswith("probe"),
                     "error": round(predicted / observed - 1.0, 4)

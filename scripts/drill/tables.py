@@ -8,8 +8,8 @@ hosts' sampled peak usage (the kernel's memory.peak covers the cgroup's whole li
 per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
 predicted vs observed peak, at its grant and at its boot (its load + the learned growth; with
 --replay also the core's rule replayed on the reports), with the summary
-(measures.summarize); every heap release's rss before and after. With --returning: per returning OSD its load-time rss, peak and the run's
-times. Nothing in them is typed by hand.
+(measures.summarize); every heap release's rss before and after. With --returning: per returning OSD the log entries it missed, its load-time
+rss, peak, growth per missed entry and the run's times. Nothing in them is typed by hand.
 """
 from __future__ import annotations
 
@@ -152,16 +152,24 @@ def _summary_lines(reports: List[Tuple[str, Dict[str, Any]]], with_replay: bool)
 
 def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
     """Per returning OSD: the rss it loaded in preboot (journal allow_boot, controlled runs),
-    its peak, and the run's times to all up / all PGs active / clean."""
-    rows = ["| run | osd | load-time rss MiB | peak MiB | all up s | all PGs active s | clean s |",
-            "|---|---|---|---|---|---|---|"]
+    the log entries its PGs wrote while it was down (journal grant_start `observed`), its
+    peak, what it grew after its load per missed entry, and the run's times."""
+    rows = ["| run | osd | missed entries | load-time rss MiB | peak MiB | peak / load | "
+            "(peak - load) per missed entry KiB | all up s | all PGs active s | clean s |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for label, r in reports:
-        loads = {j["action"]["osd"]: j.get("load_rss_bytes") for j in r.get("journal") or []
+        journal = r.get("journal") or []
+        loads = {j["action"]["osd"]: j.get("load_rss_bytes") for j in journal
                  if (j.get("action") or {}).get("kind") == "allow_boot"}
+        missed = {j["action"]["osd"]: (j.get("observed") or {}).get("missed_entries")
+                  for j in journal if (j.get("action") or {}).get("kind") == "grant_start"}
         for o in r.get("failed_osds") or []:
-            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s |" % (
-                label, o, _mib(loads.get(o)),
-                _mib((r.get("peak_rss_bytes_by_osd") or {}).get(str(o))),
+            load, m = loads.get(o), missed.get(o)
+            peak = (r.get("peak_rss_bytes_by_osd") or {}).get(str(o))
+            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, o, "-" if m is None else m, _mib(load), _mib(peak),
+                "%.2f" % (peak / load) if peak and load else "-",
+                "%.1f" % ((peak - load) / 1024.0 / m) if peak and load and m else "-",
                 _s(r.get("time_to_all_up_s")), _s(r.get("time_to_all_pgs_active_s")),
                 _s(r.get("time_to_all_pgs_clean_s"))))
     return rows

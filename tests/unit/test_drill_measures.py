@@ -85,15 +85,18 @@ def test_tables_print_every_start_and_release(tmp_path, capsys):
 
 def test_returning_table_reads_the_load_the_module_booted_on(tmp_path, capsys):
     r = {"failed_osds": [2, 3], "peak_rss_bytes_by_osd": {"2": 150 * MiB, "3": 170 * MiB},
-         "journal": [{"action": {"kind": "allow_boot", "osd": 2}, "load_rss_bytes": 60 * MiB}],
+         "journal": [{"action": {"kind": "grant_start", "osd": 2},
+                      "observed": {"missed_entries": 9216}},
+                     {"action": {"kind": "allow_boot", "osd": 2}, "load_rss_bytes": 60 * MiB}],
          "time_to_all_up_s": 12.0, "time_to_all_pgs_active_s": 14.0,
          "time_to_all_pgs_clean_s": 30.0}
     path = tmp_path / "low.json"
     path.write_text(json.dumps(r))
     assert tables.main(["--returning", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "| low | osd.2 | 60 | 150 | 12 | 14 | 30 |" in out
-    assert "| low | osd.3 | - | 170 | 12 | 14 | 30 |" in out
+    # (150 - 60) MiB over 9,216 missed entries: 10.0 KiB each
+    assert "| low | osd.2 | 9216 | 60 | 150 | 2.50 | 10.0 | 12 | 14 | 30 |" in out
+    assert "| low | osd.3 | - | - | 170 | - | - | 12 | 14 | 30 |" in out
 
 
 def test_an_older_report_gets_booted_from_its_journal():
@@ -154,3 +157,13 @@ def test_an_older_report_gets_its_load_and_boot_prediction_from_its_journal():
     [p] = measures.mark_booted(r)["predictions"]
     assert (p["load_bytes"], p["boot_predicted_bytes"], p["boot_error"]) == (
         60 * MiB, 180 * MiB, 0.2)
+
+
+def test_a_start_carries_the_pgs_and_missed_entries_its_grant_observed():
+    g = grant(100.5, 2, 200)
+    g["observed"] = {"up": False, "process": "stopped", "rss_bytes": 0, "pgs": 20,
+                     "missed_entries": 24210}
+    got = measures.predictions(SAMPLES, [g, JOURNAL[1]], t_start=100.0)
+    assert (got[0]["pgs"], got[0]["missed_entries"]) == (20, 24210)
+    old = measures.predictions(SAMPLES, JOURNAL[:2], t_start=100.0)
+    assert (old[0]["pgs"], old[0]["missed_entries"]) == (None, None)

@@ -136,3 +136,22 @@ def test_run_shows_its_end_only_after_the_flags_are_restored(world):
         tick(eng, world, 1004.0 + t)
     assert eng.run.progress.phase == "aborted", eng.run.progress.phase
     assert seen and all(active and phase != "aborted" for _k, phase, active in seen), seen
+
+
+def test_a_grant_entry_carries_the_pgs_and_missed_log_entries_the_snapshot_showed():
+    """Prediction-quality tables (drill measures) read what a start had missed from here."""
+    from ceph_recovery import actions as A
+    from ceph_recovery.model import OsdState, Progress, Snapshot
+    from recovery import executor
+    down = OsdState(id=2, host="h2", crush_path=("default", "h2"), up=False, process="stopped",
+                    pgs=20, missed_entries=24210)
+    unknown = OsdState(id=3, host="h2", crush_path=("default", "h2"), up=False,
+                       process="stopped", pgs=13)
+    snap = Snapshot(epoch=5, osds=(down, unknown))
+    grant = executor.journal_facts(A.GrantStart(reason="r", osd=2, host="h2"), None, snap,
+                                   Progress())
+    assert grant["observed"] == {"up": False, "process": "stopped", "rss_bytes": 0, "pgs": 20,
+                                 "missed_entries": 24210}
+    other = executor.journal_facts(A.GrantStart(reason="r", osd=3, host="h2"), None, snap,
+                                   Progress())
+    assert "missed_entries" not in other["observed"] and other["observed"]["pgs"] == 13
