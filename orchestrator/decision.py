@@ -35,13 +35,6 @@ PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/desi
 PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
                                 # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
                                 # 1.18 of 6 GiB)
-SEVERITY = {"RECOVERY_BUDGET_EXCEEDED": "warning", "RECOVERY_BUDGET_TOO_SMALL": "warning",
-            "RECOVERY_DOMAIN_HELD": "warning", "RECOVERY_NETWORK_DEGRADED": "warning",
-            "RECOVERY_HELPER_MISSING": "warning", "RECOVERY_BOOT_TIMEOUT": "warning",
-            "RECOVERY_PAUSED": "warning", "RECOVERY_ABORTED": "warning",
-            "RECOVERY_RESTART_REFUSED": "warning", "RECOVERY_START_FAILED": "warning",
-            "RECOVERY_SCOPE_UNKNOWN": "warning", "RECOVERY_INCOMPLETE": "warning",
-            "RECOVERY_SETTING_KEPT": "warning"}
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",
@@ -57,6 +50,7 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
                                   "not enough memory",
            "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
                                     "hold the restored value"}
+SEVERITY = dict.fromkeys(SUMMARY, "warning")    # HEALTH_ERR is for data at risk: none of these
 
 
 def fmt_bytes(n: float) -> str:
@@ -198,16 +192,22 @@ class Decision:
         """The least peak of an OSD this run let boot while its real peak is unknown
         (floor_from_load of its preboot rss): the live bounds of learning(), a provisional
         observation, and whether a settling OSD's peak is behind it. 0 before its boot."""
-        return floor_from_load(self.load_rss.get(osd_id, 0), self.growth_samples())
+        return floor_from_load(self.load_rss.get(osd_id, 0), self.growth_samples(),
+                               self.missed_of(osd_id))
 
     def peak_from_load(self, osd_id: int, load: int) -> int:
         """The one rule for a peak predicted from a preboot load (gate 2, reservations, the
         brake): peak_from_load() on the settled observations, with this OSD's missed entries."""
+        return peak_from_load(load, self.growth_samples(), self.missed_of(osd_id))
+
+    def missed_of(self, osd_id: int) -> Optional[int]:
+        """The PG log entries `osd_id` missed: as recorded at its grant, else as the snapshot
+        shows them (None: unknown)."""
         missed = self.missed.get(osd_id)
         if missed is None:
             o = self.view.by_id.get(osd_id)
             missed = o.missed_entries if o is not None else None
-        return peak_from_load(load, self.growth_samples(), missed)
+        return missed
 
     def growth_samples(self) -> List[Tuple[int, Optional[int]]]:
         if self._growth is None:

@@ -14,6 +14,12 @@ GROWTH_MARGIN = 1.10        # over the largest learned growth (policies/footprin
 HISTORY_BYTES_PER_ENTRY = 8 * 1024  # growth per missed PG log entry (lab: (401-71) MiB and
                             # (370-68) MiB after ~39,000 missed writes; policies/footprint.py)
 GROWTH_FLOOR = 0.2          # of the load: peering alone adds about +20 % (field, docs/design.md)
+BOOT_BYTES_PER_ENTRY = 12 * 1024  # growth after the load per missed PG log entry while nothing
+                            # is learned: peak = load x (1 + GROWTH_FLOOR) + missed x this.
+                            # Fresh Tentacle 20.2.4 and Pacific 16.2.15 labs, 12 starts with
+                            # 1,430-14,407 missed entries: 0 to +13 %, where 2 x the load was
+                            # -30 % to +69 % (docs/data/growth-per-entry, docs/releases.md
+                            # "Growth per missed entry")
 
 
 def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
@@ -24,10 +30,20 @@ def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optio
     return out[-GROWTH_WINDOW:]
 
 
+def by_missed(load: int, missed: Optional[int]) -> Optional[int]:
+    """The peak of an OSD that loaded `load` bytes and missed `missed` PG log entries while
+    nothing is learned: load x (1 + GROWTH_FLOOR) + missed x BOOT_BYTES_PER_ENTRY. None when
+    its missed entries are unknown (an mgr that started after the OSD went down)."""
+    if missed is None or missed < 0:
+        return None
+    return int(load * (1.0 + GROWTH_FLOOR) + missed * BOOT_BYTES_PER_ENTRY)
+
+
 def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
                    missed: Optional[int] = None) -> int:
-    """The peak of an OSD that loaded `load` bytes in preboot: load + the learned growth, or
-    LOAD_TO_PEAK_MIN x load while `samples` (growth_samples) is empty.
+    """The peak of an OSD that loaded `load` bytes in preboot: load + the learned growth;
+    while `samples` (growth_samples) is empty, by_missed() where its missed entries are known,
+    else LOAD_TO_PEAK_MIN x load.
 
     Learned growth = the largest recent growth x GROWTH_MARGIN, at least GROWTH_FLOOR x load.
     On the lab the growth after the load is about constant while the load varies run to run
@@ -40,24 +56,30 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
     if load <= 0:
         return 0
     if not samples:
-        return int(load * LOAD_TO_PEAK_MIN)
+        known = by_missed(load, missed)
+        return int(load * LOAD_TO_PEAK_MIN) if known is None else known
     grown = max(g + (missed - m) * HISTORY_BYTES_PER_ENTRY
                 if missed is not None and m is not None else g for g, m in samples)
     return int(load + max(grown * GROWTH_MARGIN, load * GROWTH_FLOOR))
 
 
-def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()) -> int:
+def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
+                    missed: Optional[int] = None) -> int:
     """The least peak assumed for an OSD that loaded `load` bytes while its real peak is not
-    known: LOAD_TO_PEAK_MIN x load, or load + the smallest learned growth where lower. A floor,
-    not a prediction, for what is learned from unsettled starts: the margin of
+    known: LOAD_TO_PEAK_MIN x load, or by_missed() or load + the smallest learned growth where
+    lower. A floor, not a prediction, for what is learned from unsettled starts: the margin of
     peak_from_load must not feed back into learning (it inflated the ratio policy)."""
     if load <= 0:
         return 0
     floor = int(load * LOAD_TO_PEAK_MIN)
+    known = by_missed(load, missed)
+    if known is not None:
+        floor = min(floor, known)
     if samples:
         floor = min(floor, load + min(g for g, _m in samples))
     return floor
 
 
 __all__ = ["LOAD_TO_PEAK_MIN", "GROWTH_WINDOW", "GROWTH_MARGIN", "HISTORY_BYTES_PER_ENTRY",
+           "BOOT_BYTES_PER_ENTRY", "by_missed",
            "GROWTH_FLOOR", "growth_samples", "peak_from_load", "floor_from_load"]

@@ -9,7 +9,7 @@ per-OSD peaks, OOM kills, starts, restarts, heap releases, times); every start's
 predicted vs observed peak, at its grant and at its boot (its load + the learned growth; with
 --replay also the core's rule replayed on the reports), with the summary
 (measures.summarize); every heap release's rss before and after. With --returning: per returning OSD the log entries it missed, its load-time
-rss, peak, growth per missed entry and the run's times. Nothing in them is typed by hand.
+rss, peak, the core's load-to-peak rules with their errors, and the run's times. Nothing in them is typed by hand.
 """
 from __future__ import annotations
 
@@ -151,12 +151,14 @@ def _summary_lines(reports: List[Tuple[str, Dict[str, Any]]], with_replay: bool)
 
 
 def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
-    """Per returning OSD: the rss it loaded in preboot (journal allow_boot, controlled runs),
-    the log entries its PGs wrote while it was down (journal grant_start `observed`), its
-    peak, what it grew after its load per missed entry, and the run's times."""
-    rows = ["| run | osd | missed entries | load-time rss MiB | peak MiB | peak / load | "
-            "(peak - load) per missed entry KiB | all up s | all PGs active s | clean s |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    """Per returning OSD: the log entries its PGs wrote while it was down (journal grant_start
+    `observed`), the rss it loaded in preboot (journal allow_boot, controlled runs), its peak,
+    the peak the core's rules predict from that load (ceph_recovery.growth: by_missed, and
+    LOAD_TO_PEAK_MIN x the load) with their errors, and the run's times."""
+    from ceph_recovery.growth import LOAD_TO_PEAK_MIN, by_missed
+    rows = ["| run | osd | missed entries | load-time rss MiB | peak MiB | by missed entries MiB "
+            "| its error | %g x load error | all up s | all PGs active s | clean s |"
+            % LOAD_TO_PEAK_MIN, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, r in reports:
         journal = r.get("journal") or []
         loads = {j["action"]["osd"]: j.get("load_rss_bytes") for j in journal
@@ -166,10 +168,11 @@ def returning_table(reports: List[Tuple[str, Dict[str, Any]]]) -> List[str]:
         for o in r.get("failed_osds") or []:
             load, m = loads.get(o), missed.get(o)
             peak = (r.get("peak_rss_bytes_by_osd") or {}).get(str(o))
-            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                label, o, "-" if m is None else m, _mib(load), _mib(peak),
-                "%.2f" % (peak / load) if peak and load else "-",
-                "%.1f" % ((peak - load) / 1024.0 / m) if peak and load and m else "-",
+            rule = by_missed(load, m) if load else None
+            rows.append("| %s | osd.%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, o, "-" if m is None else m, _mib(load), _mib(peak), _mib(rule),
+                _err(rule / peak - 1.0) if rule and peak else "-",
+                _err(load * LOAD_TO_PEAK_MIN / peak - 1.0) if load and peak else "-",
                 _s(r.get("time_to_all_up_s")), _s(r.get("time_to_all_pgs_active_s")),
                 _s(r.get("time_to_all_pgs_clean_s"))))
     return rows

@@ -94,9 +94,9 @@ def test_returning_table_reads_the_load_the_module_booted_on(tmp_path, capsys):
     path.write_text(json.dumps(r))
     assert tables.main(["--returning", str(path)]) == 0
     out = capsys.readouterr().out
-    # (150 - 60) MiB over 9,216 missed entries: 10.0 KiB each
-    assert "| low | osd.2 | 9216 | 60 | 150 | 2.50 | 10.0 | 12 | 14 | 30 |" in out
-    assert "| low | osd.3 | - | - | 170 | - | - | 12 | 14 | 30 |" in out
+    # 60 x 1.2 + 9,216 x 12 KiB = 180 MiB against a 150 MiB peak; 2 x 60 = 120 MiB
+    assert "| low | osd.2 | 9216 | 60 | 150 | 180 | +20 % | -20 % | 12 | 14 | 30 |" in out
+    assert "| low | osd.3 | - | - | 170 | - | - | - | 12 | 14 | 30 |" in out
 
 
 def test_an_older_report_gets_booted_from_its_journal():

@@ -157,6 +157,16 @@ def test_the_rule_written_out():
     assert floor_from_load(100 * MiB) == 200 * MiB
     assert floor_from_load(100 * MiB, samples) == 170 * MiB
     assert floor_from_load(50 * MiB, samples) == 100 * MiB
+    # missed entries known, nothing learned: load x (1 + GROWTH_FLOOR) + 12 KiB per entry
+    assert peak_from_load(100 * MiB, missed=3570) == int(120 * MiB + 3570 * 12 * 1024)
+    assert peak_from_load(100 * MiB, missed=0) == 120 * MiB
+    assert peak_from_load(100 * MiB, missed=20000) == int(120 * MiB + 20000 * 12 * 1024)
+    # ... a learned growth still decides where there is one
+    assert peak_from_load(100 * MiB, samples, missed=1000) == int(
+        100 * MiB + 120 * MiB * GROWTH_MARGIN)
+    # the floor: the smaller of 2 x the load and that
+    assert floor_from_load(100 * MiB, missed=3570) == int(120 * MiB + 3570 * 12 * 1024)
+    assert floor_from_load(100 * MiB, missed=20000) == 200 * MiB
 
 
 def test_only_settled_observations_of_the_recent_window_teach_a_growth():
