@@ -12,26 +12,24 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .actions import Action
-from .growth import floor_from_load, growth_samples, peak_from_load
 from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot)
 from .policy_types import Policies
+from .predict import PEER_FLOOR_FACTOR, WARMUP_OBSERVATIONS, Predictions
 from .result import PlanResult
 from .view import View
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 AUTO_SLOTS = 1 << 16        # CONCURRENCY_AUTO: no slot count, memory admission decides
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
-WARMUP_OBSERVATIONS = 3     # measured starts before a start beside another in flight on its
-                            # host is charged its plain prediction
-WARMUP_MARGIN = 1.7         # until then such a start, and the OSDs in flight and settling
+WARMUP_MARGIN = 1.7         # below WARMUP_OBSERVATIONS (predict.py) a start beside another in
+                            # flight on its host, and the OSDs in flight and settling
                             # beside it, are charged prediction x this: the worst measured
                             # under-prediction of a prediction no real peak shaped (simulator,
                             # one rack down 1 h: peaks 6.1-6.6 GiB on predictions 3.9-4.9 GiB,
                             # 6.6 / 3.9 = 1.69; docs/memory-model.md "Auto concurrency holds
                             # the budget"; lab: 2.7 x the load where 2 x was assumed, 1.35)
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
-PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/design.md, Ceph facts)
 PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
                                 # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
                                 # 1.18 of 6 GiB)
@@ -57,7 +55,7 @@ def fmt_bytes(n: float) -> str:
     return "%.0f MiB" % (n / 1048576.0)
 
 
-class Decision:
+class Decision(Predictions):
     """The decision being made by one plan() call (see the module docstring)."""
 
     def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress,
@@ -128,162 +126,6 @@ class Decision:
         if host not in self._budgets:
             self._budgets[host] = int(self.pol.budget(self.view.hostmem[host], self.i.budget))
         return self._budgets[host]
-
-    def predict(self, osd_id: int) -> int:
-        """The footprint policy's prediction (never below its prior until WARMUP_OBSERVATIONS
-        real peaks are known: lower bounds may raise it, not lower it; three OSDs seen at 2x
-        their load while their peaks were 5x would teach it half the truth), floored at the
-        median rss of the running OSDs
-        on the same host (peer_floor) and, once this OSD was allowed to boot, at
-        load_bound(): its measured load-time rss voids a prediction below it. Once it booted
-        with a growth learned, the policy is left out: peak_from_load floored by peer_floor."""
-        if osd_id not in self._pred:
-            o = self.view.by_id[osd_id]
-            if o.down_since is None and osd_id in self.downtime:   # up again: its history
-                o = replace(o, down_since=self.now - self.downtime[osd_id],
-                            missed_entries=self.missed.get(osd_id, o.missed_entries))
-            if self.load_rss.get(osd_id, 0) > 0 and self.growth_samples():
-                pred = 0      # its load and a learned growth say more than the policy
-            else:
-                pred = self.footprint(o, self.learning())
-                if self.final_observations() < WARMUP_OBSERVATIONS:
-                    pred = max(pred, self.footprint(o, ()))
-            self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id),
-                                     self.own_peak(osd_id))
-        return self._pred[osd_id]
-
-    def own_peak(self, osd_id: int) -> int:
-        """The largest peak this run observed of `osd_id` (an earlier start of it that
-        finished, settled or failed): whatever the footprint policy learns or not, a start of
-        the same OSD after more downtime carries at least that history. 0 if none."""
-        if self._own is None:
-            self._own = {}
-            for ob in self.observations:
-                self._own[ob.osd] = max(self._own.get(ob.osd, 0), ob.peak_bytes)
-        return self._own.get(osd_id, 0)
-
-    def footprint(self, o: OsdState, observations: Sequence[Observation]) -> int:
-        """The footprint policy, told the cluster's own size (running_rss()) if it takes it
-        (policy_types: the attribute `takes_running_rss`)."""
-        if getattr(self.pol.footprint, "takes_running_rss", False):
-            return int(self.pol.footprint(o, observations, self.now,
-                                          running_rss=self.running_rss()))
-        return int(self.pol.footprint(o, observations, self.now))
-
-    def running_rss(self) -> Optional[int]:
-        """The largest rss of the cluster's up, running OSDs this run did not start (any host:
-        same release and configuration), None when none runs: the footprint policy caps its
-        prior by it (policies/footprint.py)."""
-        if self._running is None:
-            rss = [o.rss_bytes for o in self.view.by_id.values()
-                   if o.up and o.rss_bytes > 0 and o.id not in self.granted
-                   and o.id not in self.finished]
-            self._running = max(rss) if rss else 0
-        return self._running or None
-
-    def load_bound(self, osd_id: int) -> int:
-        """The peak of an OSD this run let boot, from the rss it had loaded in preboot, until
-        its real peak is known (it settled): peak_from_load(). A footprint learned on lighter
-        starts (less history missed) can predict less than the load says; the next start must
-        not be admitted on that lower prediction. 0 before its boot."""
-        return self.peak_from_load(osd_id, self.load_rss.get(osd_id, 0))
-
-    def load_floor(self, osd_id: int) -> int:
-        """The least peak of an OSD this run let boot while its real peak is unknown
-        (floor_from_load of its preboot rss): the live bounds of learning(), a provisional
-        observation, and whether a settling OSD's peak is behind it. 0 before its boot."""
-        return floor_from_load(self.load_rss.get(osd_id, 0), self.growth_samples(),
-                               self.missed_of(osd_id))
-
-    def peak_from_load(self, osd_id: int, load: int) -> int:
-        """The one rule for a peak predicted from a preboot load (gate 2, reservations, the
-        brake): peak_from_load() on the settled observations, with this OSD's missed entries."""
-        return peak_from_load(load, self.growth_samples(), self.missed_of(osd_id))
-
-    def missed_of(self, osd_id: int) -> Optional[int]:
-        """The PG log entries `osd_id` missed: as recorded at its grant, else as the snapshot
-        shows them (None: unknown)."""
-        missed = self.missed.get(osd_id)
-        if missed is None:
-            o = self.view.by_id.get(osd_id)
-            missed = o.missed_entries if o is not None else None
-        return missed
-
-    def growth_samples(self) -> List[Tuple[int, Optional[int]]]:
-        if self._growth is None:
-            self._growth = growth_samples(self.observations)
-        return self._growth
-
-    def boot_peak(self, o: OsdState) -> int:
-        """Gate 2's peak of a granted OSD in preboot (its load is o.rss_bytes): with a learned
-        growth peak_from_load floored by peer_floor (as predict() once it booted), else the
-        larger of its grant's prediction and LOAD_TO_PEAK_MIN x the load."""
-        by_load = self.peak_from_load(o.id, o.rss_bytes)
-        if self.growth_samples():
-            return max(by_load, self.peer_floor(o.host))
-        return max(self.predict(o.id), by_load)
-
-    def admitted_peak(self, o: OsdState) -> int:
-        """The peak an OSD this run let boot was admitted on (the brake's line): with a
-        learned growth its load bound (as gate 2), else the larger of the footprint policy on
-        the recorded observations (not learning()'s live bounds) and its load bound."""
-        if self.load_rss.get(o.id, 0) > 0 and self.growth_samples():
-            return self.load_bound(o.id)
-        return max(self.footprint(o, self.observations), self.load_bound(o.id))
-
-    def record_load(self, osd_id: int, rss: int) -> None:
-        """The preboot rss of an OSD allowed to boot now."""
-        self.load_rss[osd_id] = rss
-        self.learning_changed()
-
-    def learning_changed(self) -> None:
-        """Predictions made earlier in this tick did not know the new load or observation."""
-        self._pred.clear()
-        self._learn = None
-        self._growth = None
-        self._own = None
-
-    def learning(self) -> List[Observation]:
-        """Observations for the footprint policy: the recorded ones plus, for every OSD this
-        run let boot that is still in flight or settling, the larger of its peak so far and its
-        load_floor() when that is above its recorded peak (lower bounds of its real peak:
-        predictions follow the growth the run is watching, not only finished starts)."""
-        if self._learn is None:
-            last = {ob.osd: ob.peak_bytes for ob in self.observations}
-            live = []
-            for osd_id in sorted(set(self.settling) | set(self.load_rss)):
-                o = self.view.by_id.get(osd_id)
-                peak = max(self.peaks.get(osd_id, 0), self.load_floor(osd_id))
-                if o is not None and peak > last.get(osd_id, 0):
-                    live.append(Observation(osd=osd_id, pgs=o.pgs,
-                                            downtime_s=self.downtime.get(osd_id, 0.0),
-                                            pg_log_entries=o.pg_log_entries, peak_bytes=peak,
-                                            missed_entries=self.missed.get(osd_id)))
-            self._learn = self.observations + live
-        return self._learn
-
-    def final_observations(self) -> int:
-        """Observations of real peaks: not those of OSDs still settling (made when the OSD
-        finished, a lower bound of a peak still to come) nor the live bounds of learning()."""
-        provisional = {ob.osd for ob in self.observations} & set(self.settling)
-        return len(self.observations) - len(provisional)
-
-    def peer_floor(self, host: str) -> int:
-        """Median rss of the up, running OSDs on `host` not in flight, x PEER_FLOOR_FACTOR: a
-        returning OSD has the same hardware and configuration (cache target, PG count class)
-        as its host's running OSDs and ends up at least that big, plus the 20 % an OSD's RSS
-        can run over its osd_memory_target (docs/design.md, Ceph). Only the same host: survivors on
-        other hosts grew serving the outage's writes (lab: 300-550 MB against 190-240 MB for
-        a returning OSD), and they say nothing about a host whose OSDs are all down (no
-        floor there; the footprint policy and this run's observations decide). OSDs this run
-        brought back are left out too: their peaks are observations already, and their rss
-        is the history a restart sheds, not a steady-state size."""
-        if host not in self._floor:
-            rss = sorted(o.rss_bytes for o in self.view.by_host.get(host, ())
-                         if o.up and o.rss_bytes > 0 and o.id not in self.granted
-                         and o.id not in self.finished)
-            self._floor[host] = int(rss[(len(rss) - 1) // 2] * PEER_FLOOR_FACTOR) if rss else 0
-        return self._floor[host]
 
     def stop_breaks(self, osd_id: int) -> List[int]:
         """PG indexes a stop of `osd_id` now would take below min_size (with this tick's

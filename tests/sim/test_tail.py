@@ -27,7 +27,10 @@ def test_default_order_brings_the_whole_rack_back(extra, lever):
     assert r["converged"] and r["osds_down_at_end"] == 0 and r["pgs_inactive_at_end"] == 0
     assert r["time_to_all_pgs_active_s"] is not None
     assert r["oom_kills"] == 0 and r["invariant_violations"] == 0
-    assert r["peak_in_run_over_budget"] <= 1.0
+    # without tcmalloc the caches of OSDs whose PGs are clean still refill (no autotuner, no
+    # reservation for that): a host may creep past its budget by that refill until the
+    # over-budget response (a restart) answers on the next tick
+    assert r["peak_in_run_over_budget"] <= (1.0 if lever == "heap_releases" else 1.01)
     # Without tcmalloc nothing holds a process's caches under its target: OSDs started in the
     # run refill them after Done while their PGs still recover (1.005 x the budget here,
     # docs/memory-model.md "A restart while recovering")
