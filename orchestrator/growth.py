@@ -20,6 +20,9 @@ BOOT_BYTES_PER_ENTRY = 12 * 1024  # growth after the load per missed PG log entr
                             # 1,430-14,407 missed entries: 0 to +13 %, where 2 x the load was
                             # -30 % to +69 % (docs/data/growth-per-entry, docs/releases.md
                             # "Growth per missed entry")
+UP_BYTES_PER_ENTRY = 16 * 1024  # a learned growth extrapolated to more missed entries: above
+                            # the largest growth over 1.2 x the load per entry measured (15.6
+                            # KiB, Pacific; 34 lab starts 5.4-15.6, docs/data/growth-per-entry)
 
 
 def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
@@ -64,11 +67,11 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
 
 
 def _history(more: int) -> int:
-    """What `more` missed entries than a sample's (fewer, if negative) add to its growth: the
-    largest measured growth per entry going up, the all-in 8 KiB going down, so that neither
-    way under-predicts (Pacific lab: +6,201 entries at 8 KiB left a 20,000-object start 17 %
+    """What `more` missed entries than a sample's (fewer, if negative) add to its growth:
+    UP_BYTES_PER_ENTRY going up, the all-in 8 KiB going down, so that neither way
+    under-predicts (Pacific lab: +6,201 entries at 8 KiB left a 20,000-object start 17 %
     under its peak at boot)."""
-    return more * (BOOT_BYTES_PER_ENTRY if more > 0 else HISTORY_BYTES_PER_ENTRY)
+    return more * (UP_BYTES_PER_ENTRY if more > 0 else HISTORY_BYTES_PER_ENTRY)
 
 
 def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
@@ -89,5 +92,5 @@ def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()
 
 
 __all__ = ["LOAD_TO_PEAK_MIN", "GROWTH_WINDOW", "GROWTH_MARGIN", "HISTORY_BYTES_PER_ENTRY",
-           "BOOT_BYTES_PER_ENTRY", "by_missed",
+           "BOOT_BYTES_PER_ENTRY", "UP_BYTES_PER_ENTRY", "by_missed",
            "GROWTH_FLOOR", "growth_samples", "peak_from_load", "floor_from_load"]

@@ -150,6 +150,9 @@ def test_the_rule_written_out():
     # fewer missed entries than the sample: its history part is taken off (8 KiB each)
     assert peak_from_load(100 * MiB, [(120 * MiB, 1000)], missed=0) == int(
         100 * MiB + (120 * MiB - 1000 * HISTORY_BYTES_PER_ENTRY) * GROWTH_MARGIN)
+    # more missed entries than the sample: 16 KiB each (above the largest measured, 15.6)
+    assert peak_from_load(100 * MiB, [(120 * MiB, 1000)], missed=3000) == int(
+        100 * MiB + (120 * MiB + 2000 * 16 * 1024) * GROWTH_MARGIN)
     # a growth below GROWTH_FLOOR x the load: peering alone adds that much
     assert peak_from_load(100 * MiB, [(1 * MiB, None)]) == int(100 * MiB * (1 + GROWTH_FLOOR))
     assert peak_from_load(0, samples) == 0
