@@ -22,7 +22,7 @@ BOOT_BYTES_PER_ENTRY = 12 * 1024  # growth after the load per missed PG log entr
                             # "Growth per missed entry")
 UP_BYTES_PER_ENTRY = 16 * 1024  # a learned growth extrapolated to more missed entries: above
                             # the largest growth over 1.2 x the load per entry measured (15.6
-                            # KiB, Pacific; 34 lab starts 5.4-15.6, docs/data/growth-per-entry)
+                            # KiB, Pacific; 48 lab starts, docs/data/growth-per-entry)
 
 
 def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
