@@ -19,13 +19,15 @@ class Predictions:
     """Peak predictions of one plan() call (mixed into Decision)."""
 
     def predict(self, osd_id: int) -> int:
-        """The footprint policy's prediction (never below its prior until WARMUP_OBSERVATIONS
-        real peaks are known: lower bounds may raise it, not lower it; three OSDs seen at 2x
-        their load while their peaks were 5x would teach it half the truth), floored at the
-        median rss of the running OSDs
-        on the same host (peer_floor) and, once this OSD was allowed to boot, at
-        load_bound(): its measured load-time rss voids a prediction below it. Once it booted
-        with a growth learned, the policy is left out: peak_from_load floored by peer_floor."""
+        """The peak an OSD is admitted on. Where its missed entries are known and a load of
+        this cluster is, grant_from_load(); else the footprint policy's prediction (never
+        below its prior until WARMUP_OBSERVATIONS real peaks are known: lower bounds may raise
+        it, not lower it; three OSDs seen at 2x their load while their peaks were 5x would
+        teach it half the truth). Floored at the median rss of the running OSDs on the same
+        host (peer_floor), at its own past peak with as much history (own_peak) and, once
+        this OSD was allowed to boot, at load_bound(): its measured load-time rss voids a
+        prediction below it. Once it booted and its load decides (load_decides), the policy
+        is left out: peak_from_load floored by peer_floor."""
         if osd_id not in self._pred:
             o = self.view.by_id[osd_id]
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
@@ -33,7 +35,7 @@ class Predictions:
                             missed_entries=self.missed.get(osd_id, o.missed_entries))
             by_load = self.grant_from_load(osd_id)
             if self.load_rss.get(osd_id, 0) > 0 and self.load_decides(osd_id):
-                pred = 0      # its load and a learned growth say more than the policy
+                pred = 0      # load_bound() says it
             elif by_load:
                 pred = by_load
             else:
