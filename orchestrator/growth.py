@@ -20,17 +20,48 @@ BOOT_BYTES_PER_ENTRY = 12 * 1024  # growth after the load per missed PG log entr
                             # 1,430-14,407 missed entries: 0 to +13 %, where 2 x the load was
                             # -30 % to +69 % (docs/data/growth-per-entry, docs/releases.md
                             # "Growth per missed entry")
-UP_BYTES_PER_ENTRY = 16 * 1024  # a learned growth extrapolated to more missed entries: above
-                            # the largest growth over 1.2 x the load per entry measured (15.6
-                            # KiB, Pacific; 48 lab starts, docs/data/growth-per-entry)
+UP_BYTES_PER_ENTRY = 16 * 1024  # a learned growth extrapolated to more missed entries while no
+                            # rate is fitted: above the largest growth over 1.2 x the load per
+                            # entry measured (15.6 KiB, Pacific; 48 lab starts,
+                            # docs/data/growth-per-entry)
+FIT_SAMPLES = 4             # fit a rate on at least this many samples with known missed entries
+FIT_SPREAD = 1.3            # ... spanning this factor: closer ones turn noise into a slope
+                            # (Pacific lab, 2,247 and 2,753 entries: 4 KiB; the same OSDs over
+                            # 2,247 to 11,261: 11.3-11.8)
+FIT_SE = 2.0                # the rate's bounds: slope +- this x its standard error (two
+                            # lab starts 1,100 entries apart fitted a slope 12 % under the
+                            # peaks of starts with 7,500-12,500 entries)
+
+
+def settled(observations: Sequence[Observation]) -> List[Observation]:
+    """The GROWTH_WINDOW most recent observations that carry a load (settled starts: their
+    peak is real, see Observation.load_bytes): what growth and load predictions learn from."""
+    return [ob for ob in observations if ob.load_bytes][-GROWTH_WINDOW:]
 
 
 def growth_samples(observations: Sequence[Observation]) -> List[Tuple[int, Optional[int]]]:
-    """(peak - load, missed entries) of the GROWTH_WINDOW most recent observations that carry
-    a load (settled starts: their peak is real, see Observation.load_bytes)."""
-    out = [(max(0, ob.peak_bytes - ob.load_bytes), ob.missed_entries)
-           for ob in observations if ob.load_bytes]
-    return out[-GROWTH_WINDOW:]
+    """(peak - load, missed entries) of the settled() observations."""
+    return [(max(0, ob.peak_bytes - ob.load_bytes), ob.missed_entries)
+            for ob in settled(observations)]
+
+
+def entry_rate(samples: Sequence[Tuple[int, Optional[int]]]) -> Optional[Tuple[float, float]]:
+    """Bounds (low, high) of the growth per missed entry fitted on this cluster's samples:
+    the least-squares slope of growth on missed entries +- FIT_SE x its standard error, low
+    at least 0. None unless FIT_SAMPLES samples carry their missed entries and those span
+    FIT_SPREAD. The slope, not growth / missed: the growth also holds peering's share, about
+    constant between starts (lab: 4.7-15.6 KiB per entry that way, 10.5-12.0 fitted within
+    one cluster; simulator: 7-11.5 +- 0.6-2.1)."""
+    pts = [(m, g) for g, m in samples if m is not None and m > 0]
+    if len(pts) < FIT_SAMPLES or max(m for m, _g in pts) < FIT_SPREAD * min(m for m, _g in pts):
+        return None
+    n = len(pts)
+    mean_m, mean_g = sum(m for m, _g in pts) / n, sum(g for _m, g in pts) / n
+    var = sum((m - mean_m) ** 2 for m, _g in pts)
+    slope = sum((m - mean_m) * (g - mean_g) for m, g in pts) / var
+    resid = sum((g - mean_g - slope * (m - mean_m)) ** 2 for m, g in pts)
+    se = (resid / (n - 2) / var) ** 0.5
+    return max(0.0, slope - FIT_SE * se), max(0.0, slope + FIT_SE * se)
 
 
 def by_missed(load: int, missed: Optional[int]) -> Optional[int]:
@@ -61,17 +92,25 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
     if not samples:
         known = by_missed(load, missed)
         return int(load * LOAD_TO_PEAK_MIN) if known is None else known
-    grown = max(g + _history(missed - m) if missed is not None and m is not None else g
+    rate = entry_rate(samples)
+    grown = max(g + _history(missed - m, rate) if missed is not None and m is not None else g
                 for g, m in samples)
     return int(load + max(grown * GROWTH_MARGIN, load * GROWTH_FLOOR))
 
 
-def _history(more: int) -> int:
-    """What `more` missed entries than a sample's (fewer, if negative) add to its growth:
-    UP_BYTES_PER_ENTRY going up, the all-in 8 KiB going down, so that neither way
-    under-predicts (Pacific lab: +6,201 entries at 8 KiB left a 20,000-object start 17 %
-    under its peak at boot)."""
-    return more * (UP_BYTES_PER_ENTRY if more > 0 else HISTORY_BYTES_PER_ENTRY)
+def _history(more: int, rate: Optional[Tuple[float, float]] = None) -> int:
+    """What `more` missed entries than a sample's (fewer, if negative) add to its growth.
+    With a fitted rate (entry_rate): its high bound going up (at least the all-in
+    HISTORY_BYTES_PER_ENTRY, at most UP_BYTES_PER_ENTRY), its low bound going down (at most
+    UP_BYTES_PER_ENTRY). Without: UP_BYTES_PER_ENTRY going up, HISTORY_BYTES_PER_ENTRY going
+    down. Either way the error lies on the side of a larger peak (Pacific lab: +6,201
+    entries at 8 KiB left a 20,000-object start 17 % under its peak at boot)."""
+    if more > 0:
+        per = UP_BYTES_PER_ENTRY if rate is None else min(
+            UP_BYTES_PER_ENTRY, max(HISTORY_BYTES_PER_ENTRY, rate[1]))
+    else:
+        per = HISTORY_BYTES_PER_ENTRY if rate is None else min(UP_BYTES_PER_ENTRY, rate[0])
+    return int(more * per)
 
 
 def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
@@ -92,5 +131,6 @@ def floor_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = ()
 
 
 __all__ = ["LOAD_TO_PEAK_MIN", "GROWTH_WINDOW", "GROWTH_MARGIN", "HISTORY_BYTES_PER_ENTRY",
-           "BOOT_BYTES_PER_ENTRY", "UP_BYTES_PER_ENTRY", "by_missed",
+           "BOOT_BYTES_PER_ENTRY", "UP_BYTES_PER_ENTRY", "FIT_SAMPLES", "FIT_SPREAD", "FIT_SE",
+           "by_missed", "entry_rate", "settled",
            "GROWTH_FLOOR", "growth_samples", "peak_from_load", "floor_from_load"]

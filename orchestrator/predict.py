@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from .growth import GROWTH_WINDOW, floor_from_load, growth_samples, peak_from_load
+from .growth import floor_from_load, growth_samples, peak_from_load, settled
 from .model import Observation, OsdState
 
 WARMUP_OBSERVATIONS = 3     # measured starts before a start beside another in flight on its
@@ -33,18 +33,21 @@ class Predictions:
             if o.down_since is None and osd_id in self.downtime:   # up again: its history
                 o = replace(o, down_since=self.now - self.downtime[osd_id],
                             missed_entries=self.missed.get(osd_id, o.missed_entries))
-            by_load = self.grant_from_load(osd_id)
             if self.load_rss.get(osd_id, 0) > 0 and self.load_decides(osd_id):
                 pred = 0      # load_bound() says it
-            elif by_load:
-                pred = by_load
             else:
-                pred = self.footprint(o, self.learning())
-                if self.final_observations() < WARMUP_OBSERVATIONS:
-                    pred = max(pred, self.footprint(o, ()))
+                pred = self.grant_from_load(osd_id) or self.policy_peak(o)
             self._pred[osd_id] = max(pred, self.peer_floor(o.host), self.load_bound(osd_id),
                                      self.own_peak(osd_id))
         return self._pred[osd_id]
+
+    def policy_peak(self, o: OsdState) -> int:
+        """The footprint policy on learning(), never below its prior until
+        WARMUP_OBSERVATIONS real peaks are known."""
+        pred = self.footprint(o, self.learning())
+        if self.final_observations() < WARMUP_OBSERVATIONS:
+            pred = max(pred, self.footprint(o, ()))
+        return pred
 
     def grant_from_load(self, osd_id: int) -> int:
         """A grant's peak from loads this cluster showed, where the OSD's missed entries are
@@ -58,9 +61,9 @@ class Predictions:
         missed = self.missed_of(osd_id)
         if missed is None or self.load_rss.get(osd_id, 0) > 0:
             return 0
-        settled = [ob for ob in self.observations[-GROWTH_WINDOW:] if ob.load_bytes]
-        own = [ob.load_bytes for ob in settled if ob.osd == osd_id]
-        load = own[-1] if own else max([ob.load_bytes for ob in settled] +
+        recent = settled(self.observations)
+        own = [ob.load_bytes for ob in recent if ob.osd == osd_id]
+        load = own[-1] if own else max([ob.load_bytes for ob in recent] +
                                         list(self.load_rss.values()), default=0)
         return peak_from_load(load, self.growth_samples(), missed) if load > 0 else 0
 

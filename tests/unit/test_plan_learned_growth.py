@@ -20,8 +20,9 @@ from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.growth import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
-                              HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN, floor_from_load,
-                              growth_samples, peak_from_load)
+                                  HISTORY_BYTES_PER_ENTRY, LOAD_TO_PEAK_MIN,
+                                  UP_BYTES_PER_ENTRY, entry_rate, floor_from_load,
+                                  growth_samples, peak_from_load)
 
 from plancases import lab_h2_snap  # see conftest.py
 from recovery import state as state_mod  # see conftest.py
@@ -170,6 +171,59 @@ def test_the_rule_written_out():
     # the floor: the smaller of 2 x the load and that
     assert floor_from_load(100 * MiB, missed=3570) == int(120 * MiB + 3570 * 12 * 1024)
     assert floor_from_load(100 * MiB, missed=20000) == 200 * MiB
+
+
+def _bounds(pts):
+    """Least squares written out: slope +- 2 standard errors (growth on missed entries)."""
+    n = len(pts)
+    mm, gm = sum(m for m, _ in pts) / n, sum(g for _, g in pts) / n
+    var = sum((m - mm) ** 2 for m, _ in pts)
+    b = sum((m - mm) * (g - gm) for m, g in pts) / var
+    se = (sum((g - gm - b * (m - mm)) ** 2 for m, g in pts) / (n - 2) / var) ** 0.5
+    return max(0.0, b - 2 * se), b + 2 * se
+
+
+# The lab's first Tentacle cluster (docs/data/growth-per-entry, tn1): growth after the load
+# and missed entries of osd.2 and osd.3 after 5,000 and 20,000 objects written while down.
+TN1 = [(49 * MiB, 3570), (27 * MiB, 1430), (167 * MiB, 14407), (76 * MiB, 5593)]
+
+
+def test_a_rate_fitted_on_the_clusters_own_starts_carries_a_growth_down_by_its_low_bound():
+    """tn1-c5k's osd.3 (load 118 MiB, 1,430 missed, peak 139 MiB): the four earlier starts fit
+    about 11.5 KiB per entry; 14,407 - 1,430 entries taken off at the low bound, not 8 KiB,
+    predict +12 % where 8 KiB said +36 %."""
+    low, high = entry_rate(TN1)
+    assert (low, high) == pytest.approx(_bounds([(m, g) for g, m in TN1]))
+    assert 9 * 1024 < low < 11.5 * 1024 < high < 13 * 1024
+    pred = peak_from_load(118 * MiB, TN1, missed=1430)
+    assert pred == int(118 * MiB + max(49 * MiB - int(2140 * low), 27 * MiB,
+                                       167 * MiB - int(12977 * low),
+                                       76 * MiB - int(4163 * low)) * GROWTH_MARGIN)
+    assert 139 * MiB < pred < 139 * MiB * 1.15
+
+
+def test_a_fitted_rate_carries_a_growth_up_by_its_high_bound_between_8_and_16_kib():
+    up = peak_from_load(119 * MiB, TN1, missed=20000)
+    high = entry_rate(TN1)[1]
+    assert up == int(119 * MiB + max(g + int((20000 - m) * high) for g, m in TN1)
+                     * GROWTH_MARGIN)
+    low = [(10 * MiB + i * 1024, m) for i, m in enumerate((1000, 2000, 3000, 4000))]
+    assert entry_rate(low)[1] < 8                                   # ~0 per entry
+    assert peak_from_load(100 * MiB, low, missed=6000) == int(
+        100 * MiB + (10 * MiB + 5000 * HISTORY_BYTES_PER_ENTRY) * GROWTH_MARGIN)
+    high40 = [(m * 40 * 1024, m) for m in (1000, 2000, 3000, 4000)]  # 40 KiB per entry
+    assert peak_from_load(100 * MiB, high40, missed=6000) == int(
+        100 * MiB + (4000 * 40 * 1024 + 2000 * UP_BYTES_PER_ENTRY) * GROWTH_MARGIN)
+
+
+def test_no_rate_is_fitted_on_few_close_or_unknown_missed_counts():
+    assert entry_rate(TN1[:3]) is None                                    # 3 < FIT_SAMPLES
+    close = [(39 * MiB, 2753), (37 * MiB, 2247), (38 * MiB, 2500), (40 * MiB, 2600)]
+    assert entry_rate(close) is None                                      # within FIT_SPREAD
+    assert entry_rate([(g, None) for g, _m in TN1]) is None
+    # without a fit: 16 KiB up, 8 KiB down (test_the_rule_written_out)
+    assert peak_from_load(100 * MiB, close, missed=4000) == int(
+        100 * MiB + (37 * MiB + (4000 - 2247) * UP_BYTES_PER_ENTRY) * GROWTH_MARGIN)
 
 
 def test_only_settled_observations_of_the_recent_window_teach_a_growth():
