@@ -71,27 +71,29 @@ def _err(v: Optional[float]) -> str:
 
 def replay(reports: List[Tuple[str, Dict[str, Any]]]) -> None:
     """Sets `replay_bytes` / `replay_error` on every booted start with a known load: the peak
-    the core's rule (ceph_recovery.growth.peak_from_load) predicts from that load and the
-    (peak - load) of the booted starts of the EARLIER reports, in the order given (a report
-    does not say when its own starts settled, so their growths count from the next report
-    on; missed entries are not in the reports). For reports written before the module
-    reported the peak it let an OSD boot on."""
+    the core's rule (ceph_recovery.growth.peak_from_load) predicts from that load, its missed
+    entries where the report has them, and the (peak - load, missed entries) of the booted
+    starts of the EARLIER reports, in the order given (a report does not say when its own
+    starts settled, so their growths count from the next report on). For comparing the
+    rule of one commit with another's on the same reports."""
     from ceph_recovery.growth import GROWTH_WINDOW, peak_from_load
     samples: List[Tuple[int, Optional[int]]] = []
     for _label, r in reports:
         done = []
         for p in r.get("predictions") or []:
             load, seen = p.get("load_bytes"), p.get("observed_peak_bytes")
+            missed = p.get("missed_entries")
             if not p.get("booted"):     # kept in preboot: its rss is its load, no peak
                 if seen:
-                    p["replay_bytes"] = peak_from_load(int(seen), samples[-GROWTH_WINDOW:])
+                    p["replay_bytes"] = peak_from_load(int(seen), samples[-GROWTH_WINDOW:],
+                                                       missed)
                 continue
             if not load:
                 continue
-            p["replay_bytes"] = peak_from_load(int(load), samples[-GROWTH_WINDOW:])
+            p["replay_bytes"] = peak_from_load(int(load), samples[-GROWTH_WINDOW:], missed)
             p["replay_error"] = round(p["replay_bytes"] / seen - 1.0, 4) if seen else None
             if seen:
-                done.append((max(0, int(seen) - int(load)), None))
+                done.append((max(0, int(seen) - int(load)), missed))
         samples += done
 
 

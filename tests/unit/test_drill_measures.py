@@ -150,6 +150,21 @@ def test_replay_applies_the_cores_rule_with_the_growths_of_earlier_reports(tmp_p
     assert "replayed rule, from the second start on: 1 starts" in out
 
 
+def test_replay_takes_the_missed_entries_a_report_carries():
+    """With missed entries: by_missed() while nothing is learned, then the earlier report's
+    growth moved by the missed-entry difference (16 KiB per entry up: no rate fitted on one
+    sample)."""
+    from ceph_recovery.growth import GROWTH_MARGIN, by_missed
+    one = {"predictions": [{"osd": 2, "booted": True, "load_bytes": 60 * MiB,
+                            "observed_peak_bytes": 150 * MiB, "missed_entries": 1000}]}
+    two = {"predictions": [{"osd": 3, "booted": True, "load_bytes": 50 * MiB,
+                            "observed_peak_bytes": 170 * MiB, "missed_entries": 3000}]}
+    tables.replay([("one", one), ("two", two)])
+    assert one["predictions"][0]["replay_bytes"] == by_missed(60 * MiB, 1000)
+    assert two["predictions"][0]["replay_bytes"] == int(
+        50 * MiB + (90 * MiB + 2000 * 16 * 1024) * GROWTH_MARGIN)
+
+
 def test_an_older_report_gets_its_load_and_boot_prediction_from_its_journal():
     r = {"predictions": [{"osd": 2, "time": 100.5, "error": 0.5, "booted": True,
                           "observed_peak_bytes": 150 * MiB}],
