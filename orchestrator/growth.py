@@ -101,13 +101,13 @@ def peak_from_load(load: int, samples: Sequence[Tuple[int, Optional[int]]] = (),
 def _history(more: int, rate: Optional[Tuple[float, float]] = None) -> int:
     """What `more` missed entries than a sample's (fewer, if negative) add to its growth.
     With a fitted rate (entry_rate): its high bound going up (at least the all-in
-    HISTORY_BYTES_PER_ENTRY, at most UP_BYTES_PER_ENTRY), its low bound going down (at most
-    UP_BYTES_PER_ENTRY). Without: UP_BYTES_PER_ENTRY going up, HISTORY_BYTES_PER_ENTRY going
-    down. Either way the error lies on the side of a larger peak (Pacific lab: +6,201
-    entries at 8 KiB left a 20,000-object start 17 % under its peak at boot)."""
+    HISTORY_BYTES_PER_ENTRY; a cluster that grows more per entry than the labs did is not
+    capped), its low bound going down (at most UP_BYTES_PER_ENTRY). Without:
+    UP_BYTES_PER_ENTRY going up, HISTORY_BYTES_PER_ENTRY going down. Either way the error
+    lies on the side of a larger peak (Pacific lab: +6,201 entries at 8 KiB left a
+    20,000-object start 17 % under its peak at boot)."""
     if more > 0:
-        per = UP_BYTES_PER_ENTRY if rate is None else min(
-            UP_BYTES_PER_ENTRY, max(HISTORY_BYTES_PER_ENTRY, rate[1]))
+        per = UP_BYTES_PER_ENTRY if rate is None else max(HISTORY_BYTES_PER_ENTRY, rate[1])
     else:
         per = HISTORY_BYTES_PER_ENTRY if rate is None else min(UP_BYTES_PER_ENTRY, rate[0])
     return int(more * per)

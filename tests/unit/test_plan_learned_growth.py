@@ -13,6 +13,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
 from ceph_recovery.actions import AllowBoot
 from ceph_recovery.model import Budget, Intent, Observation, OsdState, Progress
@@ -202,7 +203,7 @@ def test_a_rate_fitted_on_the_clusters_own_starts_carries_a_growth_down_by_its_l
     assert 139 * MiB < pred < 139 * MiB * 1.15
 
 
-def test_a_fitted_rate_carries_a_growth_up_by_its_high_bound_between_8_and_16_kib():
+def test_a_fitted_rate_carries_a_growth_up_by_its_high_bound_at_least_8_kib():
     up = peak_from_load(119 * MiB, TN1, missed=20000)
     high = entry_rate(TN1)[1]
     assert up == int(119 * MiB + max(g + int((20000 - m) * high) for g, m in TN1)
@@ -211,9 +212,27 @@ def test_a_fitted_rate_carries_a_growth_up_by_its_high_bound_between_8_and_16_ki
     assert entry_rate(low)[1] < 8                                   # ~0 per entry
     assert peak_from_load(100 * MiB, low, missed=6000) == int(
         100 * MiB + (10 * MiB + 5000 * HISTORY_BYTES_PER_ENTRY) * GROWTH_MARGIN)
-    high40 = [(m * 40 * 1024, m) for m in (1000, 2000, 3000, 4000)]  # 40 KiB per entry
+    # a cluster that grows 40 KiB per entry: its own rate, not the labs' 16 KiB
+    high40 = [(m * 40 * 1024, m) for m in (1000, 2000, 3000, 4000)]
     assert peak_from_load(100 * MiB, high40, missed=6000) == int(
-        100 * MiB + (4000 * 40 * 1024 + 2000 * UP_BYTES_PER_ENTRY) * GROWTH_MARGIN)
+        100 * MiB + 6000 * 40 * 1024 * GROWTH_MARGIN)
+    assert peak_from_load(100 * MiB, high40[:3], missed=6000) == int(    # no fit: 16 KiB
+        100 * MiB + (3000 * 40 * 1024 + 3000 * UP_BYTES_PER_ENTRY) * GROWTH_MARGIN)
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.integers(0, 500 * MiB), rate=st.integers(0, 64 * 1024),
+       missed=st.lists(st.integers(1, 2_000_000), min_size=4, max_size=8),
+       load=st.integers(1, 8 * 1024 * MiB), now=st.integers(0, 4_000_000))
+def test_a_cluster_on_its_own_line_is_never_under_predicted(base, rate, missed, load, now):
+    """Settled starts whose growth is exactly base + rate x missed entries, enough of them
+    and far enough apart for a fit: whatever the rate, a start with `now` missed entries is
+    predicted at least at that line, up and down. (Without a fit, 8 KiB per entry going down
+    is taken off whatever the cluster's rate: a cluster below 8 KiB is under-predicted there,
+    which is why a fit replaces it.)"""
+    samples = [(base + rate * m, m) for m in missed]
+    assume(entry_rate(samples) is not None)
+    assert peak_from_load(load, samples, missed=now) >= load + base + rate * now
 
 
 def test_no_rate_is_fitted_on_few_close_or_unknown_missed_counts():
