@@ -90,12 +90,19 @@ def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
     only up to target x PEER_FLOOR_FACTOR: its PG log and recovery memory shrink as its PGs
     recover, and PriorityCache::Manager::tune_memory grows caches only below the target."""
     peak = t.peaks.get(o.id, 0)
-    if peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP):
+    if past_peak(t, o):
         back = peak
         if o.heap_release is True and o.memory_target:
             back = min(peak, int(o.memory_target * PEER_FLOOR_FACTOR))
         return max(0, back - o.rss_bytes)
     return max(0, int(t.predict(o.id) * margin) - o.rss_bytes)
+
+
+def past_peak(t: Decision, o: OsdState) -> bool:
+    """A settling OSD SETTLE_DROP below its peak so far, a peak at or above its load floor
+    (below it, that peak was its preboot load): its peak is behind it."""
+    peak = t.peaks.get(o.id, 0)
+    return peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)
 
 
 def grant_stage(t: Decision) -> None:

@@ -61,8 +61,7 @@ def brake(t: Decision, host: str) -> bool:
     if t.new_restarts or any(isinstance(a, StopOsd) for a in t.stage["memory"]):
         return False
     hm = t.view.hostmem[host]
-    cap = hm.mem_limit if hm.source == "cgroup" and hm.mem_limit else hm.mem_total
-    if hm.mem_used <= BRAKE_AT * cap:
+    if hm.mem_used <= BRAKE_AT * hm.cap:
         return False
     for o in _ours(t, host):
         if not t.may_stop(o.id) or o.rss_bytes <= _admitted(t, o):

@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .actions import Action
 from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot)
+from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot,
+                    budget_now)
 from .policy_types import Policies
 from .predict import PEER_FLOOR_FACTOR, WARMUP_OBSERVATIONS, Predictions
 from .result import PlanResult
@@ -97,6 +98,7 @@ class Decision(Predictions):
         self.saved_config = dict(progress.saved_config)
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
+        self.budget_state, self.budget_note = progress.budget_state, ""
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room
@@ -123,9 +125,15 @@ class Decision(Predictions):
         self._health_count[code] = self._health_count.get(code, 0) + count
 
     def budget(self, host: str) -> int:
+        """The host's budget in bytes; an auto budget at the fraction its state gives
+        (autobudget.py moves the state)."""
         if host not in self._budgets:
-            self._budgets[host] = int(self.pol.budget(self.view.hostmem[host], self.i.budget))
+            b = budget_now(self.i.budget, self.budget_state)
+            self._budgets[host] = int(self.pol.budget(self.view.hostmem[host], b))
         return self._budgets[host]
+
+    def clear_budgets(self) -> None:
+        self._budgets.clear()
 
     def stop_breaks(self, osd_id: int) -> List[int]:
         """PG indexes a stop of `osd_id` now would take below min_size (with this tick's
@@ -197,7 +205,8 @@ class Decision(Predictions):
             started_at=self.started_at, finished_at=self.finished_at,
             auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
             service_at=self.service_at, stalled_since=self.stalled_since,
-            inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen)
+            inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen,
+            budget_state=self.budget_state)
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])
@@ -225,6 +234,7 @@ class Decision(Predictions):
             "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
             "policies": list(self.pol.names),
+            "budget": {"kind": self.i.budget.kind, "state": progress.budget_state or None},
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
                        "granted": len(progress.granted), "booting": len(progress.booting),
                        "settling": len(progress.settling),

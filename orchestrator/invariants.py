@@ -12,7 +12,7 @@ from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, Hold
                       StopOsd, QueryOkToStop, ReleaseBucket, RestartOsd, SetConfig, SetFlag,
                       UnsetFlag, Wait)
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
-                    PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot)
+                    PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot, budget_now)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
 from .decision import PROBE_LOAD_FRACTION
 
@@ -118,7 +118,7 @@ def _grants(actions, intent, progress, old: View, summary, policies, newp) -> Li
     for h, n in sorted(need.items()):
         hm = old.hostmem[h]
         if policies is not None:
-            budget = policies.budget(hm, intent.budget)
+            budget = policies.budget(hm, budget_now(intent.budget, newp.budget_state))
         else:
             budget = (summary.get("hosts", {}).get(h) or {}).get("budget")
         if budget is not None and probes[h] == 1 and _probe(old, progress, newp, h) and \

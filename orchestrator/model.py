@@ -112,6 +112,11 @@ class HostMem:
     source: str = "host"           # "host" | "cgroup"
     reported_at: Optional[float] = None
 
+    @property
+    def cap(self) -> int:
+        """Where the kernel kills: the cgroup limit when memory is cgroup-accounted, else RAM."""
+        return self.mem_limit if self.source == "cgroup" and self.mem_limit else self.mem_total
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -166,15 +171,30 @@ KERNEL_HEADROOM = 0.1
 # below the line where the brake begins to stop OSDs that outgrow their predictions. The lab's
 # controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run since stop 6).
 DEFAULT_BUDGET_FRACTION = 1.0 - KERNEL_HEADROOM
+# `--budget auto` (the default) raises the budget to this fraction once the run's own starts
+# show that their predictions hold (autobudget.py): the room above it then only holds what an
+# OSD grows past its prediction within one tick, and none did.
+AUTO_RAISED_FRACTION = 0.95
+BUDGET_AUTO = "auto"
+BUDGET_RAISED = "raised"            # Progress.budget_state of a raised auto budget
 
 
 @dataclass(frozen=True)
 class Budget:
-    """The operator's memory budget: `--budget 90%` or `--budget 24G`."""
+    """The operator's memory budget: `--budget auto` (the default), `--budget 90%` or
+    `--budget 24G`. For "auto", `value` is the fraction before the raise (autobudget.py)."""
 
-    kind: str = "fraction"          # "fraction" | "bytes"
+    kind: str = BUDGET_AUTO         # "auto" | "fraction" | "bytes"
     value: float = DEFAULT_BUDGET_FRACTION   # 0 < fraction <= 1, or bytes
     reserve_bytes: int = 0          # kept free for the system, subtracted from the budget
+
+
+def budget_now(budget: Budget, state: str) -> Budget:
+    """The budget a run applies: an auto budget at AUTO_RAISED_FRACTION once its state
+    (Progress.budget_state, autobudget.py) is raised, else at its value; others as they are."""
+    if budget.kind == BUDGET_AUTO and state == BUDGET_RAISED:
+        return replace(budget, value=AUTO_RAISED_FRACTION)
+    return budget
 
 
 @dataclass(frozen=True)
@@ -340,6 +360,8 @@ class Progress:
     stalled_since: Optional[float] = None  # since when no start fits and nothing is pending
     inactive_pg_s: float = 0.0             # PG-seconds without client I/O since the run began
     inactive_seen: Optional[Tuple[float, int]] = None   # (time, PGs not active) last tick
+    budget_state: str = ""                 # `--budget auto`: "" (not raised), "raised" or
+                                           # "held" (for the rest of the run; autobudget.py)
 
     def __init__(self, **kw: Any) -> None:
         maps = {n: kw.pop(n) for n in OSD_FIELDS if n in kw}

@@ -40,6 +40,7 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d["service_at"], d["stalled_since"] = p.service_at, p.stalled_since
     d["inactive_pg_s"] = p.inactive_pg_s
     d["inactive_seen"] = None if p.inactive_seen is None else list(p.inactive_seen)
+    d["budget_state"] = p.budget_state
     d["saved_config"] = {k: v for k, v in sorted(p.saved_config.items())}
     return d
 
@@ -150,7 +151,16 @@ def progress_from_dict(d: Any) -> Progress:
         saved_config=_saved_config(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),
         inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),
-        inactive_seen=_inactive_seen(d))
+        inactive_seen=_inactive_seen(d),
+        budget_state=_budget_state(d))
+
+
+def _budget_state(d: Mapping[str, Any]) -> str:
+    """An auto budget's state ("" in progress stored before it existed)."""
+    v = d.get("budget_state", "")
+    if v not in ("", "raised", "held"):
+        raise ValueError("progress: budget_state must be '', 'raised' or 'held', got %r" % (v,))
+    return v
 
 
 def _inactive_seen(d: Mapping[str, Any]) -> Optional[Tuple[float, int]]:

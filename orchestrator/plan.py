@@ -64,7 +64,7 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
-from . import shrink
+from . import autobudget, shrink
 
 FLAG_RESTORE_GRACE_S = 60.0
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
@@ -84,9 +84,10 @@ def validate_intent(intent: Intent) -> None:
     if intent.restart_cooldown_s < 0 or intent.boot_timeout_s <= 0:
         raise ValueError("restart_cooldown_s must be >= 0 and boot_timeout_s > 0")
     b = intent.budget
-    if not b.value > 0 or b.reserve_bytes < 0 or (b.kind == "fraction" and b.value > 1):
-        raise ValueError("budget must be a fraction in (0, 1] or a positive number of bytes, "
-                         "with reserve_bytes >= 0; got %r" % (b,))
+    if not b.value > 0 or b.reserve_bytes < 0 or (b.kind != "bytes" and b.value > 1):
+        raise ValueError("budget must be a fraction in (0, 1] (auto: the fraction before its "
+                         "raise) or a positive number of bytes, with reserve_bytes >= 0; got %r"
+                         % (b,))
 
 
 def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,
@@ -110,6 +111,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         track_settling(t)
         shrink.track(t)
         track_in_flight(t)
+        autobudget.update(t)
         _hold_osds(t)
     throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
     memory_stage(t)

@@ -58,6 +58,16 @@ def _predictor(snapshot, intent, progress, pol, now):
         return lambda o: int(pol.footprint(o, progress.observations, now))
 
 
+def budget_now(budget: Budget, progress: Progress) -> Budget:
+    """The budget the run applies now (an auto budget raised or not; core's rule if it has
+    one, else the budget as given)."""
+    try:
+        from ceph_recovery.model import budget_now as rule  # type: ignore
+    except ImportError:
+        return budget
+    return rule(budget, getattr(progress, "budget_state", ""))
+
+
 def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:
     """The host's budget in bytes (core's helper if it has one)."""
     if host is None:
@@ -66,7 +76,7 @@ def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:
         return int(policies_for(Intent(budget=budget)).budget(host, budget))
     except ImportError:
         pass
-    if budget.kind == "fraction":
+    if budget.kind != "bytes":     # fraction, or auto at the fraction before its raise
         return int(budget.value * host.mem_total) - budget.reserve_bytes
     return int(budget.value) - budget.reserve_bytes
 

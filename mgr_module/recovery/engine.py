@@ -70,7 +70,7 @@ class Engine(HelperProtocol):
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
                                         "restart_cooldown": 600.0, "boot_timeout": 600.0,
                                         "stall_limit": 600.0,
-                                        "budget_default": "90%", "network_holds_starts": True,
+                                        "budget_default": "auto", "network_holds_starts": True,
                                         "instruction_ttl": 300.0}
 
     # ------------------------------------------------------------------ run state

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping, Sequence, Tuple
 
-from ceph_recovery.model import Budget
+from ceph_recovery.model import AUTO_RAISED_FRACTION, BUDGET_AUTO, Budget
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
@@ -27,9 +27,13 @@ class InputError(Exception):
 
 
 def parse_budget(text: str) -> Budget:
-    """'80%' -> fraction 0.8; '24G', '24GiB', '512M', '1073741824' -> bytes. Else EINVAL."""
+    """'auto' -> Budget() (90 %, raised to 95 % once the run's starts peak within their
+    predictions); '80%' -> fraction 0.8; '24G', '24GiB', '512M', '1073741824' -> bytes.
+    Else EINVAL."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError(errno.EINVAL, "budget must not be empty (use e.g. 80% or 24G)")
+        raise InputError(errno.EINVAL, "budget must not be empty (use auto, 80% or 24G)")
+    if text.strip().lower() == BUDGET_AUTO:
+        return Budget()
     m = _PCT_RE.match(text)
     if m:
         pct = float(m.group(1))
@@ -39,8 +43,9 @@ def parse_budget(text: str) -> Budget:
         return Budget(kind="fraction", value=pct / 100.0)
     m = _SIZE_RE.match(text)
     if not m:
-        raise InputError(errno.EINVAL, "invalid budget %r: use a percentage of each host's "
-                                       "memory (80%%) or a size per host (24G, 512MiB, bytes)"
+        raise InputError(errno.EINVAL, "invalid budget %r: use auto, a percentage of each "
+                                       "host's memory (80%%) or a size per host (24G, 512MiB, "
+                                       "bytes)"
                          % text)
     unit = m.group(2).lower()
     if m.group(3) and m.group(3).lower() == "b" and not unit:
@@ -52,6 +57,9 @@ def parse_budget(text: str) -> Budget:
 
 
 def budget_text(b: Budget) -> str:
+    if b.kind == BUDGET_AUTO:
+        return "auto (%g%%, %g%% once starts peak within their predictions)" % (
+            b.value * 100, AUTO_RAISED_FRACTION * 100)
     if b.kind == "fraction":
         return "%g%%" % (b.value * 100)
     return "%d bytes" % int(b.value)

@@ -56,7 +56,7 @@ class Module(MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
-        Option("budget_default", type="str", default="90%",
+        Option("budget_default", type="str", default="auto",
                desc="memory budget per host when start-controlled has no --budget"),
         Option("helper_stale_timeout", type="secs", default=30,
                desc="a helper report older than this is ignored (host shows as missing)"),

@@ -31,7 +31,7 @@ def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str,
         hm = snap.host(name)
         h["used"] = hm.mem_used if hm else None
         h["mem_total"] = hm.mem_total if hm else None
-        h["budget"] = core.budget_bytes(intent.budget, hm)
+        h["budget"] = core.budget_bytes(core.budget_now(intent.budget, p), hm)
         pl = planned.get(name) or {}
         h["next_osd"] = pl.get("next_osd")
         h["predicted_next_bytes"] = pl.get("predicted")
@@ -54,7 +54,8 @@ def status(eng: Any, now: float) -> Dict[str, Any]:
         "schema": maint.STATUS_SCHEMA, "maintenance": maint.windows_view(eng, now),
         "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": eng.active,
         "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
-        "budget": dict(i.budget.__dict__), "scope": list(i.scope),
+        "budget": dict(i.budget.__dict__, state=getattr(p, "budget_state", "") or None,
+                       now=core.budget_now(i.budget, p).value), "scope": list(i.scope),
         "concurrency": i.concurrency, "leave_out": i.leave_out, "holds": sorted(i.holds),
         "granted": sorted(p.granted), "booting": sorted(p.booting),
         "finished": sorted(p.finished),

@@ -23,6 +23,9 @@ def _table(rows: List[List[str]]) -> List[str]:
 
 
 def _budget(b: Mapping[str, Any]) -> str:
+    if b.get("kind") == "auto":
+        state = b.get("state") or "not raised"
+        return "auto at %g%% (%s)" % (100.0 * float(b.get("now", b.get("value", 0))), state)
     if b.get("kind") == "fraction":
         return "%g%%" % (100.0 * float(b.get("value", 0)))
     return _mib(b.get("value"))

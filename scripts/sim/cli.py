@@ -11,7 +11,8 @@ import json
 import sys
 from typing import List, Optional
 
-from ceph_recovery.model import DEFAULT_BUDGET_FRACTION, Intent
+from ceph_recovery.model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, DEFAULT_BUDGET_FRACTION,
+                                 Intent)
 from ceph_recovery.policies import REGISTRY
 
 from .params import GiB, Params, with_overrides
@@ -20,6 +21,17 @@ from .topology import TopologyError, load
 STRATEGIES = ("naive", "serial", "controlled", "unlimited", "oracle")
 DEFAULT_BUDGET = DEFAULT_BUDGET_FRACTION   # the Intent default, as in the module
 ORACLE_BUDGET = 0.95      # the oracle's budget: a bound, with 5 % for the tick's growth
+
+
+def budget_arg(text: str):
+    """`auto` (the module's default budget), else a fraction of host RAM."""
+    if text == BUDGET_AUTO:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("wants 'auto' or a fraction of host RAM, got %r"
+                                         % text) from None
 
 
 def concurrency_arg(text: str) -> int:
@@ -45,9 +57,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--downtime", type=float, default=3600.0, help="seconds the domain was down")
     ap.add_argument("--strategy", choices=STRATEGIES, default="controlled")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=None,
-                    help="fraction of host RAM (default %.2f; oracle %.2f)"
-                    % (DEFAULT_BUDGET, ORACLE_BUDGET))
+    ap.add_argument("--budget", type=budget_arg, default=None,
+                    help="fraction of host RAM, or 'auto' (%.2f, raised to %.2f once the run's "
+                    "starts peak within their predictions: the default, as in the module; "
+                    "oracle %.2f)" % (DEFAULT_BUDGET, AUTO_RAISED_FRACTION, ORACLE_BUDGET))
     ap.add_argument("--host-ram", type=float, default=None,
                     help="bytes per host (default 5.33 GiB per OSD: 64 GiB for 12 OSDs)")
     ap.add_argument("--concurrency", type=concurrency_arg, default=Intent.concurrency,
@@ -103,9 +116,12 @@ def run(args) -> dict:
     if args.tick <= 0 or args.horizon <= 0 or args.downtime < 0:
         raise ValueError("tick and horizon must be > 0, downtime >= 0")
     if args.budget is None:
-        args.budget = ORACLE_BUDGET if args.strategy == "oracle" else DEFAULT_BUDGET
+        args.budget = ORACLE_BUDGET if args.strategy == "oracle" else BUDGET_AUTO
+    kind = BUDGET_AUTO if args.budget == BUDGET_AUTO else "fraction"
+    if kind == BUDGET_AUTO:
+        args.budget = DEFAULT_BUDGET
     if not 0 < args.budget <= 1:
-        raise ValueError("--budget is a fraction of host RAM in (0, 1]")
+        raise ValueError("--budget is 'auto' or a fraction of host RAM in (0, 1]")
     if args.start_order is not None and args.start_order not in REGISTRY["start_order"]:
         raise ValueError("unknown --start-order %r (known: %s)" % (
             args.start_order, ", ".join(sorted(REGISTRY["start_order"]))))
@@ -116,6 +132,7 @@ def run(args) -> dict:
         return host_footprints(topo, params, args.downtime, args.fail, args.seed)
     cfg = RunConfig(strategy=args.strategy, fail=args.fail, downtime_s=args.downtime,
                     horizon_s=args.horizon, tick_s=args.tick, budget=args.budget,
+                    budget_kind=kind,
                     host_ram=args.host_ram, concurrency=args.concurrency,
                     start_order=args.start_order or Intent.start_order,
                     check_invariants=args.check_invariants, seed=args.seed,

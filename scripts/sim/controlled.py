@@ -163,7 +163,7 @@ class Controlled(Strategy):
                 self.last_act = sim.now
 
     def make_intent(self, sim) -> Intent:
-        return Intent(mode=MODE_CONTROLLED, budget=Budget("fraction", sim.cfg.budget),
+        return Intent(mode=MODE_CONTROLLED, budget=Budget(sim.cfg.budget_kind, sim.cfg.budget),
                       scope=sim.failed_buckets, concurrency=sim.cfg.concurrency,
                       start_order=sim.cfg.start_order, run_id="sim-%d" % sim.cfg.seed)
 
@@ -181,6 +181,7 @@ class Controlled(Strategy):
         self.trace.write(json.dumps({
             "t": sim.now, "epoch": sim.cl.epoch, "actions": acts,
             "health": [c.code for c in res.health],
+            "budget": (res.summary.get("budget") or {}).get("state"),
             "used_gib": {h: round(sim.cl.host_used[h] / 2 ** 30, 2) for h in hosts},
             "down": sim.cl.n_down, "pgs_inactive": len(sim.cl.members) - sim.cl.n_active},
             sort_keys=True) + "\n")

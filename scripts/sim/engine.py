@@ -6,7 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ceph_recovery.model import DEFAULT_BUDGET_FRACTION, Intent
+from ceph_recovery.model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, DEFAULT_BUDGET_FRACTION,
+                                 Intent)
 
 from .cluster import C_DOWN, FAILED, Cluster, Osd
 from .lifecycle import Lifecycle
@@ -21,7 +22,8 @@ class RunConfig:
     downtime_s: float = 3600.0
     horizon_s: float = 96 * 3600.0
     tick_s: float = 5.0
-    budget: float = DEFAULT_BUDGET_FRACTION
+    budget: float = DEFAULT_BUDGET_FRACTION   # for "auto": the fraction before its raise
+    budget_kind: str = BUDGET_AUTO            # "auto" | "fraction" (model.Budget.kind)
     host_ram: Optional[float] = None     # bytes; default params.host_ram_per_osd * OSDs/host
     concurrency: int = Intent.concurrency
     start_order: str = Intent.start_order   # controlled: the start_order policy
@@ -93,7 +95,9 @@ class Sim:
         for o in self.failed:
             o.in_scope = True
             o.write_mult = rng.uniform(1.0 - params.write_jitter, 1.0 + params.write_jitter)
-        self.budget = ram * cfg.budget
+        # the budget peaks are measured against: an auto budget's ceiling (it may be raised)
+        self.budget = ram * (AUTO_RAISED_FRACTION if cfg.budget_kind == BUDGET_AUTO
+                             else cfg.budget)
         self.now = 0.0
         self.strategy = strategy
         self.lc.fail(self.failed, -cfg.downtime_s)
@@ -191,7 +195,8 @@ class Sim:
             "racks": len(cl.topo.racks), "pgs": len(cl.members), "fail": cfg.fail,
             "failed_osds": len(self.failed), "downtime_s": cfg.downtime_s,
             "seed": cfg.seed, "tick_s": cfg.tick_s, "horizon_s": cfg.horizon_s,
-            "budget_frac": cfg.budget, "host_ram_bytes": int(cl.host_ram),
+            "budget_frac": cfg.budget, "budget_kind": cfg.budget_kind,
+            "host_ram_bytes": int(cl.host_ram),
             "budget_bytes": int(self.budget), "concurrency": cfg.concurrency,
             "start_order": cfg.start_order if cfg.strategy in ("controlled", "oracle") else None,
             "concurrency_note": getattr(self.strategy, "concurrency_note", None),

@@ -139,5 +139,5 @@ def test_resolve_unknown_budget_kind():
 
 def test_resolve_names_the_policies():
     pol = resolve(Intent(start_order="domain_round_robin", footprint="static"))
-    assert pol.names == ("domain_round_robin", "fraction", "static", "heap_then_restart")
+    assert pol.names == ("domain_round_robin", "auto", "static", "heap_then_restart")
     assert pol.start_order is REGISTRY["start_order"]["domain_round_robin"]

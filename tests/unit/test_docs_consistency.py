@@ -302,6 +302,5 @@ def test_the_tool_parser_catches_a_wrong_flag():
 
 
 def test_the_module_options_default_budget_is_the_cores():
-    from ceph_recovery.model import DEFAULT_BUDGET_FRACTION
-    assert module_options()["budget_default"] == (
-        "str", "%d%%" % round(DEFAULT_BUDGET_FRACTION * 100))
+    from ceph_recovery.model import BUDGET_AUTO, Budget
+    assert module_options()["budget_default"] == ("str", BUDGET_AUTO) == ("str", Budget().kind)

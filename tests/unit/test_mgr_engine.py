@@ -254,14 +254,14 @@ def test_the_osds_own_settings_reach_the_snapshot(world):
 
 
 def test_without_budget_a_run_gets_the_cores_default_the_brakes_line(world):
-    """start-controlled without --budget: the engine's budget_default is the core's
-    DEFAULT_BUDGET_FRACTION, which is the brake's line: admission may use what lies below the
-    line where the brake acts (the module option's default: test_docs_consistency)."""
+    """start-controlled without --budget: the engine's budget_default is auto, which starts
+    at the core's DEFAULT_BUDGET_FRACTION, the brake's line: admission may use what lies below
+    the line where the brake acts (the module option's default: test_docs_consistency)."""
     from ceph_recovery.brake import BRAKE_AT
     from ceph_recovery.model import DEFAULT_BUDGET_FRACTION, KERNEL_HEADROOM, Budget
     eng, _ceph = make_engine(world["map"])
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
     intent = eng.start(None, [], 1, 1000.0)
-    assert intent.budget == Budget("fraction", DEFAULT_BUDGET_FRACTION) == Budget()
-    assert eng.options["budget_default"] == "%d%%" % round(DEFAULT_BUDGET_FRACTION * 100)
+    assert intent.budget == Budget("auto", DEFAULT_BUDGET_FRACTION) == Budget()
+    assert eng.options["budget_default"] == "auto"
     assert BRAKE_AT == DEFAULT_BUDGET_FRACTION == 1.0 - KERNEL_HEADROOM == 0.9

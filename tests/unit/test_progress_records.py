@@ -44,10 +44,11 @@ def test_old_state_document_loads_into_records():
     assert p.observations == (Observation(1, 40, 60.0, 1000, 300 * MiB, 12, 80 * MiB),)
     assert (p.started_at, p.service_at, p.finished_at) == (1.0, 30.0, None)
     # and it is saved in the same format, with the maps added since (empty) beside
-    assert (p.inactive_pg_s, p.inactive_seen) == (0.0, None)
+    assert (p.inactive_pg_s, p.inactive_seen, p.budget_state) == (0.0, None, "")
     assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={},
                                                    shrink_at={}, shrink_rss={},
-                                                   inactive_pg_s=0.0, inactive_seen=None)
+                                                   inactive_pg_s=0.0, inactive_seen=None,
+                                                   budget_state="")
 
 
 @pytest.mark.parametrize("bad", ['"inactive_seen":[1.0]', '"inactive_seen":[1.0,"3"]',
@@ -56,6 +57,18 @@ def test_old_state_document_loads_into_records():
 def test_service_lost_fields_of_a_wrong_shape_are_refused(bad):
     with pytest.raises(ValueError, match="progress: inactive_"):
         progress_from_json(OLD_STATE[:-1] + "," + bad + "}")
+
+
+@pytest.mark.parametrize("bad", ['"budget_state":"up"', '"budget_state":1'])
+def test_an_auto_budget_state_of_a_wrong_shape_is_refused(bad):
+    with pytest.raises(ValueError, match="progress: budget_state must be"):
+        progress_from_json(OLD_STATE[:-1] + "," + bad + "}")
+
+
+def test_an_auto_budget_state_survives_a_save_and_load():
+    for state in ("", "raised", "held"):
+        assert progress_from_json(progress_to_json(Progress(budget_state=state))).budget_state \
+            == state
 
 
 def test_service_lost_survives_a_save_and_load():
