@@ -123,6 +123,8 @@ def test_hold_refuses_start_until_released_and_second_run_is_busy(healthy_lab):
     t0 = time.time()
     launch.ceph(state, "recovery", "start-controlled")
     wait_for(lambda: status(state)["phase"] == "running", 30, "the run to start")
+    budget = status(state)["budget"]     # no --budget: the module's default, auto, not raised
+    assert (budget["kind"], budget["value"], budget["now"]) == ("auto", 0.9, 0.9), budget
     settle(state)
     before = fingerprint(state)
     rc, err = refused(state, "recovery", "start-controlled", "--budget", "50%")
