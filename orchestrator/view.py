@@ -60,7 +60,7 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
         p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
                      peaks={}, downtime={}, failures={}, settling={}, grew_at={},
                      load_rss={}, missed={}, service_at=None, stalled_since=None,
-                     finished=frozenset(),
+                     budget_state="", finished=frozenset(),
                      held_osds=frozenset())
         return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
                         finished_at=None)

@@ -85,6 +85,17 @@ def test_a_raised_budget_survives_a_failover_without_its_evidence():
     assert (acts, state) == ([G5], "raised")
 
 
+def test_a_new_run_starts_from_the_base_whatever_the_last_one_ended_with():
+    """A run that ended held (or raised) leaves its state in the progress; the next run
+    (a new run_id after Done) starts again from 0.9: osd.5 does not fit 7373 MiB."""
+    from ceph_recovery.model import PHASE_DONE
+    ended = PAST.evolve(phase=PHASE_DONE, budget_state="held", settling={}, peaks={})
+    s = snap(*BACK, used={"h1": 7000 * MiB}, cluster_flags=RUNF)
+    res = plan(s, replace(AUTO, run_id="r2"), ended, POL, NOW)
+    assert res.progress.run_id == "r2" and res.progress.budget_state == ""
+    assert not any(sig(a).startswith("grant_start") for a in res.actions)
+
+
 @pytest.mark.parametrize("text", ["auto", " AUTO "])
 def test_the_module_parses_auto_as_the_default_budget(text):
     from recovery.inputs import budget_text, parse_budget
