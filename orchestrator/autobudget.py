@@ -44,8 +44,10 @@ def outgrown(t: Decision) -> List[str]:
     budget: that room holds one tick of growth past a prediction."""
     over: Dict[str, int] = {}
     for o in _ours(t):
-        over[o.host] = over.get(o.host, 0) + max(
-            0, max(t.peaks.get(o.id, 0), o.rss_bytes) - t.admitted_peak(o))
+        top = max(t.peaks.get(o.id, 0), o.rss_bytes)
+        if top <= t.load_bound(o.id):    # admitted_peak >= load_bound: nothing outgrown, and
+            continue                     # the footprint policy is not asked (plan()'s cost)
+        over[o.host] = over.get(o.host, 0) + max(0, top - t.admitted_peak(o))
     return ["%s (%s past their predictions)" % (h, fmt_bytes(n)) for h, n in sorted(over.items())
             if h in t.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
             * t.view.hostmem[h].cap]
