@@ -25,12 +25,12 @@ from typing import Dict, List
 
 from .admission import past_peak
 from .decision import Decision, fmt_bytes
-from .model import AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_RAISED
+from .model import AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED
 
 AUTO_EVIDENCE = 3      # OSDs past their peak within their predictions before the raise
 AUTO_OUTGROWTH_SHARE = 0.5   # of the room above a raised budget (5 % of RAM): OSDs of a host
                              # grown past their predictions by more hold the budget at its base
-RAISED, HELD = BUDGET_RAISED, "held"
+RAISED, HELD = BUDGET_RAISED, BUDGET_HELD
 
 
 def _ours(t: Decision) -> List:

@@ -177,6 +177,8 @@ DEFAULT_BUDGET_FRACTION = 1.0 - KERNEL_HEADROOM
 AUTO_RAISED_FRACTION = 0.95
 BUDGET_AUTO = "auto"
 BUDGET_RAISED = "raised"            # Progress.budget_state of a raised auto budget
+BUDGET_HELD = "held"                # ... and of one held at its base for the rest of the run
+BUDGET_STATES = ("", BUDGET_RAISED, BUDGET_HELD)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .model import PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
+from .model import BUDGET_STATES, PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
 
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
@@ -158,7 +158,7 @@ def progress_from_dict(d: Any) -> Progress:
 def _budget_state(d: Mapping[str, Any]) -> str:
     """An auto budget's state ("" in progress stored before it existed)."""
     v = d.get("budget_state", "")
-    if v not in ("", "raised", "held"):
+    if v not in BUDGET_STATES:
         raise ValueError("progress: budget_state must be '', 'raised' or 'held', got %r" % (v,))
     return v
 
