@@ -30,7 +30,6 @@ from .model import AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED
 AUTO_EVIDENCE = 3      # OSDs past their peak within their predictions before the raise
 AUTO_OUTGROWTH_SHARE = 0.5   # of the room above a raised budget (5 % of RAM): OSDs of a host
                              # grown past their predictions by more hold the budget at its base
-RAISED, HELD = BUDGET_RAISED, BUDGET_HELD
 
 
 def _ours(t: Decision) -> List:
@@ -61,23 +60,23 @@ def within(t: Decision) -> List[int]:
 
 def update(t: Decision) -> None:
     """Move t.budget_state by the rules above (once per tick, before any budget is used)."""
-    if t.i.budget.kind != BUDGET_AUTO or t.state is None or t.budget_state == HELD:
+    if t.i.budget.kind != BUDGET_AUTO or t.state is None or t.budget_state == BUDGET_HELD:
         return
     failed = sorted(x for x, n in t.failures.items() if n > 0)
     over = outgrown(t)
     if failed or over:
-        t.budget_state = HELD
-        t.budget_note = "held at %g%%: %s" % (t.i.budget.value * 100, (
+        t.budget_state = BUDGET_HELD
+        note = "held at %g%%: %s" % (t.i.budget.value * 100, (
             "OSDs on %s" % over[0]) if over else (
             "osd.%d failed a start" % failed[0]))
-    elif t.budget_state == RAISED:
+    elif t.budget_state == BUDGET_RAISED:
         return
     else:
         ok = within(t)
         if len(ok) < AUTO_EVIDENCE:
             return
-        t.budget_state = RAISED
-        t.budget_note = "raised to %g%%: osd.%s peaked within their predictions" % (
+        t.budget_state = BUDGET_RAISED
+        note = "raised to %g%%: osd.%s peaked within their predictions" % (
             AUTO_RAISED_FRACTION * 100, ", osd.".join(str(x) for x in ok[:AUTO_EVIDENCE]))
-    t.reasons.append("budget auto " + t.budget_note)
+    t.reasons.append("budget auto " + note)
     t.clear_budgets()

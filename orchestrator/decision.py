@@ -98,7 +98,7 @@ class Decision(Predictions):
         self.saved_config = dict(progress.saved_config)
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
-        self.budget_state, self.budget_note = progress.budget_state, ""
+        self.budget_state = progress.budget_state
         self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room

@@ -27,11 +27,12 @@ def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str,
             h["down"].append(o.id)
         if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
             h["in_flight"].append(o.id)
+    budget = core.budget_now(intent.budget, p)
     for name, h in table.items():
         hm = snap.host(name)
         h["used"] = hm.mem_used if hm else None
         h["mem_total"] = hm.mem_total if hm else None
-        h["budget"] = core.budget_bytes(core.budget_now(intent.budget, p), hm)
+        h["budget"] = core.budget_bytes(budget, hm)
         pl = planned.get(name) or {}
         h["next_osd"] = pl.get("next_osd")
         h["predicted_next_bytes"] = pl.get("predicted")
