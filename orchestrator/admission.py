@@ -26,9 +26,11 @@ prior and lower bounds only. A host's first start in flight is admitted on the r
 (Decision.concurrency: 1); a start beside others in flight (up to Decision.slots: intent.concurrency,
 or as many as memory admits with `auto`) only where the rule holds with every prediction in
 it x Decision.margin(): the candidate's, and those behind the reservations of the OSDs in
-flight and settling on that host (a settling OSD past its peak keeps its plain way back up),
-and only where every OSD still waiting on that host fits on its plain prediction (the host has
-room for all of them: starting them together then costs nothing; see _queue_fits).
+flight and settling on that host (a settling OSD past its peak keeps its plain way back up).
+Where every OSD still waiting on that host fits on its plain prediction (_queue_fits), starting
+them together costs nothing and they boot as they load; where they do not, a start beside
+others is staged (staging.py): at most STAGED_PER_HOST wait loaded in preboot, and they peer
+in turn.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from typing import Dict, List, Optional
 from .actions import GrantStart
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
+from .staging import PEERING_PER_HOST, STAGED_PER_HOST
 from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
 from .view import HELPER_STALE_S
 from .room import make_room, room
@@ -183,6 +186,10 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     if len(st["in_flight"]) >= t.concurrency():     # beside others: charged with the margin
         _try_beside(t, o, st, pred, need, need_margin)
         return
+    if st["in_flight"] and _staged_full(t, st):
+        st["blocked"] = True
+        t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, _staged_why(t, st)))
+        return
     probe = False
     if st["used"] + st["reserved"] + need > st["budget"]:
         probe = _probe_fits(t, o, st, pred)
@@ -195,9 +202,9 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
         "%.2f of the peak) does; it boots only if its peak, re-predicted from the load "
         "it shows in preboot, fits" % (fmt_bytes(pred), fmt_bytes(st["budget"]),
                                        fmt_bytes(st["used"]), PROBE_LOAD_FRACTION))
-        if probe else "used %s + reserved %s + predicted %s <= budget %s" % (
+        if probe else "used %s + reserved %s + predicted %s <= budget %s%s" % (
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
-            fmt_bytes(st["budget"])))
+            fmt_bytes(st["budget"]), "; " + _queue_note(t, st) if st["in_flight"] else ""))
 
 
 def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
@@ -210,18 +217,16 @@ def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
               "budget %s" % (o.id, fmt_bytes(need_margin), fmt_bytes(pred), st["margin"],
                              fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]),
                              fmt_bytes(st["budget"]))
-    elif not _queue_fits(t, st):
-        why = "its %d waiting OSD(s) do not all fit beside used %s + reserved %s, budget %s" % (
-            len(st["queue"]), fmt_bytes(st["used"]), fmt_bytes(st["reserved"]),
-            fmt_bytes(st["budget"]))
+    elif _staged_full(t, st):
+        why = _staged_why(t, st)
     if why is not None:
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, why))
         return
     _grant(t, o, st, pred, need, need_margin, "used %s + reserved %s + predicted %s, each x "
-           "margin %.2f, <= budget %s; the host's %d waiting OSD(s) fit" % (
+           "margin %.2f, <= budget %s; %s" % (
                fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]), fmt_bytes(need_margin),
-               st["margin"], fmt_bytes(st["budget"]), len(st["queue"])))
+               st["margin"], fmt_bytes(st["budget"]), _queue_note(t, st)))
 
 
 def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin: int,
@@ -233,6 +238,8 @@ def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin
         t.downtime[o.id] = max(0.0, t.now - o.down_since)
     if o.missed_entries is not None:
         t.missed[o.id] = o.missed_entries
+    if st["in_flight"] and not _queue_fits(t, st):
+        t.staged[o.id] = t.now
     st["reserved"] += need
     st["reserved_margin"] += need_margin
     st["slots"] -= 1
@@ -243,18 +250,41 @@ def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin
 
 
 def _queue_fits(t: Decision, st: dict) -> bool:
-    """A start beside others in flight (Decision.concurrency) also needs room for every OSD
-    still waiting on its host (st["queue"], this one included) on their plain predictions:
-    where they cannot all fit, the host's starts wait for each other anyway, and starting
-    them together only slows each one's recovery and has them all settling (not yet
-    restartable) at once (simulator, one rack down 1 h, bench seed 0, 1 start per host until
-    3 real peaks vs margin-admitted starts without this check: 60 OSDs 1,735 -> 2,290 s to all
-    PGs active, 1,200 OSDs 1,515 -> 1,655 s; with it: unchanged). Cached for the tick: a
-    grant moves its OSD's need from the queue into st["reserved"], the sum stays the same."""
+    """Room for every OSD still waiting on the host (st["queue"], this one included) on their
+    plain predictions, beside what is used and reserved: where they cannot all fit, a start
+    beside others is staged (staging.py) instead of peering beside them, which slows each
+    one's peering and has them all settling (not yet restartable) at once (simulator, one
+    rack down 1 h, bench seed 0, margin-admitted starts without this check: 60 OSDs 1,735 ->
+    2,290 s to all PGs active, 1,200 OSDs 1,515 -> 1,655 s). Cached for the tick: a grant
+    moves its OSD's need from the queue into st["reserved"], the sum stays the same."""
     if st.get("queue_fits") is None:
         need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"])
         st["queue_fits"] = st["used"] + st["reserved"] + need <= st["budget"]
     return st["queue_fits"]
+
+
+def _staged(t: Decision, st: dict) -> List[int]:
+    """The host's staged OSDs not yet let boot."""
+    return [x for x in st["in_flight"] if x in t.staged]
+
+
+def _staged_full(t: Decision, st: dict) -> bool:
+    """Where the host's queue does not fit, at most STAGED_PER_HOST staged OSDs wait there."""
+    return not _queue_fits(t, st) and len(_staged(t, st)) >= STAGED_PER_HOST
+
+
+def _staged_why(t: Decision, st: dict) -> str:
+    """Why no further start is staged on the host."""
+    return "osd.%s staged in preboot, its %d waiting OSD(s) do not all fit" % (
+        ",".join(map(str, _staged(t, st))), len(st["queue"]))
+
+
+def _queue_note(t: Decision, st: dict) -> str:
+    """The grant reason's word on the host's queue (staged or not)."""
+    if _queue_fits(t, st):
+        return "the host's %d waiting OSD(s) fit" % len(st["queue"])
+    return "staged: its %d waiting OSD(s) do not all fit, it boots when fewer than %d peer" % (
+        len(st["queue"]), PEERING_PER_HOST)
 
 
 def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:

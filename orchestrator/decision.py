@@ -75,6 +75,7 @@ class Decision(Predictions):
         self.osds = dict(progress.osds)           # osd -> OsdRun; the maps below view it
         self.granted = OsdColumn(self.osds, "granted")
         self.booting = OsdColumn(self.osds, "booting")
+        self.staged = OsdColumn(self.osds, "staged")
         self.finished: Set[int] = set(progress.finished)
         self.held_osds: Set[int] = set(progress.held_osds)
         self.held_buckets: Set[str] = set(progress.held_buckets)
@@ -237,6 +238,7 @@ class Decision(Predictions):
             "budget": {"kind": self.i.budget.kind, "state": progress.budget_state or None},
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
                        "granted": len(progress.granted), "booting": len(progress.booting),
+                       "staged": len(progress.staged),
                        "settling": len(progress.settling),
                        "finished": len(progress.finished), "osds": len(v.by_id),
                        "in_scope": len(v.in_scope)},

@@ -35,6 +35,7 @@ from .model import (DAEMON_PREBOOT, PROC_STOPPED, SETTLE_MARKERS, START_MARKERS,
                     clear_osd)
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
+from .staging import peer_wait
 from . import shrink
 
 BOOT_OBSERVE_S = 10.0
@@ -73,6 +74,7 @@ def track_in_flight(t: Decision) -> None:
             t.finished.add(osd_id)
             t.granted.pop(osd_id, None)
             t.booting.pop(osd_id, None)
+            t.staged.pop(osd_id, None)
             t.held_osds.discard(osd_id)
             t.settling[osd_id] = t.now
             if "noup" in o.flags:
@@ -82,7 +84,8 @@ def track_in_flight(t: Decision) -> None:
             _failed_start(t, o)
             continue
         since = booted if booted is not None else t.granted[osd_id]
-        if not o.up and t.now - since > t.i.boot_timeout_s:
+        # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
+        if not o.up and osd_id not in t.staged and t.now - since > t.i.boot_timeout_s:
             t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s)" % (
                 osd_id, o.host, "allowed to boot" if booted is not None else "granted",
                 t.now - since, o.process))
@@ -172,13 +175,14 @@ def boots(t: Decision) -> None:
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
-        if not again and not _boot_fits(t, o):
+        if not again and (peer_wait(t, o) or not _boot_fits(t, o)):
             continue
         peak = None if again or o.rss_bytes <= 0 else t.boot_peak(o)
         t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
             "noup still set, again" if again else "preboot", _load_note(o, ran, known),
             "" if peak is None else ", predicted peak %s" % fmt_bytes(peak))))
         t.booting.setdefault(osd_id, t.now)
+        t.staged.pop(osd_id, None)
         if not again and o.rss_bytes > 0:
             t.record_load(osd_id, o.rss_bytes)
 

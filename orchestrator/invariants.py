@@ -15,11 +15,12 @@ from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PH
                     PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot, budget_now)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
 from .decision import PROBE_LOAD_FRACTION
+from .staging import PEERING_PER_HOST, peering_on
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
                      policies=None, now: Optional[float] = None) -> List[str]:
-    """Violations of I1..I7 by `result` = plan(snapshot, intent, progress, policies, now)."""
+    """Violations of I1..I10 by `result` = plan(snapshot, intent, progress, policies, now)."""
     actions, newp, health, summary = result
     if snapshot.epoch < progress.epoch:
         errs = []
@@ -46,6 +47,25 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
     errs += _ends(actions, newp, new, health)
     errs += _marked_out(actions, intent, snapshot)
     errs += _settings(actions, progress, newp, health)
+    errs += _staged_boots(actions, base, newp, old)
+    return errs
+
+
+def _staged_boots(actions, progress, newp, old: View) -> List[str]:
+    """I10: a staged OSD's first AllowBoot only while fewer than PEERING_PER_HOST OSDs let
+    boot on its host are still peering: those let boot before this tick and not finished in
+    it, and those let boot earlier in this list."""
+    errs, booted = [], set(progress.booting) & set(newp.booting)
+    for a in actions:
+        if not isinstance(a, AllowBoot) or a.osd in booted:
+            continue
+        o = old.by_id.get(a.osd)
+        if a.osd in progress.staged and o is not None:
+            peering = peering_on(old.by_id, booted, progress.granted, o.host)
+            if len(peering) >= PEERING_PER_HOST:
+                errs.append("I10: staged osd.%d let boot while osd.%s peer on %s" % (
+                    a.osd, ",".join(map(str, peering)), o.host))
+        booted.add(a.osd)
     return errs
 
 

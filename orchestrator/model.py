@@ -260,6 +260,7 @@ class OsdRun:
     restart_rss: Optional[int] = None      # rss when this run last restarted it
     shrink_at: Optional[float] = None      # settled, PGs still recovering: since (shrink.py)
     shrink_rss: Optional[int] = None       # ... and its rss then, the shrink's reference
+    staged: Optional[float] = None         # granted beside others as staged (admission.py)
 
 
 NO_RUN = OsdRun()
@@ -271,10 +272,10 @@ OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarte
               "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
               "missed": "missed", "heap_rss": "heap_rss",
               "restart_rss": "restart_rss", "shrink_at": "shrink_at",
-              "shrink_rss": "shrink_rss"}
+              "shrink_rss": "shrink_rss", "staged": "staged"}
 # what a start measured: cleared when the start is forgotten and when the OSD settled
 START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
-START_MARKERS = ("granted", "booting") + START_MEASURES
+START_MARKERS = ("granted", "booting", "staged") + START_MEASURES
 SETTLE_MARKERS = ("settling", "grew_at") + START_MEASURES
 
 

@@ -17,7 +17,7 @@ from .model import BUDGET_STATES, PHASE_IDLE, Budget, Intent, Observation, Progr
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
-                   "grew_at", "shrink_at")
+                   "grew_at", "shrink_at", "staged")
 _OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
 
 
@@ -148,6 +148,7 @@ def progress_from_dict(d: Any) -> Progress:
         load_rss=_osd_map(d, "load_rss", int), missed=_osd_map(d, "missed", int),
         heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
         shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
+        staged=_osd_map(d, "staged"),
         saved_config=_saved_config(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),
         inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),

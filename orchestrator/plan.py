@@ -28,6 +28,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      while they recover, and the run keeps answering over-budget hosts until then.
   I9 every SetConfig is recorded write-ahead in progress.saved_config; when the run ends (Done,
      abort) every setting it changed is restored, or named by RECOVERY_SETTING_KEPT.
+  I10 a staged OSD (staging.py) is let boot only while fewer than PEERING_PER_HOST OSDs let
+     boot on its host are still peering.
   I8 MarkOut only with intent.leave_out, only for a down OSD, only in the tick that ends the
      run (an OSD is never removed; marking out is the operator's explicit choice).
 

@@ -21,12 +21,14 @@ def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str,
     if snap is None:
         return table
     for o in snap.osds:
-        h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": []})
+        h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": [], "staged": []})
         h["osds"].append(o.id)
         if not o.up:
             h["down"].append(o.id)
         if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
             h["in_flight"].append(o.id)
+            if o.id in p.staged:        # loaded, waits in preboot for its turn to peer
+                h["staged"].append(o.id)
     budget = core.budget_now(intent.budget, p)
     for name, h in table.items():
         hm = snap.host(name)
@@ -58,7 +60,7 @@ def status(eng: Any, now: float) -> Dict[str, Any]:
         "budget": dict(i.budget.__dict__, state=getattr(p, "budget_state", "") or None,
                        now=core.budget_now(i.budget, p).value), "scope": list(i.scope),
         "concurrency": i.concurrency, "leave_out": i.leave_out, "holds": sorted(i.holds),
-        "granted": sorted(p.granted), "booting": sorted(p.booting),
+        "granted": sorted(p.granted), "booting": sorted(p.booting), "staged": sorted(p.staged),
         "finished": sorted(p.finished),
         "restarted": {str(k): v for k, v in p.restarted.items()},
         "heap_support": {str(k): v for k, v in eng.run.heap_support.items()},

@@ -17,6 +17,14 @@ def _ids(xs: Any) -> str:
     return ",".join("osd.%s" % x for x in xs) if xs else "-"
 
 
+def _in_flight(h: Mapping[str, Any]) -> str:
+    """IN FLIGHT: the host's OSDs in flight, a staged one (waiting in preboot for its turn to
+    peer) marked so."""
+    staged = set(h.get("staged") or ())
+    xs = h.get("in_flight") or []
+    return ",".join("osd.%s%s" % (x, " (staged)" if x in staged else "") for x in xs) or "-"
+
+
 def _table(rows: List[List[str]]) -> List[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -98,7 +106,7 @@ def status_text(st: Mapping[str, Any]) -> str:
         for name in sorted(hosts):
             h = hosts[name]
             rows.append([name, _mib(h.get("used")), _mib(h.get("budget")), _ids(h.get("down")),
-                         _ids(h.get("in_flight")),
+                         _in_flight(h),
                          "osd.%s" % h["next_osd"] if h.get("next_osd") is not None else "-",
                          _mib(h.get("predicted_next_bytes")),
                          _waiting(h)])

@@ -98,3 +98,11 @@ def test_status_shows_service_restored_apart_from_all_up():
                                      "PG-seconds without client I/O since the run began; "
                                      "all up: no, 3 OSD(s) in scope still down")
     assert text.service_line({"run_id": "", "summary": {}}) is None
+
+
+def test_a_staged_osd_is_marked_in_the_in_flight_column():
+    st = running_status()
+    assert st["staged"] == [] and st["hosts"]["h3"]["staged"] == []
+    st["hosts"]["h3"].update(in_flight=[4, 5], staged=[5])
+    h3 = next(ln for ln in text.status_text(st).splitlines() if ln.startswith("h3 "))
+    assert "osd.4,osd.5 (staged)" in h3

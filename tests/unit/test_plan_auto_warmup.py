@@ -69,28 +69,3 @@ def test_concurrency_one_never_grants_beside_a_start_in_flight():
     res = plan(snap(STARTING2), replace(AUTO, concurrency=1), GRANTED, SMALL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert res.summary["hosts"]["h2"]["gate"] == "1 in flight"
-
-
-def fixed_65(o, observations, now):
-    return 65 * MiB
-
-
-def waiting(i):
-    return osd(i, host="h2", crush_path=("default", "r1", "h2"), up=False, process="stopped",
-               rss_bytes=0, flags=frozenset({"noup"}), pgs_inactive=0, pgs_degraded=16,
-               down_since=NOW - 60)
-
-
-def test_auto_keeps_one_start_where_the_hosts_queue_does_not_fit():
-    # osd.3, osd.6, osd.7 wait on h2. 65 x 1.7 x 2 = 221 MiB <= 237 MiB would admit osd.3 beside
-    # osd.2, but the four at their plain 65 MiB (260 MiB) do not fit: they wait for each other
-    four = GRANTED.evolve(held_osds=frozenset({2, 3, 6, 7}))
-    res = plan(snap(STARTING2, waiting(6), waiting(7)), AUTO, four,
-               replace(POL, footprint=fixed_65), NOW)
-    assert [sig(a) for a in res.actions] == ["wait"]
-    assert any("3 waiting OSD(s) do not all fit" in r for r in res.summary["reasons"])
-    # 50 MiB each: the queue fits (200 MiB) and osd.3 is granted beside osd.2 (170 MiB with
-    # the margin); a third start would need 255 MiB with it
-    res = plan(snap(STARTING2, waiting(6), waiting(7)), AUTO, four, SMALL, NOW)
-    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
-                                             % (50 * MiB)]

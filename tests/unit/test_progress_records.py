@@ -46,7 +46,7 @@ def test_old_state_document_loads_into_records():
     # and it is saved in the same format, with the maps added since (empty) beside
     assert (p.inactive_pg_s, p.inactive_seen, p.budget_state) == (0.0, None, "")
     assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={},
-                                                   shrink_at={}, shrink_rss={},
+                                                   shrink_at={}, shrink_rss={}, staged={},
                                                    inactive_pg_s=0.0, inactive_seen=None,
                                                    budget_state="")
 
