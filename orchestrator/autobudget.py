@@ -10,6 +10,8 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   admitted on (Decision.admitted_peak), and nothing holds it (below). Where predictions hold,
   what the room above the budget must hold is what an OSD grows past its prediction within
   one tick, and none did.
+  The same evidence ends the warm-up of concurrency auto (Decision.warmed_up: starts beside
+  others on their plain predictions), before any start settled.
 - "held": once this run's OSDs on one host together grew past the peaks their starts were
   admitted on by more than AUTO_OUTGROWTH_SHARE of the room above the raised budget
   (outgrown), or at the first failed start (a start that died, or that the brake stopped),

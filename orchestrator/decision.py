@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .actions import Action
 from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot,
-                    budget_now)
+                    BUDGET_RAISED, budget_now)
 from .policy_types import Policies
 from .predict import PEER_FLOOR_FACTOR, WARMUP_OBSERVATIONS, Predictions
 from .result import PlanResult
@@ -166,15 +166,14 @@ class Decision(Predictions):
 
     def concurrency(self) -> int:
         """Starts in flight per host charged their plain prediction (and restarts allowed
-        beside them): 1 until WARMUP_OBSERVATIONS real peaks are known on this cluster
-        (final_observations), then slots(). Starts beyond it, up to slots(), are charged
+        beside them): 1 until warmed_up(), then slots(). Starts beyond it, up to slots(), are charged
         margin() (admission.py). Lower bounds do not
         open it (load floors, peaks so far of OSDs still settling, even those already past a
         peak: the first to pass theirs missed the least history): every start admitted on a
         prediction that only lower bounds shaped adds its under-prediction to the host
         (simulator, one rack down 1 h: 1.14 x the budget at 1,200 OSDs when load floors
         opened it, 1.06 when past peaks did; 0.93 with real peaks, and faster)."""
-        if self.final_observations() < WARMUP_OBSERVATIONS:
+        if not self.warmed_up():
             return 1
         return self.slots()
 
@@ -184,16 +183,28 @@ class Decision(Predictions):
         return self.i.concurrency or AUTO_SLOTS
 
     def margin(self) -> float:
-        """The factor on predictions that charges a start beyond concurrency() (while fewer
-        than WARMUP_OBSERVATIONS real peaks are known, WARMUP_MARGIN): more starts per host
+        """The factor on predictions that charges a start beyond concurrency() (until
+        warmed_up(), WARMUP_MARGIN): more starts per host
         when memory admits them with that margin, instead of one until three starts settled
         (simulator, one rack down 1 h, 30 hosts, seed 1, all PGs active: 64 GiB 715 -> 230 s,
         48 GiB 1,090 -> 805 s, 44 GiB 1,215 -> 1,065 s, failed hosts' peak <= 0.93 x the
         budget; with a margin of 1.0 the 44 GiB cell peaked at 1.18 x the budget). 1.0 once
-        real peaks are known."""
-        if self.final_observations() < WARMUP_OBSERVATIONS:
+        warmed_up()."""
+        if not self.warmed_up():
             return WARMUP_MARGIN
         return 1.0
+
+    def warmed_up(self) -> bool:
+        """Predictions are shaped by real peaks: WARMUP_OBSERVATIONS settled starts are known,
+        or this run's auto budget was raised (autobudget.py: AUTO_EVIDENCE OSDs it let boot
+        are past their peaks, each within the peak its start was admitted on, and none
+        outgrew its prediction on a host or failed a start; a budget held later ends this
+        again). Settling takes minutes (inflight.SETTLE_QUIET_S); peaks within their
+        predictions show the same sooner (simulator, issue 9's sweep, seeds 1-3: summed time
+        to all PGs active 8,850 / 8,910 / 9,090 -> 8,370 / 8,465 / 8,530 s, PG-hours without
+        client I/O +12 %, 0 OOM kills)."""
+        return self.budget_state == BUDGET_RAISED or \
+            self.final_observations() >= WARMUP_OBSERVATIONS
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

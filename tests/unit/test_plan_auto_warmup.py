@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ceph_recovery.model import Observation, Progress
+from ceph_recovery.model import Budget, Observation, Progress
 from ceph_recovery.plan import plan
+from ceph_recovery.policies import REGISTRY
 
 from labh2cases import BUDGET, MiB, NOW, POL, osd, sig, snap
 
@@ -69,3 +70,19 @@ def test_concurrency_one_never_grants_beside_a_start_in_flight():
     res = plan(snap(STARTING2), replace(AUTO, concurrency=1), GRANTED, SMALL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert res.summary["hosts"]["h2"]["gate"] == "1 in flight"
+
+
+def test_auto_opens_once_the_runs_auto_budget_was_raised_and_closes_when_it_is_held():
+    """Raised (three OSDs this run let boot peaked within their predictions): the run's
+    predictions held on this cluster, osd.3 is granted beside osd.2 on its plain prediction
+    (60 used + 60 reserved + 107 = 227 MiB <= 0.95 x 263 MiB) before any start settled. Held
+    (a prediction failed since): the margin again, and osd.3 waits."""
+    auto, pol = replace(AUTO, budget=Budget()), replace(POL, budget=REGISTRY["budget"]["auto"])
+    res = plan(snap(PEERING2, used=60 * MiB), auto, BOOTED.evolve(budget_state="raised"), pol,
+               NOW)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % (107 * MiB)]
+    assert "margin" not in res.actions[0].reason
+    res = plan(snap(PEERING2, used=60 * MiB), auto, BOOTED.evolve(budget_state="held"), pol,
+               NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
