@@ -197,9 +197,12 @@ def restart_mgr(state: Dict[str, Any], ident: str = "x", timeout: float = 180,
 def mgr_pid(state: Dict[str, Any], ident: str = "x") -> Optional[int]:
     """pid of a running ceph-mgr.<ident> of THIS lab, like osd_pid: its spawn pid file (written
     by whoever started it last - a drill, the CLI - so a stale state dict does not matter),
-    else this state's record; alive with our conf in its argv."""
+    else the daemon's own pid file (conf.py's pid_file: a start that lost the pid file lock
+    to a running mgr leaves its dead pid in the spawn pid file), else this state's record;
+    alive with our conf in its argv."""
     marks = ("ceph-mgr", state["conf"])
     for pid in (procs.read_pid(_run_path(state, f"mgr.{ident}", "spawn.pid")),
+                procs.read_pid(_run_path(state, f"mgr.{ident}", "pid")),
                 state.get("pids", {}).get(f"mgr.{ident}")):
         if procs.alive(pid, marks):
             return pid
@@ -222,9 +225,9 @@ def keep_mgr(state: Dict[str, Any], watch: float, ident: str = "x",
     many times it was started again; RuntimeError if it kept dying."""
     for started in range(attempts + 1):
         deadline = time.monotonic() + watch
-        while mgr_pid(state, ident) is not None and time.monotonic() < deadline:
+        while not _mgr_gone(state, ident) and time.monotonic() < deadline:
             time.sleep(0.5)
-        if mgr_pid(state, ident) is not None:
+        if not _mgr_gone(state, ident):
             return started
         if started == attempts:
             break
@@ -234,6 +237,18 @@ def keep_mgr(state: Dict[str, Any], watch: float, ident: str = "x",
         start_mgr(state, ident)
         wait_mgr_available(state, 120, not_gid=dead_gid)
     raise RuntimeError(f"mgr.{ident} died {attempts + 1} times (see log/mgr.{ident}.stdio)")
+
+
+def _mgr_gone(state: Dict[str, Any], ident: str, polls: int = 3) -> bool:
+    """No ceph-mgr.<ident> of this lab on `polls` polls 0.5 s apart: an mgr respawning itself
+    (execv when its enabled modules change) can be missed by a single look, and starting a
+    second one then fails on the pid file lock while the first keeps running."""
+    for i in range(polls):
+        if mgr_pid(state, ident) is not None:
+            return False
+        if i + 1 < polls:
+            time.sleep(0.5)
+    return True
 
 
 def _mgr_keys(dump: Any) -> str:

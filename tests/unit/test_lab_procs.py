@@ -58,3 +58,30 @@ def test_alive_checks_the_command_line():
     finally:
         child.kill()
         child.wait()
+
+
+def test_an_mgr_that_kept_its_own_pid_file_is_found_after_a_start_that_lost_the_lock(tmp_path):
+    """A second ceph-mgr started while the first respawned exits on the pid file lock and
+    leaves its dead pid in the spawn pid file; the running one is found by the daemon's own
+    pid file, and the watch does not call it gone."""
+    from ceph_recovery_tools.lab import launch
+    conf = str(tmp_path / "ceph.conf")
+    (tmp_path / "run").mkdir()
+    mgr = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ceph-mgr",
+                            "-c", conf])
+    lost = subprocess.Popen(["true"])
+    lost.wait()
+    try:
+        (tmp_path / "run" / "mgr.x.spawn.pid").write_text("%d\n" % lost.pid)
+        state = {"dir": str(tmp_path), "conf": conf, "pids": {"mgr.x": lost.pid}}
+        assert launch.mgr_pid(state) is None
+        (tmp_path / "run" / "mgr.x.pid").write_text("%d\n" % mgr.pid)
+        assert launch.mgr_pid(state) == mgr.pid
+        assert not launch._mgr_gone(state, "x")
+        mgr.kill()
+        mgr.wait()
+        assert launch._mgr_gone(state, "x", polls=2)
+    finally:
+        if mgr.poll() is None:
+            mgr.kill()
+            mgr.wait()
