@@ -183,12 +183,12 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
-    if len(st["in_flight"]) >= t.concurrency():     # beside others: charged with the margin
-        _try_beside(t, o, st, pred, need, need_margin)
-        return
     if st["in_flight"] and _staged_full(t, st):
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, _staged_why(t, st)))
+        return
+    if len(st["in_flight"]) >= t.concurrency():     # beside others: charged with the margin
+        _try_beside(t, o, st, pred, need, need_margin)
         return
     probe = False
     if st["used"] + st["reserved"] + need > st["budget"]:
@@ -210,15 +210,13 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
 def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
                 need_margin: int) -> None:
     """A start beside others in flight on its host: admitted on every prediction x the
-    margin, and only where the host's whole queue fits (_queue_fits)."""
+    margin (the staging limit was checked before, _try_grant)."""
     why = None
     if st["used"] + st["reserved_margin"] + need_margin > st["budget"]:
         why = "osd.%d needs %s (predicted %s x margin %.2f), used %s + reserved %s x margin, " \
               "budget %s" % (o.id, fmt_bytes(need_margin), fmt_bytes(pred), st["margin"],
                              fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]),
                              fmt_bytes(st["budget"]))
-    elif _staged_full(t, st):
-        why = _staged_why(t, st)
     if why is not None:
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, why))
