@@ -40,13 +40,12 @@ from .actions import GrantStart
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .staging import PEERING_PER_HOST, STAGED_PER_HOST
-from .decision import PEER_FLOOR_FACTOR, PROBE_LOAD_FRACTION, Decision, fmt_bytes
+from .decision import Decision, fmt_bytes
+from .predict import PROBE_LOAD_FRACTION
 from .view import HELPER_STALE_S
 from .room import make_room, room
+from .reserve import host_margin, reserved
 from . import shrink
-
-SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
-
 
 def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     """Why no new start may be granted on this host now (None = it may)."""
@@ -60,52 +59,6 @@ def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     if len(in_flight) >= t.slots():
         return "%d in flight" % len(in_flight)
     return None
-
-
-def _reserved(t: Decision, host: str, in_flight: List[int], margin: float = 1.0) -> int:
-    """Predicted growth still to come on `host`: granted and settling OSDs, with their
-    predictions x `margin` (Decision.margin)."""
-    total = 0
-    for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
-        rss = t.view.by_id[osd_id].rss_bytes
-        # its live load voids a lower prediction before it boots too (Decision.load_bound counts
-        # only from the boot on): with several starts in flight, the next grant is gated by
-        # the load the ones before it show, which can exceed peaks learned on lighter starts
-        peak = max(t.predict(osd_id), t.peak_from_load(osd_id, rss))
-        if osd_id not in t.granted and osd_id in t.restart_rss:
-            # restarted: it grows back at most to the rss it was restarted at (no second
-            # peak; view.still_peering), not to the peak predicted for its first return
-            peak = min(peak, t.restart_rss[osd_id])
-        total += max(0, int(peak * margin) - rss)
-    for osd_id in t.settling:
-        o = t.view.by_id.get(osd_id)
-        if o is not None and o.host == host:
-            total += settling_reserve(t, o, margin)
-    return total
-
-
-def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
-    """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
-    far (still growing, as on the lab where RSS grows through recovery); once it has fallen
-    SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
-    A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
-    preboot load. Past its peak, a tcmalloc OSD whose osd_memory_target is known grows back
-    only up to target x PEER_FLOOR_FACTOR: its PG log and recovery memory shrink as its PGs
-    recover, and PriorityCache::Manager::tune_memory grows caches only below the target."""
-    peak = t.peaks.get(o.id, 0)
-    if past_peak(t, o):
-        back = peak
-        if o.heap_release is True and o.memory_target:
-            back = min(peak, int(o.memory_target * PEER_FLOOR_FACTOR))
-        return max(0, back - o.rss_bytes)
-    return max(0, int(t.predict(o.id) * margin) - o.rss_bytes)
-
-
-def past_peak(t: Decision, o: OsdState) -> bool:
-    """A settling OSD SETTLE_DROP below its peak so far, a peak at or above its load floor
-    (below it, that peak was its preboot load): its peak is behind it."""
-    peak = t.peaks.get(o.id, 0)
-    return peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)
 
 
 def grant_stage(t: Decision) -> None:
@@ -167,14 +120,15 @@ def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
         for f in t.view.findings_for(host):
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
                 "<->".join(f.hosts), f.kind, f.value, f.detail, host))
-    margin = t.margin() if t.slots() > t.concurrency() else 1.0
+    margin = host_margin(t)
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
             "in_flight": list(in_flight), "slots": t.slots() - len(in_flight),
-            "reserved": _reserved(t, host, in_flight) if hm is not None else 0,
+            "reserved": reserved(t, host, in_flight) if hm is not None else 0,
             "margin": margin,
-            "reserved_margin": _reserved(t, host, in_flight, margin) if hm is not None else 0}
+            "reserved_margin": reserved(t, host, in_flight, margin) if hm is not None else 0,
+            "reserved_peaks": reserved(t, host, in_flight, peaks=True) if hm is not None else 0}
 
 
 def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
@@ -186,6 +140,9 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     if st["in_flight"] and _staged_full(t, st):
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, _staged_why(t, st)))
+        return
+    if st["in_flight"] and not _queue_fits(t, st):
+        _try_staged(t, o, st, pred)
         return
     if len(st["in_flight"]) >= t.concurrency():     # beside others: charged with the margin
         _try_beside(t, o, st, pred, need, need_margin)
@@ -227,6 +184,28 @@ def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
                st["margin"], fmt_bytes(st["budget"]), _queue_note(t, st)))
 
 
+def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
+    """A start beside others on a host whose queue does not fit: staged (staging.py),
+    admitted on its load (Decision.expected_load; x the margin beside others while the run
+    warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
+    load = t.expected_load(o.id)
+    beside = len(st["in_flight"]) >= t.concurrency()
+    margin = st["margin"] if beside else 1.0
+    res = st["reserved_margin"] if beside else st["reserved"]
+    need, need_margin = max(0, load - o.rss_bytes), max(0, int(load * margin) - o.rss_bytes)
+    if st["used"] + res + need_margin > st["budget"]:
+        st["blocked"] = True
+        t.reasons.append("waiting for in-flight OSDs: %s: osd.%d's load needs %s (expected "
+                         "%s x margin %.2f), used %s + reserved %s, budget %s" % (
+                             o.host, o.id, fmt_bytes(need_margin), fmt_bytes(load), margin,
+                             fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(st["budget"])))
+        return
+    _grant(t, o, st, pred, need, need_margin, "used %s + reserved %s + its load %s, each x "
+           "margin %.2f, <= budget %s; %s" % (
+               fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(need_margin), margin,
+               fmt_bytes(st["budget"]), _queue_note(t, st)))
+
+
 def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin: int,
            reason: str) -> None:
     """Emit the grant of `o` and charge it to its host's reservations."""
@@ -240,6 +219,7 @@ def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin
         t.staged[o.id] = t.now
     st["reserved"] += need
     st["reserved_margin"] += need_margin
+    st["reserved_peaks"] += max(0, pred - o.rss_bytes)
     st["slots"] -= 1
     st["in_flight"].append(o.id)
     st["next_osd"], st["predicted"] = None, None
@@ -254,10 +234,12 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     one's peering and has them all settling (not yet restartable) at once (simulator, one
     rack down 1 h, bench seed 0, margin-admitted starts without this check: 60 OSDs 1,735 ->
     2,290 s to all PGs active, 1,200 OSDs 1,515 -> 1,655 s). Cached for the tick: a grant
-    moves its OSD's need from the queue into st["reserved"], the sum stays the same."""
+    moves its OSD's need from the queue into st["reserved_peaks"], the sum stays the same
+    (an OSD granted earlier in this tick is counted there, not in the queue)."""
     if st.get("queue_fits") is None:
-        need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"])
-        st["queue_fits"] = st["used"] + st["reserved"] + need <= st["budget"]
+        need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"]
+                   if x.id not in t.granted)
+        st["queue_fits"] = st["used"] + st["reserved_peaks"] + need <= st["budget"]
     return st["queue_fits"]
 
 
@@ -281,8 +263,8 @@ def _queue_note(t: Decision, st: dict) -> str:
     """The grant reason's word on the host's queue (staged or not)."""
     if _queue_fits(t, st):
         return "the host's %d waiting OSD(s) fit" % len(st["queue"])
-    return "staged: its %d waiting OSD(s) do not all fit, it boots when fewer than %d peer" % (
-        len(st["queue"]), PEERING_PER_HOST)
+    return "staged: its %d waiting OSD(s) do not all fit, it boots when fewer than %d peer " \
+        "and its growth to its peak fits" % (len(st["queue"]), PEERING_PER_HOST)
 
 
 def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:

@@ -6,7 +6,7 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   the room above it holds one tick of growth of an OSD that outgrows its prediction,
   model.KERNEL_HEADROOM).
 - "raised": AUTO_RAISED_FRACTION (0.95) once at least AUTO_EVIDENCE OSDs this run let boot
-  are past their peak (admission.past_peak), each at or below the peak its start was
+  are past their peak (reserve.past_peak), each at or below the peak its start was
   admitted on (Decision.admitted_peak), and nothing holds it (below). Where predictions hold,
   what the room above the budget must hold is what an OSD grows past its prediction within
   one tick, and none did.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from .admission import past_peak
+from .reserve import past_peak
 from .decision import Decision, fmt_bytes
 from .model import AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED
 

@@ -31,9 +31,6 @@ WARMUP_MARGIN = 1.7         # below WARMUP_OBSERVATIONS (predict.py) a start bes
                             # 6.6 / 3.9 = 1.69; docs/memory-model.md "Auto concurrency holds
                             # the budget"; lab: 2.7 x the load where 2 x was assumed, 1.35)
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
-PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
-                                # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
-                                # 1.18 of 6 GiB)
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
            "RECOVERY_DOMAIN_HELD": "%d CRUSH bucket(s) held (noup)",

@@ -35,7 +35,7 @@ from .model import (DAEMON_PREBOOT, PROC_STOPPED, SETTLE_MARKERS, START_MARKERS,
                     clear_osd)
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
-from .staging import peer_wait
+from .staging import staged_wait
 from . import shrink
 
 BOOT_OBSERVE_S = 10.0
@@ -175,7 +175,7 @@ def boots(t: Decision) -> None:
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
-        if not again and (peer_wait(t, o) or not _boot_fits(t, o)):
+        if not again and (staged_wait(t, o) or not _boot_fits(t, o)):
             continue
         peak = None if again or o.rss_bytes <= 0 else t.boot_peak(o)
         t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (

@@ -14,7 +14,7 @@ from .actions import (AllowBoot, Done, GrantStart, HeapRelease, HoldBucket, Hold
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
                     PROC_STOPPED, RUN_CLUSTER_FLAGS, Intent, Progress, Snapshot, budget_now)
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
-from .decision import PROBE_LOAD_FRACTION
+from .predict import PROBE_LOAD_FRACTION
 from .staging import PEERING_PER_HOST, peering_on
 
 

@@ -12,6 +12,9 @@ from .model import Observation, OsdState
 
 WARMUP_OBSERVATIONS = 3     # measured starts before a start beside another in flight on its
                             # host is charged its plain prediction
+PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of its predicted
+                                # peak (lab: 53-146 MiB loads of 200-400 MiB peaks; model:
+                                # 1.18 of 6 GiB)
 PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/design.md, Ceph facts)
 
 
@@ -61,11 +64,22 @@ class Predictions:
         missed = self.missed_of(osd_id)
         if missed is None or self.load_rss.get(osd_id, 0) > 0:
             return 0
-        recent = settled(self.observations)
-        own = [ob.load_bytes for ob in recent if ob.osd == osd_id]
-        load = own[-1] if own else max([ob.load_bytes for ob in recent] +
-                                        list(self.load_rss.values()), default=0)
+        own = [ob.load_bytes for ob in settled(self.observations) if ob.osd == osd_id]
+        load = own[-1] if own else self.largest_load()
         return peak_from_load(load, self.growth_samples(), missed) if load > 0 else 0
+
+    def largest_load(self) -> int:
+        """The largest preboot load this cluster showed: of the recent settled starts and of
+        the OSDs this run let boot (same release and configuration). 0 when none is known."""
+        return max([ob.load_bytes for ob in settled(self.observations)] +
+                   list(self.load_rss.values()), default=0)
+
+    def expected_load(self, osd_id: int) -> int:
+        """The rss a staged OSD holds in preboot, before its boot (reserve.py): the largest
+        load this cluster showed (largest_load), at least PROBE_LOAD_FRACTION of its predicted
+        peak (the share a probe start rests on), at most that peak."""
+        pred = self.predict(osd_id)
+        return min(pred, max(int(pred * PROBE_LOAD_FRACTION), self.largest_load()))
 
     def own_peak(self, osd_id: int) -> int:
         """The largest peak observed of `osd_id` (an earlier start of it that finished,

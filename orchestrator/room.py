@@ -20,6 +20,7 @@ from .decision import Decision, fmt_bytes
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
 from .inflight import boot_growth
+from .staging import boot_deficit
 
 
 def memory_stage(t: Decision) -> None:
@@ -134,14 +135,16 @@ def room_for_boots(t: Decision) -> None:
     """An OSD gate 2 keeps in preboot (inflight._boot_fits: its growth to its peak does not
     fit) waits for memory as a next start does: the over_budget policy makes room for it
     (make_room), one action per host per tick and none on a host whose memory stage already
-    acted. Otherwise it would hold its grant in preboot until recovery freed the memory."""
+    acted. Otherwise it would hold its grant in preboot until recovery freed the memory. A
+    staged OSD kept in preboot (staging.room_to_peak) needs its deficit under that rule."""
     acted = set(memory_hosts(t))
     for osd_id in sorted(t.kept_preboot):
         o = t.view.by_id.get(osd_id)
         hm = t.view.hostmem.get(o.host) if o is not None else None
         if hm is None or o.host in acted:
             continue
-        deficit = hm.mem_used + boot_growth(t, o)[1] - t.budget(o.host)
+        deficit = boot_deficit(t, o)[0] if osd_id in t.staged else \
+            hm.mem_used + boot_growth(t, o)[1] - t.budget(o.host)
         if deficit > 0 and make_room(t, o.host, "boot of osd.%d" % osd_id, deficit,
                                      room(t, o.host)) is not None:
             acted.add(o.host)

@@ -28,10 +28,11 @@ fits, else one at a time):
 """
 from __future__ import annotations
 
-from typing import Container, Iterable, List, Mapping
+from typing import Container, Iterable, List, Mapping, Optional, Tuple
 
-from .decision import Decision
+from .decision import Decision, fmt_bytes
 from .model import OsdState
+from .reserve import host_margin, reserved
 
 PEERING_PER_HOST = 2
 STAGED_PER_HOST = 1
@@ -51,10 +52,60 @@ def peering_on(by_id: Mapping[int, OsdState], booting: Iterable[int],
             by_id[x].host == host and still_peering(by_id[x])]
 
 
+def staged_wait(t: Decision, o) -> bool:
+    """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host, or until
+    its growth to its peak fits (room_to_peak)."""
+    return o.id in t.staged and (peer_wait(t, o) or not room_to_peak(t, o))
+
+
+def room_to_peak(t: Decision, o) -> bool:
+    """A staged OSD was admitted on its load (reserve.py): it boots only where the rest of
+    the peak a start is admitted on (Decision.predict) fits beside what is used and what
+    every other OSD in flight or settling on its host is still expected to grow, with the
+    margin its grant was charged (reserve.host_margin): the admission a plain start passes
+    at its grant, deferred to its boot. Gate 2 (inflight._boot_fits) then checks the peak
+    re-predicted from its load, as for any start. Where nothing else is in flight on its
+    host, it waits as a next start that does not fit does (admission._no_fit): kept in
+    preboot (room.room_for_boots makes room where restarts can; a run where nothing can
+    change ends as stalled), and RECOVERY_BUDGET_TOO_SMALL unless OSDs still settle there."""
+    others = _others(t, o)
+    deficit, line = boot_deficit(t, o, others)
+    if deficit <= 0:
+        return True
+    if not others:
+        t.kept_preboot.add(o.id)
+        if not any(t.view.host_of(x) == o.host for x in t.settling):
+            t.health("RECOVERY_BUDGET_TOO_SMALL", line)
+    t.reasons.append(line)
+    return False
+
+
+def _others(t: Decision, o) -> List[int]:
+    """The other OSDs in flight on `o`'s host: granted, restarting, restarted in this tick."""
+    others = [x for x in t.view.in_flight(t.granted).get(o.host, []) if x != o.id]
+    return others + [x for x in sorted(t.new_restarts) if t.view.host_of(x) == o.host]
+
+
+def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
+    """(bytes by which the boot of staged `o` misses its host's budget, <= 0 where it fits;
+    the line that says so) under room_to_peak's rule."""
+    hm = t.view.hostmem.get(o.host)
+    if hm is None:          # no report: gate 2 (inflight._boot_fits) decides
+        return 0, ""
+    margin = host_margin(t)
+    peak = t.predict(o.id)
+    growth = max(0, int(peak * margin) - o.rss_bytes)
+    res = reserved(t, o.host, _others(t, o) if others is None else others, margin)
+    budget = t.budget(o.host)
+    return hm.mem_used + res + growth - budget, (
+        "%s: staged osd.%d waits in preboot for room to peak: needs %s (peak %s x margin "
+        "%.2f), used %s + reserved %s, budget %s" % (
+            o.host, o.id, fmt_bytes(growth), fmt_bytes(peak), margin, fmt_bytes(hm.mem_used),
+            fmt_bytes(res), fmt_bytes(budget)))
+
+
 def peer_wait(t: Decision, o) -> bool:
     """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host."""
-    if o.id not in t.staged:
-        return False
     peering = peering_on(t.view.by_id, t.booting, t.granted, o.host)
     if len(peering) < PEERING_PER_HOST:
         return False

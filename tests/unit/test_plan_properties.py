@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ceph_recovery.model import Budget, Intent, Progress
-from ceph_recovery.decision import PROBE_LOAD_FRACTION
+from ceph_recovery.predict import PROBE_LOAD_FRACTION
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policies.footprint import prior

@@ -96,18 +96,26 @@ def test_past_its_peak_a_tcmalloc_osd_reserves_only_its_cache_refill_to_its_targ
 def test_restarting_osd_reserves_its_regrowth():
     """osd.4 was restarted 10 s ago to make room (it is in flight again: it reloads its PGs
     and peers) and sits at 100 MiB of a 500 MiB prediction: 400 MiB stay reserved on h1, so
-    with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted only when
-    used + 400 + 500 MiB <= budget (6553 MiB)."""
+    with a second slot free (concurrency 2, warmed up) osd.5 (500 MiB) is granted to boot as
+    it loads only when used + 400 + 500 MiB <= budget (6553 MiB); below that, staged (it loads,
+    at most a third of its peak, and boots once its growth fits) when used + 400 + 167 MiB
+    fits; not at all beyond."""
     two = Intent(mode="controlled", run_id="r1", concurrency=2, budget=B80)
     back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
     p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
                        restarted={4: NOW - 10}, observations=OBS3)
-    tight = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5800 * MiB},
+    def grants(used_mib):
+        s = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": used_mib * MiB},
                  cluster_flags=RUNF)
-    assert [sig(a) for a in plan(tight, two, p, POL, NOW).actions] == ["wait"]
-    roomy = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": 5600 * MiB},
-                 cluster_flags=RUNF)
-    assert [sig(a) for a in plan(roomy, two, p, POL, NOW).actions] == [G % 5]
+        return plan(s, two, p, POL, NOW)
+    assert [sig(a) for a in grants(6000).actions] == ["wait"]
+    staged = grants(5800)
+    assert [sig(a) for a in staged.actions] == [G % 5]
+    assert "staged: its 1 waiting OSD(s) do not all fit" in staged.actions[0].reason
+    assert dict(staged.progress.staged) == {5: NOW}
+    roomy = grants(5600)
+    assert [sig(a) for a in roomy.actions] == [G % 5]
+    assert dict(roomy.progress.staged) == {}
 
 
 def test_settled_peak_replaces_the_observation_made_at_finish():

@@ -1,0 +1,84 @@
+"""What a host's OSDs in flight and settling are still expected to grow (admission.py's
+`reserved`), and when a settling OSD's peak is behind it.
+
+Rules:
+- an OSD in flight (granted and not finished, or restarting) reserves max(0, predicted - rss):
+  the growth it is still expected to make (its rss is already in the host's `used`); its live
+  load voids a lower prediction (Decision.peak_from_load); a restarted OSD grows back at most
+  to the rss it was restarted at (no second peak; view.still_peering);
+- a staged OSD (staging.py) not yet let boot reserves only its load (Decision.expected_load):
+  in preboot a process holds what it loaded, and it grows to its peak only after its boot,
+  which staging.room_to_peak lets happen only where that growth fits beside every other
+  reservation on its host. `peaks=True` charges it its whole prediction instead (the host's
+  queue check, admission._queue_fits: what every waiting OSD will need in the end);
+- a settling OSD reserves the same while it is at its peak so far, or only its way back up
+  once it has fallen SETTLE_DROP below that peak (settling_reserve).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .decision import Decision
+from .model import OsdState
+from .predict import PEER_FLOOR_FACTOR
+
+SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
+
+
+def host_margin(t: Decision) -> float:
+    """The margin on the predictions a start beside others is admitted on: Decision.margin()
+    where more starts are allowed than those charged their plain prediction, else 1.0."""
+    return t.margin() if t.slots() > t.concurrency() else 1.0
+
+
+def reserved(t: Decision, host: str, in_flight: Iterable[int], margin: float = 1.0,
+             peaks: bool = False) -> int:
+    """Predicted growth still to come on `host`: the OSDs of `in_flight` and the host's
+    settling OSDs, with their predictions x `margin` (Decision.margin)."""
+    total = 0
+    for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
+        total += in_flight_reserve(t, osd_id, margin, peaks)
+    for osd_id in t.settling:
+        o = t.view.by_id.get(osd_id)
+        if o is not None and o.host == host:
+            total += settling_reserve(t, o, margin)
+    return total
+
+
+def in_flight_reserve(t: Decision, osd_id: int, margin: float = 1.0,
+                      peaks: bool = False) -> int:
+    """Growth still expected from one OSD in flight (the module's rules)."""
+    rss = t.view.by_id[osd_id].rss_bytes
+    if osd_id in t.staged and not peaks:
+        return max(0, int(t.expected_load(osd_id) * margin) - rss)
+    # its live load voids a lower prediction before it boots too (Decision.load_bound counts
+    # only from the boot on): with several starts in flight, the next grant is gated by the
+    # load the ones before it show, which can exceed peaks learned on lighter starts
+    peak = max(t.predict(osd_id), t.peak_from_load(osd_id, rss))
+    if osd_id not in t.granted and osd_id in t.restart_rss:
+        peak = min(peak, t.restart_rss[osd_id])
+    return max(0, int(peak * margin) - rss)
+
+
+def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
+    """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
+    far (still growing, as on the lab where RSS grows through recovery); once it has fallen
+    SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
+    A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
+    preboot load. Past its peak, a tcmalloc OSD whose osd_memory_target is known grows back
+    only up to target x PEER_FLOOR_FACTOR: its PG log and recovery memory shrink as its PGs
+    recover, and PriorityCache::Manager::tune_memory grows caches only below the target."""
+    peak = t.peaks.get(o.id, 0)
+    if past_peak(t, o):
+        back = peak
+        if o.heap_release is True and o.memory_target:
+            back = min(peak, int(o.memory_target * PEER_FLOOR_FACTOR))
+        return max(0, back - o.rss_bytes)
+    return max(0, int(t.predict(o.id) * margin) - o.rss_bytes)
+
+
+def past_peak(t: Decision, o: OsdState) -> bool:
+    """A settling OSD SETTLE_DROP below its peak so far, a peak at or above its load floor
+    (below it, that peak was its preboot load): its peak is behind it."""
+    peak = t.peaks.get(o.id, 0)
+    return peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)
