@@ -51,10 +51,14 @@ def in_flight_reserve(t: Decision, osd_id: int, margin: float = 1.0,
     rss = t.view.by_id[osd_id].rss_bytes
     if osd_id in t.staged and not peaks:
         return max(0, int(t.expected_load(osd_id) * margin) - rss)
-    # its live load voids a lower prediction before it boots too (Decision.load_bound counts
-    # only from the boot on): with several starts in flight, the next grant is gated by the
-    # load the ones before it show, which can exceed peaks learned on lighter starts
-    peak = max(t.predict(osd_id), t.peak_from_load(osd_id, rss))
+    # before its boot its rss is its load so far, and that live load voids a lower prediction
+    # (Decision.load_bound counts only from the boot on): with several starts in flight, the
+    # next grant is gated by the load the ones before it show, which can exceed peaks learned
+    # on lighter starts. Once let boot, its rss is no load: it grows through peering and
+    # recovery, and predict() carries the bound of the load it booted with.
+    peak = t.predict(osd_id)
+    if osd_id not in t.load_rss:
+        peak = max(peak, t.peak_from_load(osd_id, rss))
     if osd_id not in t.granted and osd_id in t.restart_rss:
         peak = min(peak, t.restart_rss[osd_id])
     return max(0, int(peak * margin) - rss)

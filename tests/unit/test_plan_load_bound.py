@@ -161,3 +161,23 @@ def test_a_history_too_large_for_the_budget_keeps_the_osd_in_preboot():
     assert [sig(a) for a in first.actions] == ["wait"]
     assert [c.code for c in first.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
     assert "kept in preboot (noup)" in first.health[0].detail[0]
+
+
+def test_an_osd_let_boot_reserves_the_rest_of_its_prediction_not_twice_its_peering_rss():
+    """concurrency auto, warmed up (four observations), footprint 100 MiB: osd.2 booted on a
+    60 MiB load (prediction: its load bound, 2 x 60 MiB) and peers at 90 MiB: 120 - 90 = 30 MiB
+    stay reserved, so osd.3 (100 MiB) is granted beside it (90 + 30 + 100 <= 237). Its peering
+    rss is no load: read as one, 2 x 90 - 90 MiB would stay reserved and osd.3 would wait."""
+    light = tuple(Observation(osd=o, pgs=16, downtime_s=15.0, pg_log_entries=0,
+                              peak_bytes=95 * MiB) for o in (2, 3, 4, 5))
+    auto = replace(BUDGET, concurrency=0)
+    pol = replace(POL, footprint=lambda o, observations, now: 100 * MiB)
+    peering = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=90 * MiB,
+                  pgs_inactive=16, pgs_degraded=16, down_since=None)
+    booted = GRANTED2.evolve(observations=light, granted={2: NOW - 20}, booting={2: NOW - 10},
+                             load_rss={2: 60 * MiB}, peaks={2: 90 * MiB})
+    res = plan(snap(peering, used=90 * MiB), auto, booted, pol, NOW)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % (100 * MiB)]
+    assert res.actions[0].reason.startswith("used 90 MiB + reserved 30 MiB + predicted 100 MiB")
+    assert dict(res.progress.staged) == {}
