@@ -131,7 +131,9 @@ def _grants(actions, intent, progress, old: View, summary, policies, newp) -> Li
             continue
         if o.id in progress.granted:
             continue            # a re-grant: admitted (and reserved) when first granted
-        need[o.host] = need.get(o.host, 0) + max(0, a.predicted_bytes - o.rss_bytes)
+        # a staged start is admitted on its load (at least PROBE_LOAD_FRACTION of its peak)
+        share = PROBE_LOAD_FRACTION if a.osd in newp.staged else 1.0
+        need[o.host] = need.get(o.host, 0) + max(0, int(a.predicted_bytes * share) - o.rss_bytes)
         probes[o.host] = probes.get(o.host, 0) + 1
         if a.predicted_bytes <= 0:
             errs.append("I3: osd.%d granted with predicted_bytes %d" % (a.osd, a.predicted_bytes))

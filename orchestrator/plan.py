@@ -13,7 +13,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      (auto, 0: no slot count; memory admission alone bounds them).
   I3 a GrantStart is only for an in-scope, down candidate whose host has a fresh helper, no
      network finding, no operator hold over it, and
-     used + reserved + need <= budget(host) (see admission.py).
+     used + reserved + need <= budget(host) (see admission.py; a staged start's need is its
+     load, staging.py).
   I4 RestartOsd only for an OSD whose snapshot.ok_to_stop answer is True, not restarted within
      intent.restart_cooldown_s; at most one RestartOsd per tick (Ceph clears each OSD alone:
      two cleared OSDs of one PG at min_size would together make it inactive).

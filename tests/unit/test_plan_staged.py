@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ceph_recovery.actions import AllowBoot
+from ceph_recovery.actions import AllowBoot, GrantStart
 from ceph_recovery.model import BUDGET_RAISED, DAEMON_PREBOOT, Progress
 from ceph_recovery.persist import progress_from_dict, progress_to_dict
 from ceph_recovery.plan import check_invariants, plan
@@ -179,3 +179,17 @@ def test_a_staged_osd_alone_on_its_host_without_room_is_kept_in_preboot_and_room
     assert [sig(a) for a in res.actions] == ["allow_boot osd=6 predicted_bytes=%d" % (80 * MiB),
                                              "grant_start host=h2 osd=7 predicted_bytes=%d"
                                              % (65 * MiB)]
+
+
+def test_the_invariants_charge_a_staged_grant_its_load_and_a_plain_one_its_peak():
+    """I3 at 200 MiB used of 237: a grant of osd.3 predicted 65 MiB fits as a staged start
+    (its load, a third: 22 MiB), not as a plain one."""
+    s = snap(STARTING2, on_h2(6), on_h2(7), used=200 * MiB)
+    res = plan(s, AUTO, GRANTED, P65, NOW)
+    grant = GrantStart(osd=3, host="h2", predicted_bytes=65 * MiB, reason="test")
+    staged = res._replace(actions=(grant,), progress=res.progress.evolve(
+        granted={2: NOW - 5, 3: NOW}, staged={3: NOW}))
+    assert check_invariants(s, AUTO, GRANTED, staged, P65, NOW) == []
+    plain = staged._replace(progress=staged.progress.evolve(staged={}))
+    assert check_invariants(s, AUTO, GRANTED, plain, P65, NOW) == [
+        "I3: grants on h2 need %d + used %d > budget %d" % (65 * MiB, 200 * MiB, 237 * MiB)]
