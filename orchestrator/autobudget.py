@@ -17,6 +17,9 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   (outgrown), or at the first failed start (a start that died, or that the brake stopped),
   the budget goes back to (or stays at) Budget.value for the rest of the run: predictions
   that failed on this cluster by that much are reason enough to keep the full room.
+A fixed budget (`--budget 90%`, `--budget 24G`) follows the same rules without moving: its
+state becomes "validated" where an auto budget's is raised (Decision.warmed_up: concurrency
+auto's warm-up margin goes), and "held" where an auto one is held (the margin stays).
 Measured (simulator, issue 9's sweep, seeds 1-3; docs/memory-model.md "The budget rises
 where predictions hold"): failing lines 9 -> 5, the sum of the times to all PGs active -10 %,
 0 OOM kills, also without tcmalloc and with peering 4x faster.
@@ -27,7 +30,8 @@ from typing import Dict, List
 
 from .reserve import past_peak
 from .decision import Decision, fmt_bytes
-from .model import AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED
+from .model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED,
+                    BUDGET_VALIDATED)
 
 AUTO_EVIDENCE = 3      # OSDs past their peak within their predictions before the raise
 AUTO_OUTGROWTH_SHARE = 0.5   # of the room above a raised budget (5 % of RAM): OSDs of a host
@@ -62,23 +66,27 @@ def within(t: Decision) -> List[int]:
 
 def update(t: Decision) -> None:
     """Move t.budget_state by the rules above (once per tick, before any budget is used)."""
-    if t.i.budget.kind != BUDGET_AUTO or t.state is None or t.budget_state == BUDGET_HELD:
+    if t.state is None or t.budget_state == BUDGET_HELD:
         return
+    auto = t.i.budget.kind == BUDGET_AUTO
     failed = sorted(x for x, n in t.failures.items() if n > 0)
     over = outgrown(t)
     if failed or over:
         t.budget_state = BUDGET_HELD
-        note = "held at %g%%: %s" % (t.i.budget.value * 100, (
+        note = "%s: %s" % ("held at %g%%" % (t.i.budget.value * 100) if auto else
+                           "warm-up margin kept", (
             "OSDs on %s" % over[0]) if over else (
             "osd.%d failed a start" % failed[0]))
-    elif t.budget_state == BUDGET_RAISED:
+    elif t.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED):
         return
     else:
         ok = within(t)
         if len(ok) < AUTO_EVIDENCE:
             return
-        t.budget_state = BUDGET_RAISED
-        note = "raised to %g%%: osd.%s peaked within their predictions" % (
-            AUTO_RAISED_FRACTION * 100, ", osd.".join(str(x) for x in ok[:AUTO_EVIDENCE]))
-    t.reasons.append("budget auto " + note)
+        t.budget_state = BUDGET_RAISED if auto else BUDGET_VALIDATED
+        note = "%s: osd.%s peaked within their predictions" % (
+            "raised to %g%%" % (AUTO_RAISED_FRACTION * 100) if auto else
+            "predictions validated, warm-up margin off",
+            ", osd.".join(str(x) for x in ok[:AUTO_EVIDENCE]))
+    t.reasons.append("budget %s %s" % (t.i.budget.kind, note))
     t.clear_budgets()

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .actions import Action
 from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot,
-                    BUDGET_RAISED, budget_now)
+                    BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
 from .policy_types import Policies
 from .predict import PEER_FLOOR_FACTOR, WARMUP_OBSERVATIONS, Predictions
 from .result import PlanResult
@@ -193,14 +193,15 @@ class Decision(Predictions):
 
     def warmed_up(self) -> bool:
         """Predictions are shaped by real peaks: WARMUP_OBSERVATIONS settled starts are known,
-        or this run's auto budget was raised (autobudget.py: AUTO_EVIDENCE OSDs it let boot
+        or this run's auto budget was raised, or its fixed one validated (autobudget.py:
+        AUTO_EVIDENCE OSDs it let boot
         are past their peaks, each within the peak its start was admitted on, and none
         outgrew its prediction on a host or failed a start; a budget held later ends this
         again). Settling takes minutes (inflight.SETTLE_QUIET_S); peaks within their
         predictions show the same sooner (simulator, issue 9's sweep, seeds 1-3: summed time
         to all PGs active 8,850 / 8,910 / 9,090 -> 8,370 / 8,465 / 8,530 s, PG-hours without
         client I/O +12 %, 0 OOM kills)."""
-        return self.budget_state == BUDGET_RAISED or \
+        return self.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED) or \
             self.final_observations() >= WARMUP_OBSERVATIONS
 
     def progress(self) -> Progress:

@@ -157,10 +157,11 @@ def progress_from_dict(d: Any) -> Progress:
 
 
 def _budget_state(d: Mapping[str, Any]) -> str:
-    """An auto budget's state ("" in progress stored before it existed)."""
+    """The budget's state ("" in progress stored before it existed)."""
     v = d.get("budget_state", "")
     if v not in BUDGET_STATES:
-        raise ValueError("progress: budget_state must be '', 'raised' or 'held', got %r" % (v,))
+        raise ValueError("progress: budget_state must be one of %s, got %r" % (
+            ", ".join(repr(x) for x in BUDGET_STATES), v))
     return v
 
 

@@ -86,3 +86,16 @@ def test_auto_opens_once_the_runs_auto_budget_was_raised_and_closes_when_it_is_h
     res = plan(snap(PEERING2, used=60 * MiB), auto, BOOTED.evolve(budget_state="held"), pol,
                NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
+
+
+def test_a_fixed_budget_once_validated_opens_too_without_moving():
+    """`--budget 237M`: "validated" (the evidence that raises an auto budget) ends the warm-up
+    as a raise does, and osd.3 is granted beside osd.2 on its plain prediction within the same
+    237 MiB; before it, the margin keeps osd.3 waiting."""
+    res = plan(snap(PEERING2, used=60 * MiB), AUTO, BOOTED.evolve(budget_state="validated"),
+               POL, NOW)
+    assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
+                                             % (107 * MiB)]
+    assert res.summary["hosts"]["h2"]["budget"] == 237 * MiB
+    res = plan(snap(PEERING2, used=60 * MiB), AUTO, BOOTED, POL, NOW)
+    assert [sig(a) for a in res.actions] == ["wait"]
