@@ -31,12 +31,16 @@ def _table(rows: List[List[str]]) -> List[str]:
 
 
 def _budget(b: Mapping[str, Any]) -> str:
+    """The run's budget and its state: an auto budget's raise, a fixed one's "validated" or
+    "held" (the evidence that ends concurrency auto's warm-up; the value stays)."""
     if b.get("kind") == "auto":
         state = b.get("state") or "not raised"
         return "auto at %g%% (%s)" % (100.0 * float(b.get("now", b.get("value", 0))), state)
     if b.get("kind") == "fraction":
-        return "%g%%" % (100.0 * float(b.get("value", 0)))
-    return _mib(b.get("value"))
+        value = "%g%%" % (100.0 * float(b.get("value", 0)))
+    else:
+        value = _mib(b.get("value"))
+    return value + (" (%s)" % b["state"] if b.get("state") else "")
 
 
 def _journal_line(j: Mapping[str, Any]) -> str:

@@ -106,3 +106,11 @@ def test_a_staged_osd_is_marked_in_the_in_flight_column():
     st["hosts"]["h3"].update(in_flight=[4, 5], staged=[5])
     h3 = next(ln for ln in text.status_text(st).splitlines() if ln.startswith("h3 "))
     assert "osd.4,osd.5 (staged)" in h3
+
+
+def test_the_budget_line_shows_a_fixed_budgets_state():
+    assert text._budget({"kind": "fraction", "value": 0.9, "state": "validated"}) == \
+        "90% (validated)"
+    assert text._budget({"kind": "fraction", "value": 0.9, "state": None}) == "90%"
+    assert text._budget({"kind": "auto", "value": 0.9, "now": 0.95, "state": "raised"}) == \
+        "auto at 95% (raised)"
