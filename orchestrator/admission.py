@@ -44,8 +44,9 @@ from .decision import Decision, fmt_bytes
 from .predict import PROBE_LOAD_FRACTION
 from .view import HELPER_STALE_S
 from .room import make_room, room
-from .reserve import host_margin, reserved
+from .reserve import flight as flight_now, host_margin, reserved, staged_rest
 from . import shrink
+
 
 def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     """Why no new start may be granted on this host now (None = it may)."""
@@ -64,9 +65,7 @@ def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
 def grant_stage(t: Decision) -> None:
     """Grant starts in start_order, per host while slots and budget admit (strict order)."""
     v = t.view
-    flight = v.in_flight(t.granted)
-    for x in t.new_restarts:
-        flight.setdefault(v.host_of(x), []).append(x)
+    flight = flight_now(t)
     eligible = [o for o in v.candidates if o.id not in t.granted]
     queues: Dict[str, List[OsdState]] = {}
     for o in eligible:
@@ -121,14 +120,15 @@ def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
                 "<->".join(f.hosts), f.kind, f.value, f.detail, host))
     margin = host_margin(t)
+    plain = reserved(t, host, in_flight) if hm is not None else 0
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
             "in_flight": list(in_flight), "slots": t.slots() - len(in_flight),
-            "reserved": reserved(t, host, in_flight) if hm is not None else 0,
+            "reserved": plain,
             "margin": margin,
             "reserved_margin": reserved(t, host, in_flight, margin) if hm is not None else 0,
-            "reserved_peaks": reserved(t, host, in_flight, peaks=True) if hm is not None else 0}
+            "reserved_peaks": plain + staged_rest(t, in_flight) if hm is not None else 0}
 
 
 def _try_grant(t: Decision, o: OsdState, st: dict) -> None:

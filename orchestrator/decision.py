@@ -194,10 +194,9 @@ class Decision(Predictions):
     def warmed_up(self) -> bool:
         """Predictions are shaped by real peaks: WARMUP_OBSERVATIONS settled starts are known,
         or this run's auto budget was raised, or its fixed one validated (autobudget.py:
-        AUTO_EVIDENCE OSDs it let boot
-        are past their peaks, each within the peak its start was admitted on, and none
-        outgrew its prediction on a host or failed a start; a budget held later ends this
-        again). Settling takes minutes (inflight.SETTLE_QUIET_S); peaks within their
+        AUTO_EVIDENCE OSDs it let boot are past their peaks, each within the peak its start
+        was admitted on, and none outgrew its prediction on a host or failed a start; a
+        budget held later ends this again). Settling takes minutes (inflight.SETTLE_QUIET_S); peaks within their
         predictions show the same sooner (simulator, issue 9's sweep, seeds 1-3: summed time
         to all PGs active 8,850 / 8,910 / 9,090 -> 8,370 / 8,465 / 8,530 s, PG-hours without
         client I/O +12 %, 0 OOM kills)."""

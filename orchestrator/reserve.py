@@ -9,14 +9,14 @@ Rules:
 - a staged OSD (staging.py) not yet let boot reserves only its load (Decision.expected_load):
   in preboot a process holds what it loaded, and it grows to its peak only after its boot,
   which staging.room_to_peak lets happen only where that growth fits beside every other
-  reservation on its host. `peaks=True` charges it its whole prediction instead (the host's
-  queue check, admission._queue_fits: what every waiting OSD will need in the end);
+  reservation on its host; the rest of its prediction (staged_rest) counts where what every
+  OSD will need in the end does (the host's queue check, admission._queue_fits);
 - a settling OSD reserves the same while it is at its peak so far, or only its way back up
   once it has fallen SETTLE_DROP below that peak (settling_reserve).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Dict, Iterable, List
 
 from .decision import Decision
 from .model import OsdState
@@ -31,18 +31,33 @@ def host_margin(t: Decision) -> float:
     return t.margin() if t.slots() > t.concurrency() else 1.0
 
 
-def reserved(t: Decision, host: str, in_flight: Iterable[int], margin: float = 1.0,
-             peaks: bool = False) -> int:
+def flight(t: Decision) -> Dict[str, List[int]]:
+    """host -> the OSDs in flight there now: granted and not finished, restarting, and
+    restarted in this tick (Decision.new_restarts)."""
+    out = t.view.in_flight(t.granted)
+    for x in sorted(t.new_restarts):
+        out.setdefault(t.view.host_of(x), []).append(x)
+    return out
+
+
+def reserved(t: Decision, host: str, in_flight: Iterable[int], margin: float = 1.0) -> int:
     """Predicted growth still to come on `host`: the OSDs of `in_flight` and the host's
     settling OSDs, with their predictions x `margin` (Decision.margin)."""
     total = 0
     for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
-        total += in_flight_reserve(t, osd_id, margin, peaks)
+        total += in_flight_reserve(t, osd_id, margin)
     for osd_id in t.settling:
         o = t.view.by_id.get(osd_id)
         if o is not None and o.host == host:
             total += settling_reserve(t, o, margin)
     return total
+
+
+def staged_rest(t: Decision, in_flight: Iterable[int]) -> int:
+    """The rest of their whole predictions that the staged OSDs of `in_flight` are not
+    charged before their boot (reserved() counts their load)."""
+    return sum(in_flight_reserve(t, x, peaks=True) - in_flight_reserve(t, x)
+               for x in in_flight if x in t.staged)
 
 
 def in_flight_reserve(t: Decision, osd_id: int, margin: float = 1.0,

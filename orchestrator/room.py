@@ -21,6 +21,7 @@ from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_pee
 from .brake import brake, memory_hosts, watch
 from .inflight import boot_growth
 from .staging import boot_deficit
+from .reserve import flight
 
 
 def memory_stage(t: Decision) -> None:
@@ -109,8 +110,7 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
                  % (osd, host, t.now - t.restarted[osd], t.i.restart_cooldown_s))
         return False
-    busy = len(t.view.in_flight(t.granted).get(host, ())) + sum(
-        1 for x in t.new_restarts if t.view.host_of(x) == host)
+    busy = len(flight(t).get(host, ()))
     if busy >= t.concurrency():
         t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
                          % (host, osd, busy))

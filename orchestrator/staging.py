@@ -32,7 +32,7 @@ from typing import Container, Iterable, List, Mapping, Optional, Tuple
 
 from .decision import Decision, fmt_bytes
 from .model import OsdState
-from .reserve import host_margin, reserved
+from .reserve import flight, host_margin, reserved
 
 PEERING_PER_HOST = 2
 STAGED_PER_HOST = 1
@@ -82,8 +82,7 @@ def room_to_peak(t: Decision, o) -> bool:
 
 def _others(t: Decision, o) -> List[int]:
     """The other OSDs in flight on `o`'s host: granted, restarting, restarted in this tick."""
-    others = [x for x in t.view.in_flight(t.granted).get(o.host, []) if x != o.id]
-    return others + [x for x in sorted(t.new_restarts) if t.view.host_of(x) == o.host]
+    return [x for x in flight(t).get(o.host, []) if x != o.id]
 
 
 def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
