@@ -19,6 +19,11 @@ from .cluster import (ACTIVE, BOOTING, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED,
                       PEERING, PREBOOT, RECOVERING, STOPPED, Cluster, Osd)
 
 
+# A phase that ends within EPS_S of a step's end ends in that step: the step was cut at its end,
+# and float rounding must not leave it holding a share of its host's rate for one more step.
+EPS_S = 1e-6
+
+
 class Lifecycle:
     """Moves OSDs through their phases; keeps the per-host peering/recovering sets."""
 
@@ -134,15 +139,49 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ time
     def advance(self, t0: float, t1: float) -> None:
-        """Advance every time-dependent OSD from t0 to t1 (rates shared per host)."""
-        p = self.p
-        peer_rate = {h: p.peer_entries_per_s / max(1, len(s)) for h, s in self.peering.items()
-                     if s}
-        rec_rate = {h: self.rec_share(h) for h, s in self.recovering.items() if s}
+        """Advance every time-dependent OSD from t0 to t1. A host's peering and recovery
+        rates are shared by the OSDs in that phase on it, so each host advances from event to
+        event (a load or boot ending, a peering or recovery finishing) and its shares are
+        recomputed at each: an OSD that boots or starts recovering within a tick gets its share
+        from that moment, not the whole host's rate for the rest of the tick. Hosts do not
+        share rates, so they advance one after another."""
+        by_host: Dict[str, list] = {}
         for oid in sorted(self.dyn):
             o = self.cl.osds[oid]
-            self._advance_one(o, t0, t1, peer_rate, rec_rate)
-            self._memory(o, t0, t1)
+            by_host.setdefault(o.host, []).append(o)
+        for host, osds in by_host.items():
+            t = t0
+            while t < t1:
+                peer_rate, rec_rate = self._rates(host)
+                t_next = self._next_event(osds, t, t1, peer_rate, rec_rate)
+                for o in osds:
+                    self._advance_one(o, t, t_next, peer_rate, rec_rate)
+                t = t_next
+            for o in osds:
+                self._memory(o, t0, t1)
+
+    def _rates(self, host: str):
+        """Entries/s each peering OSD on `host` merges, objects/s per recovery weight."""
+        n = len(self.peering[host])
+        peer = {host: self.p.peer_entries_per_s / n} if n else {}
+        rec = {host: self.rec_share(host)} if self.recovering[host] else {}
+        return peer, rec
+
+    def _next_event(self, osds, t: float, t1: float, peer_rate, rec_rate) -> float:
+        """The first moment in (t, t1] at which one of `osds` changes phase (at the rates
+        of now), else t1."""
+        ends = [t1]
+        for o in osds:
+            if o.phase in (LOADING, BOOTING):
+                ends.append(o.t_phase_end)
+            elif o.phase == PEERING and o.host in peer_rate:
+                ends.append(t + max(o.peer_base_left, o.peer_left / peer_rate[o.host]))
+            elif o.phase == RECOVERING and o.host in rec_rate:
+                rate = self.rec_rate(o, rec_rate[o.host])
+                if rate > 0:
+                    ends.append(t + o.obj_left / rate)
+        later = [e for e in ends if e > t + EPS_S]
+        return min(later) if later else t1
 
     def rec_share(self, host: str) -> float:
         """Objects/s per unit of recovery weight on `host`: the host's link is shared by its
@@ -177,9 +216,10 @@ class Lifecycle:
                 else:
                     self._boot(o, t)
             elif o.phase == PEERING:
-                rate = peer_rate.get(o.host, self.p.peer_entries_per_s)
+                rate = peer_rate.get(o.host) or \
+                    self.p.peer_entries_per_s / max(1, len(self.peering[o.host]))
                 need = max(o.peer_base_left, o.peer_left / rate)
-                if need > t1 - t:
+                if need > t1 - t + EPS_S:
                     o.peer_base_left = max(0.0, o.peer_base_left - (t1 - t))
                     o.peer_left = max(0.0, o.peer_left - rate * (t1 - t))
                     return
@@ -187,10 +227,10 @@ class Lifecycle:
                 o.peer_left = o.peer_base_left = 0.0
                 self._peered(o)
             elif o.phase == RECOVERING:
-                rate = self.rec_rate(o, rec_rate.get(o.host, self.p.host_objects_per_s))
+                rate = self.rec_rate(o, rec_rate.get(o.host) or self.rec_share(o.host))
                 if rate <= 0:
                     return
-                if o.obj_left > rate * (t1 - t):
+                if o.obj_left / rate > t1 - t + EPS_S:
                     o.obj_left -= rate * (t1 - t)
                     return
                 t += o.obj_left / rate

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ceph_recovery_tools.sim.cluster import (ACTIVE, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED,
-                                             LOADING, PREBOOT, STOPPED, Cluster)
+                                             LOADING, PEERING, PREBOOT, STOPPED, Cluster)
 from ceph_recovery_tools.sim.engine import RunConfig, Sim
 from ceph_recovery_tools.sim.lifecycle import Lifecycle
 from ceph_recovery_tools.sim.params import GiB, Params
@@ -248,3 +248,28 @@ def test_inactive_pg_seconds_count_the_pgs_of_the_returning_host_while_they_peer
     touched = len({pg for o in sim.failed for pg in o.pgs})
     assert res["oom_kills"] == 0
     assert 0 < res["inactive_pg_s"] <= touched * (res["time_to_all_pgs_active_s"] + cfg.tick_s)
+
+
+def test_a_hosts_peering_rate_is_shared_from_the_moment_each_osd_boots(topo):
+    """Twelve OSDs that boot into an idle host share its peering rate from their boot on:
+    each finishes when processor sharing says it does (the smallest history first), within
+    the tick it is observed in, and the host never merges more than peer_entries_per_s."""
+    sim = _sim(topo, Naive)
+    p = sim.p
+    host = [o for o in sim.failed if o.host == "host1"]
+    for o in host:
+        sim.lc.start(o, 0.0)
+    done, t = {}, 0.0
+    while len(done) < len(host) and t < 3600:
+        sim.lc.advance(t, t + 5.0)
+        t += 5.0
+        done.update({o.id: t for o in host if o.id not in done and o.phase != PEERING
+                     and o.peer_total > 0})
+    booted = p.load_s + p.boot_s
+    entries = sorted((o.peer_total, o.id) for o in host)
+    assert entries[0][0] / p.peer_entries_per_s * len(host) > p.peer_base_s
+    for k, (e, oid) in enumerate(entries):
+        # sharing: the k smaller ones done, the n - k others merged e each by then
+        finish = booted + (sum(x for x, _ in entries[:k]) + (len(host) - k) * e) \
+            / p.peer_entries_per_s
+        assert finish <= done[oid] < finish + 5.0, oid
