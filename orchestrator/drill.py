@@ -137,8 +137,12 @@ def find(drills: Sequence[Drill], drill_id: Optional[str]) -> Drill:
         drill_id, ", ".join(d.id for d in drills)))
 
 
-def exit_started(d: Drill, run_id: str, now: float) -> Drill:
-    return replace(d, phase=EXITING, exit_run=run_id, exit_at=now)
+def exit_started(d: Drill, run_id: str, now: float,
+                 budgets: Optional[Mapping[str, int]] = None) -> Drill:
+    """The drill's exit began as run `run_id`; `budgets` (per host, from the shell's budget
+    rule at the exit's start) replace those computed when the drill started."""
+    d = replace(d, phase=EXITING, exit_run=run_id, exit_at=now)
+    return replace(d, budgets=dict(budgets)) if budgets else d
 
 
 # ------------------------------------------------------------------ the tick

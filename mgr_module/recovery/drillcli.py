@@ -109,7 +109,9 @@ def _start_exit(engine: Any, d: D.Drill, now: float) -> D.Drill:
         return replace(d, abort_requested="exit refused: %s" % getattr(e, "message", e))
     engine.run.windows = [M.exiting(x, intent.run_id) if x is w else x
                           for x in engine.run.windows]
-    return D.exit_started(d, intent.run_id, now)
+    # the budgets the exit starts under: a host's memory may have changed while it was down
+    # (a cgroup limit), and a fraction or auto budget follows it
+    return D.exit_started(d, intent.run_id, now, _host_budgets(engine, intent))
 
 
 def starting(engine: Any) -> frozenset:
@@ -127,7 +129,11 @@ def busy(engine: Any) -> list:
 def _budgets(engine: Any, budget: Optional[str], bucket: str, concurrency: Optional[str],
              now: float) -> Dict[str, int]:
     """Per-host budget bytes of the drill's exit (validates --budget/--concurrency)."""
-    intent = engine.prepare(budget, [bucket], concurrency, now)
+    return _host_budgets(engine, engine.prepare(budget, [bucket], concurrency, now))
+
+
+def _host_budgets(engine: Any, intent: Any) -> Dict[str, int]:
+    """Per-host budget bytes of `intent` on the hosts' memory as the last snapshot shows it."""
     out = {}
     for h in engine.snapshot.hosts:
         b = core.budget_bytes(intent.budget, h)

@@ -155,6 +155,19 @@ def test_exit_then_window_closed_then_clean_ends_done_with_times():
     assert D.summary_line(replace(st.drill, peaks={"h2": 300 << 20})).endswith("h2 300M/12.0G")
 
 
+def test_an_exit_reports_the_budgets_it_started_under_not_those_of_the_drills_start():
+    """A host limited while it was down (a cgroup limit) gets a lower fraction budget at the
+    exit: the report's per-host budget and peak-over-budget are against that one."""
+    d, ws = open_drill(t=5.0)
+    assert d.budgets == {"h2": 12 * GIB}
+    d = D.exit_started(d, "r1035", NOW + 35.0, {"h2": 3 * GIB})
+    st = tick(snap(), d, [M.exiting(ws[0], "r1035")], 40.0)
+    assert D.report(st.drill)["hosts"]["h2"] == {"peak_bytes": 4 * GIB,
+                                                 "budget_bytes": 3 * GIB,
+                                                 "peak_over_budget": True}
+    assert D.exit_started(d, "r1035", NOW + 35.0).budgets == {"h2": 3 * GIB}  # none: kept
+
+
 # ------------------------------------------------------------------ aborts
 def abort_list(st):
     return kinds(st.actions)
