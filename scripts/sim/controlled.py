@@ -181,6 +181,7 @@ class Controlled(Strategy):
         self.trace.write(json.dumps({
             "t": sim.now, "epoch": sim.cl.epoch, "actions": acts,
             "health": [c.code for c in res.health],
+            "health_detail": [d for c in res.health for d in c.detail],
             "budget": (res.summary.get("budget") or {}).get("state"),
             "used_gib": {h: round(sim.cl.host_used[h] / 2 ** 30, 2) for h in hosts},
             "down": sim.cl.n_down, "pgs_inactive": len(sim.cl.members) - sim.cl.n_active},
