@@ -163,13 +163,13 @@ class Decision(Predictions):
 
     def concurrency(self) -> int:
         """Starts in flight per host charged their plain prediction (and restarts allowed
-        beside them): 1 until warmed_up(), then slots(). Starts beyond it, up to slots(), are charged
-        margin() (admission.py). Lower bounds do not
-        open it (load floors, peaks so far of OSDs still settling, even those already past a
-        peak: the first to pass theirs missed the least history): every start admitted on a
-        prediction that only lower bounds shaped adds its under-prediction to the host
-        (simulator, one rack down 1 h: 1.14 x the budget at 1,200 OSDs when load floors
-        opened it, 1.06 when past peaks did; 0.93 with real peaks, and faster)."""
+        beside them): 1 until warmed_up(), then slots(). Starts beyond it, up to slots(), are
+        charged margin() (admission.py). Lower bounds do not open it (load floors, peaks so
+        far of OSDs still settling, even those already past a peak: the first to pass theirs
+        missed the least history): every start admitted on a prediction that only lower
+        bounds shaped adds its under-prediction to the host (simulator, one rack down 1 h:
+        1.14 x the budget at 1,200 OSDs when load floors opened it, 1.06 when past peaks did;
+        0.93 with real peaks, and faster)."""
         if not self.warmed_up():
             return 1
         return self.slots()
@@ -196,10 +196,10 @@ class Decision(Predictions):
         or this run's auto budget was raised, or its fixed one validated (autobudget.py:
         AUTO_EVIDENCE OSDs it let boot are past their peaks, each within the peak its start
         was admitted on, and none outgrew its prediction on a host or failed a start; a
-        budget held later ends this again). Settling takes minutes (inflight.SETTLE_QUIET_S); peaks within their
-        predictions show the same sooner (simulator, issue 9's sweep, seeds 1-3: summed time
-        to all PGs active 8,850 / 8,910 / 9,090 -> 8,370 / 8,465 / 8,530 s, PG-hours without
-        client I/O +12 %, 0 OOM kills)."""
+        budget held later ends this again). Settling takes minutes
+        (inflight.SETTLE_QUIET_S); peaks within their predictions show the same sooner
+        (measured in docs/memory-model.md, "Staged starts: a host's OSDs peer in turn (stop
+        24)")."""
         return self.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED) or \
             self.final_observations() >= WARMUP_OBSERVATIONS
 
