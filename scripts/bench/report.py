@@ -24,6 +24,11 @@ def _t(v) -> str:
     return "-" if v is None else "%.0f" % v
 
 
+def _t1(v) -> str:
+    """Times in acceptance details: exact to the event (a peering's end), so one decimal."""
+    return "-" if v is None else "%.1f" % v
+
+
 def _ended(r: dict) -> str:
     """plan()-driven runs: yes when plan() said Done (its phase is done or aborted)."""
     if r.get("plan_done") is None:
@@ -101,18 +106,18 @@ def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dic
         lim = nt if nv["oom_kills"] > 0 else 1.3 * nt
         out.append(_line("all active where naive is, <= %s" % (
             "naive" if nv["oom_kills"] > 0 else "1.3 x naive"),
-            ct is not None and ct <= lim, "%s vs %.0f" % (_t(ct), lim)))
+            ct is not None and ct <= lim, "%s vs %s" % (_t1(ct), _t1(lim))))
     else:
         out.append(_line("all active where naive is", None, "naive never all active"))
     if _ok(u) and u["peak_host_mem_bytes"] <= 0.9 * u["host_ram_bytes"]:
         ut = u["time_to_all_pgs_active_s"]
         out.append(_line("<= 1.3 x unlimited (its peak <= 0.9 RAM)",
                          ct is not None and ut is not None and ct <= 1.3 * ut,
-                         "%s vs 1.3 x %s" % (_t(ct), _t(ut))))
+                         "%s vs 1.3 x %s" % (_t1(ct), _t1(ut))))
     elif _ok(o) and o["time_to_all_pgs_active_s"] is not None:
         ot = o["time_to_all_pgs_active_s"]
         out.append(_line("<= 1.2 x oracle", ct is not None and ct <= 1.2 * ot,
-                         "%s vs 1.2 x %.0f" % (_t(ct), ot)))
+                         "%s vs 1.2 x %s" % (_t1(ct), _t1(ot))))
         out += _same_budget_oracle(ct, v.get("oracle-0.9"))
         if ctl_key == "controlled":
             out += _at_oracle_budget(v.get("ctl-0.95"), ot)
@@ -131,7 +136,7 @@ def _same_budget_oracle(ct: Optional[float], o8: Optional[dict]) -> List[dict]:
         return []
     ot = o8["time_to_all_pgs_active_s"]
     return [_line("<= 1.2 x oracle at the same budget (0.9)", ct is not None and ct <= 1.2 * ot,
-                  "%s vs 1.2 x %.0f" % (_t(ct), ot))]
+                  "%s vs 1.2 x %s" % (_t1(ct), _t1(ot)))]
 
 
 def _at_oracle_budget(c95: Optional[dict], ot: float) -> List[dict]:
@@ -142,7 +147,7 @@ def _at_oracle_budget(c95: Optional[dict], ot: float) -> List[dict]:
     ct = c95["time_to_all_pgs_active_s"]
     return [_line("at the oracle's budget (ctl --budget 0.95): 0 OOM, <= 1.2 x oracle",
                   c95["oom_kills"] == 0 and ct is not None and ct <= 1.2 * ot,
-                  "oom %d, %s vs 1.2 x %.0f" % (c95["oom_kills"], _t(ct), ot))]
+                  "oom %d, %s vs 1.2 x %s" % (c95["oom_kills"], _t1(ct), _t1(ot)))]
 
 
 def service_text(rows: List[dict], ctl_key: str = "controlled") -> str:

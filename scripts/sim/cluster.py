@@ -90,6 +90,8 @@ class Cluster:
         self.n_available = n          # PGs with >= min_size members up and peered
         self.inactive_pgs: Set[int] = set()   # PG indexes not active (kept incrementally)
         self.inactive_pg_s = 0.0      # PG-seconds without client I/O since the return (t >= 0)
+        self.last_inactive_t: Optional[float] = None   # the last moment (t >= 0) a PG was
+        # without client I/O, exact to the event: a peering's end or a re-peering's end
         self.hosts = topo.hosts
         self.host_osds: Dict[str, List[Osd]] = {h: [] for h in self.hosts}
         for o in self.osds:
@@ -213,11 +215,19 @@ class Cluster:
                 return False
         return True
 
-    def repeer_after_stop(self, o: Osd, seconds: float) -> None:
+    def repeer_after_stop(self, o: Osd, now: float, seconds: float) -> None:
         """`o` just went down: each of its PGs that stays active re-peers among the members
-        left, `seconds` without client I/O. Shorter than a tick, so it is counted in
-        inactive_pg_s only and never seen in a PG state a tick reads."""
-        self.inactive_pg_s += seconds * sum(1 for pg in o.pgs if pg not in self.inactive_pgs)
+        left, `seconds` without client I/O. Shorter than a tick, it is never seen in a PG
+        state a tick reads; it is counted in inactive_pg_s and ends at now + seconds."""
+        n = sum(1 for pg in o.pgs if pg not in self.inactive_pgs)
+        self.inactive_pg_s += seconds * n
+        if n:
+            self.inactive_until(now + seconds)
+
+    def inactive_until(self, t: float) -> None:
+        """Some PG was without client I/O until `t` (from the return on: t >= 0)."""
+        if t >= 0 and (self.last_inactive_t is None or t > self.last_inactive_t):
+            self.last_inactive_t = t
 
     def active_pgs_without(self, o: Osd) -> int:
         """Of o's PGs, how many stay active (take client writes) without o."""

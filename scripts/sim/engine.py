@@ -149,12 +149,21 @@ class Sim:
         n = len(cl.members)
         m.t_all_up = (m.t_all_up if m.t_all_up is not None else self.now) \
             if cl.n_down == 0 else None
-        m.t_all_active = (m.t_all_active if m.t_all_active is not None else self.now) \
-            if cl.n_active == n else None
+        m.t_all_active = self._all_active_since() if cl.n_active == n else None
         m.t_all_available = (m.t_all_available if m.t_all_available is not None else self.now) \
             if cl.n_available == n else None
         m.t_all_clean = (m.t_all_clean if m.t_all_clean is not None else self.now) \
             if cl.n_clean_total == n else None
+
+    def _all_active_since(self) -> float:
+        """With every PG active now: since when, exact to the event. A PG is without client
+        I/O while a member peers and while it re-peers after a member's stop, and both end at
+        a known moment (Cluster.last_inactive_t), also between two ticks: a kill's re-peering
+        (a few seconds) is part of the time to all PGs active whether or not a tick fell in
+        it. Without any since the return, the first tick that saw them all active."""
+        if self.cl.last_inactive_t is not None:
+            return self.cl.last_inactive_t
+        return self.m.t_all_active if self.m.t_all_active is not None else self.now
 
     def _inactive(self) -> int:
         return len(self.cl.members) - self.cl.n_active

@@ -76,7 +76,7 @@ class Lifecycle:
         self.recovering[o.host].discard(o.id)
         cl.set_class(o, C_DOWN)
         if was_up and now >= 0:
-            cl.repeer_after_stop(o, self.p.peer_base_s + (self.p.markdown_s if killed else 0.0))
+            cl.repeer_after_stop(o, now, self.p.peer_base_s + (self.p.markdown_s if killed else 0.0))
         if was_up:
             o.active_pgs_down = cl.active_pgs_without(o)
             o.down_since = now
@@ -119,8 +119,11 @@ class Lifecycle:
         self.peering[o.host].add(o.id)
         self.cl.set_class(o, C_PEERING)
 
-    def _peered(self, o: Osd) -> None:
+    def _peered(self, o: Osd, t: float) -> None:
+        """`o` ends peering at `t`: its PGs, inactive while a member peers, are active again
+        unless another member still peers (whose end comes later)."""
         self.peering[o.host].discard(o.id)
+        self.cl.inactive_until(t)
         o.hist_peak += o.reload          # reloaded history recovers and trims like the rest
         o.hist_keep = o.hist_peak * self.p.retain_frac
         o.reload = 0.0
@@ -225,7 +228,7 @@ class Lifecycle:
                     return
                 t += need
                 o.peer_left = o.peer_base_left = 0.0
-                self._peered(o)
+                self._peered(o, t)
             elif o.phase == RECOVERING:
                 rate = self.rec_rate(o, rec_rate.get(o.host) or self.rec_share(o.host))
                 if rate <= 0:

@@ -273,3 +273,38 @@ def test_a_hosts_peering_rate_is_shared_from_the_moment_each_osd_boots(topo):
         finish = booted + (sum(x for x, _ in entries[:k]) + (len(host) - k) * e) \
             / p.peer_entries_per_s
         assert finish <= done[oid] < finish + 5.0, oid
+
+
+def test_time_to_all_pgs_active_ends_with_the_last_peering_not_at_the_tick_that_saw_it(topo):
+    """All PGs are active from the moment the last returning member ends peering, exact to
+    the event, not from the first tick that read them all active."""
+    cfg = RunConfig(strategy="unlimited", fail="host:1", downtime_s=3600.0)
+    sim = Sim(topo, Params(), cfg, Unlimited(cfg))
+    ends = []
+    peered = sim.lc._peered
+
+    def record(o, t):
+        ends.append(t)
+        peered(o, t)
+    sim.lc._peered = record
+    res = sim.run()
+    assert len(ends) == len(sim.failed)
+    assert res["time_to_all_pgs_active_s"] == max(ends)
+    assert max(ends) % cfg.tick_s > 1e-3
+
+
+def test_a_kill_after_all_pgs_are_active_counts_until_its_re_peering_ends(topo):
+    """A kill's re-peering (markdown_s + peer_base_s) is shorter than a tick and no tick
+    reads it, yet its PGs are without client I/O until it ends: the time to all PGs active
+    moves to that end."""
+    p = Params()
+    cfg = RunConfig(strategy="unlimited", fail="host:1", downtime_s=3600.0)
+    sim = Sim(topo, p, cfg, Unlimited(cfg))
+    first = sim.run()["time_to_all_pgs_active_s"]
+    sim.now = (first // cfg.tick_s + 20) * cfg.tick_s
+    victim = sim.failed[0]
+    assert sim.cl.active_pgs_without(victim) == len(victim.pgs)
+    sim.lc.stop(victim, sim.now, killed=True)
+    sim._milestones()
+    assert sim.cl.n_active == len(sim.cl.members)      # no tick reads the re-peering
+    assert sim.m.t_all_active == pytest.approx(sim.now + p.markdown_s + p.peer_base_s)
