@@ -45,6 +45,11 @@ def _t(v) -> str:
     return "never" if v is None else "%.0f" % v
 
 
+def _t1(v) -> str:
+    """A simulated time in a check's detail (exact to the event): one decimal."""
+    return "never" if v is None else "%.1f" % v
+
+
 def sims_table(rows: List[dict]) -> Table:
     """74 columns wide (plan() decisions and peak bytes are in the JSON); in a narrower
     terminal the cells fold rather than end in an ellipsis."""
@@ -80,13 +85,15 @@ def acceptance(rows: List[dict], tick: dict) -> List[dict]:
         add("1200: controlled peak/budget <= 1.0", c["peak_host_mem_over_budget"] <= 1.0,
             "%.4f" % c["peak_host_mem_over_budget"])
         add("1200: controlled active <= 1.3 x unlimited",
-            ca is not None and ua is not None and ca <= 1.3 * ua, "%s vs 1.3 x %s" % (ca, ua))
+            ca is not None and ua is not None and ca <= 1.3 * ua,
+            "%s vs 1.3 x %s" % (_t1(ca), _t1(ua)))
         add("1200: controlled active <= serial / 3",
-            ca is not None and (sa is None or ca <= sa / 3.0), "%s vs %s / 3" % (ca, sa))
+            ca is not None and (sa is None or ca <= sa / 3.0),
+            "%s vs %s / 3" % (_t1(ca), _t1(sa)))
         na = nv["time_to_all_pgs_active_s"]
         add("1200: naive cascades (oom_kills > 0, slower or never)", nv["oom_kills"] > 0 and (
             na is None or not nv["converged"] or (ua is not None and na > ua)),
-            "oom %d, active %s, converged %s" % (nv["oom_kills"], na, nv["converged"]))
+            "oom %d, active %s, converged %s" % (nv["oom_kills"], _t1(na), nv["converged"]))
     for r in rows:
         if r["osds"] == 6000:
             add("6000 %s: wall <= 60 s" % r["strategy"], r["wall_s"] <= 60, "%.1f" % r["wall_s"])
@@ -170,6 +177,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                        "processor": platform.processor(), "cpus": os.cpu_count(),
                        "load_avg_1m": round(os.getloadavg()[0], 2)},
            "total_wall_s": round(time.perf_counter() - t0, 2)}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
     console.print("wrote %s (%.1f s)" % (args.out, doc["total_wall_s"]))

@@ -77,6 +77,11 @@ def fmt(value: Any, how: str = "") -> str:
     return "{:,}".format(int(value))
 
 
+def fmt_s(value: Any) -> str:
+    """A simulated time exact to the event, to the second (as the tick-read ones)."""
+    return fmt(value if value is None else round(value))
+
+
 def _field(doc: Any, path: str, where: str) -> Any:
     for key in path.split("."):
         if not isinstance(doc, dict) or key not in doc:
@@ -97,7 +102,10 @@ def value(data: Dict[str, Any], words: List[str]) -> str:
     how = words.pop() if len(words) > 2 and words[-1] in ("bytes", "x") else ""
     kind, args = words[0], words[1:]
     if kind == "run" and len(args) == 3:
-        return fmt(_field(_run(data, args[0], args[1]), args[2], "run %s" % args[:2]), how)
+        got = _field(_run(data, args[0], args[1]), args[2], "run %s" % args[:2])
+        if args[2].endswith("_s") and isinstance(got, float) and not how:
+            got = round(got, 1)     # simulated times are exact to the event: 0.1 s is plenty
+        return fmt(got, how)
     if kind == "tick" and len(args) == 1:
         return fmt(_field(data["bench"]["plan_tick"], args[0], "plan_tick"), how)
     if kind in ("bench", "sweep") and len(args) == 1:
@@ -127,7 +135,7 @@ def _table(head: List[str], rows: List[List[str]]) -> str:
 
 def sim_table(bench: Dict[str, Any]) -> str:
     rows = [[fmt(r["osds"]), r["strategy"], fmt(r["time_to_all_up_s"]),
-             fmt(r["time_to_all_pgs_active_s"]), fmt(r["time_to_all_pgs_clean_s"]),
+             fmt_s(r["time_to_all_pgs_active_s"]), fmt(r["time_to_all_pgs_clean_s"]),
              pg_hours(r.get("inactive_pg_s")), "%.3f" % r["peak_host_mem_over_budget"],
              fmt(r["oom_kills"]), fmt(r["restarts"]), fmt(r["heap_releases"]),
              "%.1f" % r["wall_s"]]

@@ -76,7 +76,8 @@ class Lifecycle:
         self.recovering[o.host].discard(o.id)
         cl.set_class(o, C_DOWN)
         if was_up and now >= 0:
-            cl.repeer_after_stop(o, now, self.p.peer_base_s + (self.p.markdown_s if killed else 0.0))
+            cl.repeer_after_stop(o, now, self.p.peer_base_s
+                                 + (self.p.markdown_s if killed else 0.0))
         if was_up:
             o.active_pgs_down = cl.active_pgs_without(o)
             o.down_since = now
