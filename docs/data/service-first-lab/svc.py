@@ -76,10 +76,6 @@ for j in status.get("journal") or []:
                                                          "restore_config", "rm_noup", "set_noup"):
         print("+%6.1f %s %s %s" % (j["time"] - t0, a.get("kind"), a.get("osd", a.get("who", "")),
                                    (a.get("reason") or "")[:200]))
-first_active = next((s["t"] - t0 for s in samples if s.get("states") and s["t"] > t0 and
-                     set(k for k in s["states"]) <= {"active+clean", "active+clean+scrubbing",
-                                                    "active+undersized+degraded", "active+undersized",
-                                                    "active+recovering+undersized+degraded"} ), None)
 print("summary", json.dumps(status.get("summary"))[:600])
 for s in samples:
     if s.get("states") is not None and s["t"] > t0 - 2 and s["t"] < t0 + 120:
