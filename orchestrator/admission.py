@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from .actions import GrantStart
+from .actions import GrantStart, Wait
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .staging import PEERING_PER_HOST, STAGED_PER_HOST
@@ -62,11 +62,25 @@ def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     return None
 
 
+def _stopping(t: Decision) -> None:
+    """A withdrawn start whose process is still being stopped is not granted again until the
+    helper reports it stopped (inflight.track_stops): its host waits on it."""
+    by_host: Dict[str, List[int]] = {}
+    for o in t.view.candidates:
+        if o.id in t.stopped and o.id not in t.granted:
+            by_host.setdefault(o.host, []).append(o.id)
+    for host, ids in sorted(by_host.items()):
+        t.emit("grants", Wait(host=host, reason="osd.%s: the process of a withdrawn start is "
+                              "being stopped; granted again once it is" % ",".join(
+                                  str(x) for x in ids)))
+
+
 def grant_stage(t: Decision) -> None:
     """Grant starts in start_order, per host while slots and budget admit (strict order)."""
     v = t.view
     flight = flight_now(t)
-    eligible = [o for o in v.candidates if o.id not in t.granted]
+    eligible = [o for o in v.candidates if o.id not in t.granted and o.id not in t.stopped]
+    _stopping(t)
     queues: Dict[str, List[OsdState]] = {}
     for o in eligible:
         if o.id not in v.op_held and t.failures.get(o.id, 0) < MAX_START_FAILURES:

@@ -45,7 +45,9 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_INCOMPLETE": "controlled recovery ended with %d OSD(s) still down: "
                                   "not enough memory",
            "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
-                                    "hold the restored value"}
+                                    "hold the restored value",
+           "RECOVERY_RESTORE_PENDING": "%d restore(s) of what a run changed not confirmed "
+                                       "yet"}
 SEVERITY = dict.fromkeys(SUMMARY, "warning")    # HEALTH_ERR is for data at risk: none of these
 
 
@@ -94,6 +96,9 @@ class Decision(Predictions):
         self.shrink_at = OsdColumn(self.osds, "shrink_at")
         self.shrink_rss = OsdColumn(self.osds, "shrink_rss")
         self.saved_config = dict(progress.saved_config)
+        self.restoring = dict(progress.restoring)
+        self.restoring_flags = dict(progress.restoring_flags)
+        self.stopped = OsdColumn(self.osds, "stopped")
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.budget_state = progress.budget_state
@@ -104,6 +109,7 @@ class Decision(Predictions):
         self.rss_flat: Set[int] = set()           # granted OSDs whose rss stopped growing
         self.kept_preboot: Set[int] = set()       # granted OSDs gate 2 keeps in preboot
         self.hosts_summary: Dict[str, dict] = {}
+        self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
         self._budgets: Dict[str, int] = {}
         self._pred: Dict[int, int] = {}
         self._floor: Dict[str, int] = {}
@@ -215,7 +221,8 @@ class Decision(Predictions):
             auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
             service_at=self.service_at, stalled_since=self.stalled_since,
             inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen,
-            budget_state=self.budget_state)
+            budget_state=self.budget_state, restoring=dict(self.restoring),
+            restoring_flags=dict(self.restoring_flags))
 
     def actions(self) -> Tuple[Action, ...]:
         return tuple(a for k in STAGES for a in self.stage[k])
@@ -242,6 +249,7 @@ class Decision(Predictions):
             "inactive_pg_s": round(progress.inactive_pg_s, 1),
             "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
+            "ends_by": None if self.ends_by is None else round(self.ends_by, 1),
             "policies": list(self.pol.names),
             "budget": {"kind": self.i.budget.kind, "state": progress.budget_state or None},
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,

@@ -23,11 +23,12 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
-from .model import PHASE_DONE, Intent
+from .model import PHASE_DONE, PHASE_RUNNING, Intent
 from .decision import Decision, fmt_bytes
+from .inflight import SETTLE_MAX_S, withdraw_grants
 
 STALL_END_S = Intent.stall_limit_s
 
@@ -46,9 +47,31 @@ def track_service(t: Decision) -> None:
 
 
 def _progressing(t: Decision) -> bool:
+    """Progress: a grant or a boot this tick, a grant younger than boot_timeout that the run
+    does not itself keep in preboot, or an OSD settling (its memory may still fall). A grant
+    past boot_timeout is no progress, whatever its OSD does (inflight._timed_out)."""
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
            t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
-    return bool(new or set(t.granted) - t.kept_preboot or t.settling)
+    live = [x for x in t.granted if x not in t.kept_preboot and
+            t.now - t.booting.get(x, t.granted[x]) <= t.i.boot_timeout_s]
+    return bool(new or live or t.settling)
+
+
+def ends_by(t: Decision) -> Optional[float]:
+    """The latest time a running run can end if nothing progresses from now on: every
+    grant in flight times out boot_timeout after its grant (or its boot), settling lasts at
+    most SETTLE_MAX_S, and the stall clock then ends the run after stall_limit. None for a
+    run not running (paused: the operator holds it)."""
+    if t.phase != PHASE_RUNNING:
+        return None
+    if t.stalled_since is not None:
+        return t.stalled_since + t.i.stall_limit_s
+    last = t.now
+    for x, at in t.granted.items():
+        last = max(last, t.booting.get(x, at) + t.i.boot_timeout_s)
+    for x, at in t.settling.items():
+        last = max(last, at + SETTLE_MAX_S)
+    return last + t.i.stall_limit_s
 
 
 def end_if_stalled(t: Decision, restore) -> bool:
@@ -61,6 +84,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
     if t.now - t.stalled_since < t.i.stall_limit_s:
         return False
     _withdraw_restarts(t)
+    withdraw_grants(t, "run ended incomplete")
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.view.candidates)
     if t.i.leave_out:

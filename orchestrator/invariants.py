@@ -161,13 +161,20 @@ def _probe(old: View, progress, newp, host: str) -> bool:
         not any(o.up or o.process != PROC_STOPPED for o in old.by_host.get(host, ()))
 
 
+def _down(snapshot, osd_id: int) -> bool:
+    """A down OSD serves no PG: stopping its process (a withdrawn start) needs no ok-to-stop."""
+    o = snapshot.osd(osd_id)
+    return o is not None and not o.up
+
+
 def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
     errs = []
     if sum(isinstance(a, RestartOsd) for a in actions) > 1:
         errs.append("I4: more than one restart in one tick (ok-to-stop answers are per OSD)")
     for a in actions:
-        if isinstance(a, StopOsd) and snapshot.ok_to_stop.get(a.osd) is not True:
-            errs.append("I4: stop of osd.%d without ok-to-stop True" % a.osd)
+        if isinstance(a, StopOsd) and snapshot.ok_to_stop.get(a.osd) is not True and \
+                not _down(snapshot, a.osd):
+            errs.append("I4: stop of up osd.%d without ok-to-stop True" % a.osd)
         if isinstance(a, RestartOsd):
             if snapshot.ok_to_stop.get(a.osd) is not True:
                 errs.append("I4: restart of osd.%d without ok-to-stop True" % a.osd)

@@ -271,6 +271,11 @@ class Progress:
     inactive_seen: Optional[Tuple[float, int]] = None   # (time, PGs not active) last tick
     budget_state: str = ""                 # `--budget auto`: "" (not raised), "raised" or
                                            # "held" (for the rest of the run; autobudget.py)
+    restoring: Mapping[str, Tuple[Optional[str], float]] = field(default_factory=dict)
+    # "who name" -> (value to restore, when the restore was last sent): a RestoreConfig
+    # stays here until the snapshot shows the value back (restore.py)
+    restoring_flags: Mapping[str, float] = field(default_factory=dict)
+    # cluster flag -> when its UnsetFlag was last sent: kept until the OSD map shows it unset
 
     def __init__(self, **kw: Any) -> None:
         maps = {n: kw.pop(n) for n in OSD_FIELDS if n in kw}

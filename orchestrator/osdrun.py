@@ -30,6 +30,8 @@ class OsdRun:
     shrink_at: Optional[float] = None      # settled, PGs still recovering: since (shrink.py)
     shrink_rss: Optional[int] = None       # ... and its rss then, the shrink's reference
     staged: Optional[float] = None         # granted beside others as staged (admission.py)
+    stopped: Optional[float] = None        # a start the run withdrew: its process is being
+                                           # stopped (instructed at; inflight.withdraw)
 
 
 NO_RUN = OsdRun()
@@ -41,7 +43,7 @@ OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarte
               "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
               "missed": "missed", "heap_rss": "heap_rss",
               "restart_rss": "restart_rss", "shrink_at": "shrink_at",
-              "shrink_rss": "shrink_rss", "staged": "staged"}
+              "shrink_rss": "shrink_rss", "staged": "staged", "stopped": "stopped"}
 # what a start measured: cleared when the start is forgotten and when the OSD settled
 START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
 START_MARKERS = ("granted", "booting", "staged") + START_MEASURES

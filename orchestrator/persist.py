@@ -17,7 +17,7 @@ from .model import BUDGET_STATES, PHASE_IDLE, Budget, Intent, Observation, Progr
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
-                   "grew_at", "shrink_at", "staged")
+                   "grew_at", "shrink_at", "staged", "stopped")
 _OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
 
 
@@ -42,6 +42,8 @@ def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d["inactive_seen"] = None if p.inactive_seen is None else list(p.inactive_seen)
     d["budget_state"] = p.budget_state
     d["saved_config"] = {k: v for k, v in sorted(p.saved_config.items())}
+    d["restoring"] = {k: [v, float(at)] for k, (v, at) in sorted(p.restoring.items())}
+    d["restoring_flags"] = {k: float(at) for k, at in sorted(p.restoring_flags.items())}
     return d
 
 
@@ -148,8 +150,9 @@ def progress_from_dict(d: Any) -> Progress:
         load_rss=_osd_map(d, "load_rss", int), missed=_osd_map(d, "missed", int),
         heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
         shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
-        staged=_osd_map(d, "staged"),
-        saved_config=_saved_config(d),
+        staged=_osd_map(d, "staged"), stopped=_osd_map(d, "stopped"),
+        saved_config=_saved_config(d), restoring=_restoring(d),
+        restoring_flags=_restoring_flags(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),
         inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),
         inactive_seen=_inactive_seen(d),
@@ -181,6 +184,27 @@ def _saved_config(d: Mapping[str, Any]) -> Dict[str, Optional[str]]:
             isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in raw.items()):
         raise ValueError("progress: saved_config must map 'who name' to a string or null")
     return dict(raw)
+
+
+def _restoring(d: Mapping[str, Any]) -> Dict[str, Tuple[Optional[str], float]]:
+    raw = d.get("restoring", {})
+    if not isinstance(raw, Mapping):
+        raise ValueError("progress: restoring must be an object")
+    out = {}
+    for k, v in raw.items():
+        if not isinstance(k, str) or not isinstance(v, list) or len(v) != 2 or \
+                not (v[0] is None or isinstance(v[0], str)):
+            raise ValueError("progress: restoring must map 'who name' to [value or null, "
+                             "time sent]")
+        out[k] = (v[0], _num(v[1], "restoring[%s]" % k))
+    return out
+
+
+def _restoring_flags(d: Mapping[str, Any]) -> Dict[str, float]:
+    raw = d.get("restoring_flags", {})
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) for k in raw):
+        raise ValueError("progress: restoring_flags must map a flag to the time sent")
+    return {k: _num(v, "restoring_flags[%s]" % k) for k, v in raw.items()}
 
 
 def progress_from_json(text: str) -> Progress:

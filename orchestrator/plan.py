@@ -50,13 +50,14 @@ from __future__ import annotations
 
 from typing import Dict, Set
 
-from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, UnsetFlag, Wait
+from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, Wait
 from .admission import grant_stage
 from .room import memory_stage, room_for_boots
-from .ending import end_if_stalled, incomplete_report, track_service
+from .ending import end_if_stalled, ends_by, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
 from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
-                       track_in_flight, track_restarts, track_settling)
+                       track_in_flight, track_restarts, track_settling, track_stops,
+                       withdraw_grants)
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
                     PHASE_ABORTING, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
@@ -67,9 +68,8 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
-from . import autobudget, shrink
+from . import autobudget, restore, shrink
 
-FLAG_RESTORE_GRACE_S = 60.0
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
 
@@ -109,6 +109,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     if state == "new":
         _start_run(t)
     _bucket_holds(t)
+    track_stops(t)
     track_restarts(t)
     if t.state is not None:
         track_settling(t)
@@ -162,6 +163,7 @@ def _start_run(t: Decision) -> None:
     t.held_buckets -= convert
     t.auto_held -= convert
     t.released |= convert
+    restore.adopt(t)
 
 
 def _bucket_holds(t: Decision) -> None:
@@ -243,11 +245,12 @@ def _restore_flags(t: Decision, why: str) -> None:
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
     for f in RUN_CLUSTER_FLAGS:
         if f not in saved and (f in t.s.cluster_flags or f in set_now):
-            t.emit("tail", UnsetFlag(flag=f, reason="%s: restore flags saved at start" % why))
+            restore.unset_flag(t, f, "%s: restore flags saved at start" % why)
 
 
 def _tail(t: Decision) -> None:
     v = t.view
+    restore.confirm(t)
     unknown = sorted(set(t.i.scope) - v.scope_seen)
     if unknown and t.state is not None:
         t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
@@ -269,11 +272,9 @@ def _tail(t: Decision) -> None:
         t.health("RECOVERY_PAUSED", "paused by operator: %d granted, %d waiting" % (
             len(t.granted), len(v.candidates)), count=len(t.granted))
     elif t.state == "abort":
+        withdraw_grants(t, "run aborted")
         _restore_flags(t, "run aborted")
         t.phase, t.finished_at = PHASE_ABORTED, t.now
-    elif t.phase in (PHASE_DONE, PHASE_ABORTED) and t.finished_at is not None and \
-            t.now - t.finished_at <= FLAG_RESTORE_GRACE_S:
-        _restore_flags(t, "run %s, flags still set" % t.phase)   # a lost UnsetFlag
     if t.state is None:
         incomplete_report(t)
         if t.saved_config:
@@ -281,12 +282,13 @@ def _tail(t: Decision) -> None:
     # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
     # noup stay named until a new run starts (or their noup goes)
     if t.phase == PHASE_ABORTED and t.i.mode in (MODE_ABORT, MODE_IDLE):
-        left = sorted(o.id for o in v.candidates if o.id not in t.booting and (
+        left = sorted(o.id for o in v.candidates if o.id not in t.p.booting and (
             t.i.mode == MODE_ABORT or "noup" in o.flags))
         if left:
             t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
-                "osd.%d%s" % (x, " (started, preboot)" if x in t.granted else "")
+                "osd.%d%s" % (x, " (its process being stopped)" if x in t.stopped else "")
                 for x in left), count=len(left))
+    t.ends_by = ends_by(t)
     if t.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
             len(t.granted), len(t.settling),

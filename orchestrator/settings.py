@@ -24,7 +24,8 @@ caches after the restore until its next start.
 
 Write-ahead: the value before (the OSD's own setting, None = it had none and inherits) is
 recorded in Progress.saved_config in the same tick that emits SetConfig. At the end of the
-run (done, ended, aborted) every recorded setting is restored with RestoreConfig, except on a
+run (done, ended, aborted) every recorded setting is restored with RestoreConfig (confirmed
+against the next snapshots and sent again until it is: restore.py), except on a
 host whose RAM cannot hold its OSDs at the restored target (n x target x ratio + base > RAM):
 there the lowered value stays and RECOVERY_SETTING_KEPT names it (restoring it would have the
 kernel kill OSDs once their caches refill).
@@ -33,9 +34,10 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from .actions import RestoreConfig, SetConfig
+from .actions import SetConfig
 from .model import OsdState
 from .decision import Decision, fmt_bytes
+from .restore import before_value, restore_config
 
 MEMORY_TARGET = "osd_memory_target"
 DEFAULT_TARGET = 4 << 30        # Ceph's osd_memory_target default
@@ -73,7 +75,8 @@ def lower_targets(t: Decision) -> None:
         for o in osds:
             if o.memory_target is None or key(o.id) in t.saved_config or want >= _target(o):
                 continue
-            t.saved_config[key(o.id)] = str(o.memory_target) if o.memory_target else None
+            t.saved_config[key(o.id)] = before_value(
+                t, key(o.id), str(o.memory_target) if o.memory_target else None)
             t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
                                       reason="%s: %d OSDs x %s do not leave room for the next "
                                       "start in budget %s: caches trimmed for the run" % (
@@ -91,9 +94,8 @@ def restore_settings(t: Decision, why: str) -> None:
         if o is not None and name == MEMORY_TARGET and not _fits(t, o.host, before):
             kept.setdefault(o.host, []).append(who)
             continue
-        t.emit("tail", RestoreConfig(who=who, name=name, value=before, reason=(
-            "%s: restore the setting saved at start" % why) + _until_restart(o, name)))
-        del t.saved_config[k]
+        restore_config(t, who, name, before, "tail", (
+            "%s: restore the setting saved at start" % why) + _until_restart(o, name))
     for host, whos in sorted(kept.items()):
         t.health("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the restored "
                  "target would not fit the host's RAM (restore by hand: ceph config rm "

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
-from .actions import RestoreConfig, SetConfig
+from .actions import SetConfig
 from .brake import WATCH_AT
 from .model import PROC_STOPPED, OsdState
 from .decision import Decision, fmt_bytes
+from .restore import before_value, restore_config
 from . import shrink
 
 RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
@@ -99,7 +100,7 @@ def _apply(t: Decision, o: OsdState) -> None:
         k = key(o.id, name)
         if name not in RECOVERY_KEYS or k in t.saved_config:
             continue
-        t.saved_config[k] = own.get(name)
+        t.saved_config[k] = before_value(t, k, own.get(name))
         t.emit("memory", SetConfig(who="osd.%d" % o.id, name=name, value=str(value), reason=(
             "%s at %s > %.0f %% of budget %s while osd.%d recovers (%d PGs degraded): "
             "throttle its recovery first (no ok-to-stop or tcmalloc needed)" % (
@@ -119,10 +120,8 @@ def _release(t: Decision) -> None:
             why = "%s back at or below %.0f %% of its budget" % (o.host, RELEASE_AT * 100)
         else:
             continue
-        t.emit("memory", RestoreConfig(who="osd.%d" % osd_id, name=name,
-                                       value=t.saved_config[k],
-                                       reason="%s: restore its recovery setting" % why))
-        del t.saved_config[k]
+        restore_config(t, "osd.%d" % osd_id, name, t.saved_config[k], "memory",
+                       "%s: restore its recovery setting" % why)
 
 
 def memory_eta(need: int, settling: Sequence[Tuple[int, int, float, float]], now: float,

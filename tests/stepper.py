@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ceph_recovery.actions import (Action, AllowBoot, GrantStart, HeapRelease, HoldBucket, HoldOsd,
-                      QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, UnsetFlag)
+                      QueryOkToStop, ReleaseBucket, RestartOsd, SetFlag, StopOsd, UnsetFlag)
 from ceph_recovery.model import HostMem, OsdState, Snapshot
 
 MiB = 1 << 20
@@ -98,6 +98,12 @@ class Model:
             o.up, o.rss, o.started_at, o.down_since = False, min(o.rss, self.idle_bytes), \
                 self.now, self.now
             o.up_at = self.now + self.restart_s
+        elif isinstance(a, StopOsd) and o is not None and o.running:
+            if o.up and not self.answers.get(o.id, False):
+                raise AssertionError("StopOsd of up osd.%d without a True ok-to-stop" % o.id)
+            if o.up:
+                o.down_since = self.now
+            o.up, o.running, o.rss, o.up_at = False, False, 0, None
         else:
             return
         self.epoch += 1

@@ -232,10 +232,17 @@ class Engine(HelperProtocol):
     def _instruct(self, action, snap: Snapshot, now: float) -> str:
         op = "start" if isinstance(action, A.GrantStart) else (
             "stop" if isinstance(action, A.StopOsd) else "restart")
-        if self.run.intent.mode == MODE_ABORT and not (
+        if self.run.intent.mode == MODE_ABORT and op != "stop" and not (
                 op == "start" and action.osd in drillcli.starting(self)):
-            # abort came while this tick was acting; an aborting drill's starts need no run
+            # abort came while this tick was acting; an aborting drill's starts need no run.
+            # Stops go out: an abort stops the processes of the starts it withdraws
             return "not instructed: the run is aborted"
+        if op == "stop":
+            # a stop supersedes an open start of the same OSD: a helper away when the start
+            # was sent must not carry it out on its return
+            for ins in self.run.open_instructions(osd=action.osd):
+                if ins["op"] == "start":
+                    self.run.close(ins, "withdrawn", now, "superseded by a stop")
         if self.run.open_instructions(osd=action.osd):
             return "already instructed (open instruction), not repeated"
         # A start is instructed even when the last report shows the process running: that

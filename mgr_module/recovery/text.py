@@ -80,6 +80,8 @@ def service_line(st: Mapping[str, Any]) -> Optional[str]:
         up = "all up at %s" % _when(summ["finished_at"])
     else:
         up = "all up"
+    if summ.get("ends_by") is not None:
+        up += "; ends by %s at the latest if nothing progresses" % _when(summ["ends_by"])
     return "%s; %s" % (service, up)
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from ceph_recovery.model import RUN_CLUSTER_FLAGS, Intent, Progress
 from ceph_recovery.persist import progress_from_json, progress_to_json
+from ceph_recovery.restore import RESTORE_RETRY_S
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from stepper import drive, make_model
@@ -58,7 +59,9 @@ def finish_from(model, intent, progress, drop=None):
     final, hist = drive(model, intent, progress, pol, plan, check_invariants, ticks=400, dt=DT,
                         drop=drop)
     assert final.phase == "done", (final.phase, hist[-1][2].health)
-    for _ in range(3):            # after Done the planner still repairs lost flag restores
+    # after Done the planner still repairs lost flag restores (sent again every
+    # RESTORE_RETRY_S until the OSD map shows them)
+    for _ in range(int(RESTORE_RETRY_S / DT) + 2):
         model.step(DT)
         snap = model.snapshot()
         res = plan(snap, intent, final, pol, model.now)
@@ -66,6 +69,7 @@ def finish_from(model, intent, progress, drop=None):
         assert all(a.kind in ("unset_flag",) for a in res.actions), res.actions
         final = res.progress
         model.apply(res.actions)
+    assert not final.restoring_flags and not final.restoring
     assert model.all_up() and model.oom_kills == 0
     assert not (set(RUN_CLUSTER_FLAGS) & model.cluster_flags)
     assert not model.bucket_noup and not any(o.noup for o in model.osds.values())

@@ -48,7 +48,8 @@ def test_old_state_document_loads_into_records():
     assert json.loads(progress_to_json(p)) == dict(json.loads(OLD_STATE), restart_rss={},
                                                    shrink_at={}, shrink_rss={}, staged={},
                                                    inactive_pg_s=0.0, inactive_seen=None,
-                                                   budget_state="")
+                                                   budget_state="", stopped={}, restoring={},
+                                                   restoring_flags={})
 
 
 @pytest.mark.parametrize("bad", ['"inactive_seen":[1.0]', '"inactive_seen":[1.0,"3"]',

@@ -1,0 +1,118 @@
+"""Confirmed restores: what a run changed is forgotten only once the cluster shows it back.
+
+Rules:
+- a RestoreConfig (settings.py, throttle.py) moves its key from Progress.saved_config to
+  Progress.restoring with the value to restore and when it was sent; an UnsetFlag of a run
+  flag puts the flag in Progress.restoring_flags. Nothing is dropped when the action goes out:
+  the mon may refuse it (a cap, a mon out of quorum, a command timeout).
+- confirmed: the snapshot shows the value back (the OSD's own setting in `config dump`: the
+  value, or none set for a restore to None; the flag absent from the OSD map's flags). Only
+  then is the entry dropped.
+- until confirmed, the restore is sent again every RESTORE_RETRY_S, whatever the run's phase
+  (also long after it ended), and from the tick after the first send RECOVERY_RESTORE_PENDING
+  names each entry with the command that clears it by hand.
+- a setting whose OSD is gone from the map, or whose value the snapshot cannot tell (`config
+  dump` unread), stays pending: unknown is not confirmed.
+- a new run never adopts a pending restore as the operator's own: it takes the entry back
+  (the value to restore becomes its saved value, the flag one it set itself), so its own end
+  restores what was there before the earlier run.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .actions import RestoreConfig, UnsetFlag
+from .decision import Decision
+
+RESTORE_RETRY_S = 30.0
+MEMORY_TARGET = "osd_memory_target"
+
+
+def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage: str,
+                   reason: str) -> None:
+    """Emit a RestoreConfig and keep it pending until the snapshot confirms it."""
+    t.emit(stage, RestoreConfig(who=who, name=name, value=value, reason=reason))
+    t.saved_config.pop("%s %s" % (who, name), None)
+    t.restoring["%s %s" % (who, name)] = (value, t.now)
+
+
+def unset_flag(t: Decision, flag: str, reason: str) -> None:
+    """Emit an UnsetFlag of a run flag and keep it pending until the OSD map shows it gone."""
+    t.emit("tail", UnsetFlag(flag=flag, reason=reason))
+    t.restoring_flags[flag] = t.now
+
+
+def current(t: Decision, who: str, name: str):
+    """(known, value) of an OSD's own setting in this snapshot: value None = none set."""
+    o = t.view.by_id.get(int(who[4:])) if who.startswith("osd.") and who[4:].isdigit() else None
+    if o is None:
+        return False, None
+    if name == MEMORY_TARGET:
+        if o.memory_target is None:
+            return False, None
+        return True, (str(o.memory_target) if o.memory_target else None)
+    if o.recovery_config is None:
+        return False, None
+    return True, dict(o.recovery_config).get(name)
+
+
+def _same(value: Optional[str], now_value: Optional[str]) -> bool:
+    if value is None or now_value is None:
+        return value is now_value
+    try:
+        return float(value) == float(now_value)
+    except ValueError:
+        return value == now_value
+
+
+def confirm(t: Decision) -> None:
+    """Every tick: drop confirmed restores, resend the others every RESTORE_RETRY_S, and name
+    them in RECOVERY_RESTORE_PENDING."""
+    for k in sorted(t.restoring):
+        value, sent = t.restoring[k]
+        who, name = k.split(" ", 1)
+        known, now_value = current(t, who, name)
+        if known and _same(value, now_value):
+            del t.restoring[k]
+            continue
+        if t.now - sent >= RESTORE_RETRY_S:
+            t.emit("tail", RestoreConfig(who=who, name=name, value=value, reason=(
+                "restore still not seen in the config (sent %.0fs ago): again" % (t.now - sent))))
+            t.restoring[k] = (value, t.now)
+        if t.now > sent:
+            clear = ("ceph config rm %s %s" % (who, name) if value is None else
+                     "ceph config set %s %s %s" % (who, name, value))
+            t.health("RECOVERY_RESTORE_PENDING", "%s %s: restore to %s not confirmed (%s); "
+                     "by hand: %s" % (who, name, "its default" if value is None else value,
+                                      "now %s" % now_value if known else "value unknown",
+                                      clear))
+    for f in sorted(t.restoring_flags):
+        sent = t.restoring_flags[f]
+        if f not in t.s.cluster_flags:
+            del t.restoring_flags[f]
+            continue
+        if t.now - sent >= RESTORE_RETRY_S:
+            t.emit("tail", UnsetFlag(flag=f, reason="flag %s the run set still set %.0fs "
+                                     "after its unset: again" % (f, t.now - sent)))
+            t.restoring_flags[f] = t.now
+        if t.now > sent:
+            t.health("RECOVERY_RESTORE_PENDING", "cluster flag %s: unset not confirmed; by "
+                     "hand: ceph osd unset %s" % (f, f))
+
+
+def adopt(t: Decision) -> None:
+    """A new run takes over what an earlier run has not restored yet (module docstring)."""
+    for k, (value, _sent) in sorted(t.restoring.items()):
+        t.saved_config.setdefault(k, value)
+    t.restoring.clear()
+    if t.saved_flags is not None:
+        t.saved_flags = frozenset(t.saved_flags) - frozenset(t.restoring_flags)
+    t.restoring_flags.clear()
+
+
+def before_value(t: Decision, k: str, current_value: Optional[str]) -> Optional[str]:
+    """The value to record before changing setting `k` again: a restore still pending is
+    what was there before the run (the snapshot's value may still be the run's own)."""
+    if k in t.restoring:
+        return t.restoring.pop(k)[0]
+    return current_value
