@@ -53,7 +53,7 @@ def _progressing(t: Decision) -> bool:
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
            t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
-            t.now - t.booting.get(x, t.granted[x]) <= t.i.boot_timeout_s]
+            t.now - t.booting.get(x, t.granted[x]) < t.i.boot_timeout_s]
     return bool(new or live or t.settling)
 
 

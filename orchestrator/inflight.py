@@ -85,7 +85,7 @@ def track_in_flight(t: Decision) -> None:
             continue
         since = booted if booted is not None else t.granted[osd_id]
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
-        if not o.up and osd_id not in t.staged and t.now - since > t.i.boot_timeout_s:
+        if not o.up and osd_id not in t.staged and t.now - since >= t.i.boot_timeout_s:
             _timed_out(t, o, booted is not None, t.now - since)
 
 
