@@ -139,9 +139,16 @@ class Decision(Predictions):
     def clear_budgets(self) -> None:
         self._budgets.clear()
 
+    def stopping(self) -> Set[int]:
+        """OSDs counted as stopped by every later stop decision, on every host: this tick's
+        restarts and the restarts of earlier ticks still in flight (view.restarting: the
+        instruction may not have run yet, or the OSD is back but still peering). An
+        ok-to-stop answer asked before one of them cleared each OSD alone."""
+        return set(self.new_restarts) | self.view.restarting
+
     def stop_breaks(self, osd_id: int) -> List[int]:
-        """PG indexes a stop of `osd_id` now would take below min_size (with this tick's
-        restarts counted as stopped too); empty when the snapshot has no PG membership."""
+        """PG indexes a stop of `osd_id` now would take below min_size (with the restarts in
+        flight counted as stopped too); empty when the snapshot has no PG membership."""
         pm = self.s.pg_map
         if pm is None:
             return []
@@ -149,17 +156,26 @@ class Decision(Predictions):
         if key not in self._breaks:
             if self._up is None:
                 self._up = up_ids(self.view.by_id)
-            self._breaks[key] = stop_breaks(pm, self._up, osd_id, self.new_restarts)
+            self._breaks[key] = stop_breaks(pm, self._up, osd_id, self.stopping() - {osd_id})
         return self._breaks[key]
 
+    def _blind_overlap(self, osd_id: int) -> bool:
+        """Without PG membership nothing says whether two stops share a PG: one in flight at
+        a time, cluster-wide (a second one in this tick waits: room.py)."""
+        return self.s.pg_map is None and bool(self.view.restarting - {osd_id})
+
     def may_stop(self, osd_id: int) -> bool:
-        """ok-to-stop True in this snapshot AND no PG with min_size up drops below it (Ceph's
-        ok-to-stop clears a returning OSD still recovering even where it does: the core never
-        makes an active PG inactive)."""
-        return self.s.ok_to_stop.get(osd_id) is True and not self.stop_breaks(osd_id)
+        """ok-to-stop True in this snapshot AND no PG with min_size up drops below it, the
+        restarts in flight counted as stopped (Ceph's ok-to-stop clears a returning OSD still
+        recovering even where it does: the core never makes an active PG inactive)."""
+        return self.s.ok_to_stop.get(osd_id) is True and not self.stop_breaks(osd_id) and \
+            not self._blind_overlap(osd_id)
 
     def stop_refusal(self, osd_id: int) -> str:
         """Why the membership refuses stopping `osd_id` ("" if it does not)."""
+        if self._blind_overlap(osd_id):
+            return "osd.%s restarting: without PG membership one stop at a time" % ",".join(
+                str(x) for x in sorted(self.view.restarting - {osd_id}))
         bad = self.stop_breaks(osd_id)
         if not bad:
             return ""
