@@ -64,8 +64,9 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
     does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime, write
     load, stop mode or inactive grace."""
-    if not downtime_s > 0:
-        raise M.Refused(errno.EINVAL, "downtime must be positive")
+    if not 0 < downtime_s <= M.MAX_DURATION_S:
+        raise M.Refused(errno.EINVAL, "downtime must be positive and at most %d days"
+                        % (M.MAX_DURATION_S // 86400))
     lo, hi = INACTIVE_GRACE_RANGE
     if not lo <= inactive_grace_s <= hi:
         raise M.Refused(errno.EINVAL, "--inactive-grace must be %gs to %gs, got %gs"

@@ -30,6 +30,7 @@ Pure: no I/O, no clock (`now` is an argument).
 from __future__ import annotations
 
 import errno
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -42,6 +43,12 @@ EXITING = "exiting"
 PHASES = (ENTERING, OPEN, EXITING)
 STOP_RETRY_S = 60.0            # a stop instruction not yet effective is re-sent after this
 DEFAULT_MAX_DURATION_S = 4 * 3600.0
+# the longest duration any command takes (a year): beyond it a number is a typo or an attack,
+# and every later computation with it (elapsed vs max, ETA, text) must stay finite
+MAX_DURATION_S = 366 * 86400.0
+# an operator's --reason: kept in the state, its marks and every journal line of the window,
+# all stored in the mon's config-key entries (64 KiB each)
+MAX_REASON_LEN = 256
 CHECK = "RECOVERY_MAINTENANCE"
 NOOUT, NOUP = "noout", "noup"
 
@@ -106,17 +113,26 @@ class Step:
 
 # ------------------------------------------------------------------ parsing, views
 def parse_duration(text: Any) -> float:
-    """'4h', '90m', '30s', '3600' -> seconds (> 0); ValueError otherwise."""
-    s = str(text).strip().lower()
+    """'4h', '90m', '30s', '3600' -> seconds, finite, in (0, MAX_DURATION_S]; ValueError
+    otherwise (inf, nan, negative or absurdly large durations included)."""
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        raise ValueError("duration must be a number with an optional s/m/h/d unit, got %s"
+                         % type(text).__name__)
+    s = str(text).strip().lower()[:64]
     mult = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}.get(s[-1:], None)
     num = s[:-1] if mult is not None else s
     try:
         v = float(num) * (mult or 1.0)
     except ValueError:
         raise ValueError("duration %r: expected a number with an optional s/m/h/d unit"
-                         % (text,))
+                         % (str(text)[:64],))
+    if not math.isfinite(v):
+        raise ValueError("duration %r must be a finite number" % (str(text)[:64],))
     if not v > 0:
-        raise ValueError("duration %r must be positive" % (text,))
+        raise ValueError("duration %r must be positive" % (str(text)[:64],))
+    if v > MAX_DURATION_S:
+        raise ValueError("duration %r is longer than %d days" % (str(text)[:64],
+                                                                 MAX_DURATION_S // 86400))
     return v
 
 
@@ -168,8 +184,12 @@ def check_enter(bucket: str, snapshot: Snapshot, windows: Sequence[Window], run_
     osds = under(bucket, snapshot)
     if not osds:
         raise Refused(errno.EINVAL, "bucket %s holds no OSD" % bucket)
-    if not max_duration_s > 0:
-        raise Refused(errno.EINVAL, "max-duration must be positive")
+    if not 0 < max_duration_s <= MAX_DURATION_S:
+        raise Refused(errno.EINVAL, "max-duration must be positive and at most %d days"
+                      % (MAX_DURATION_S // 86400))
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_LEN:
+        raise Refused(errno.EINVAL, "reason must be text of at most %d characters"
+                      % MAX_REASON_LEN)
     for w in windows:
         mine = {o.id for o in osds}
         if w.bucket == bucket or mine & set(w.osds):

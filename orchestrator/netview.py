@@ -1,14 +1,42 @@
-"""The `ceph recovery network` view of the probe results: host-pair matrix and findings.
+"""The `ceph recovery network` view of the probe results (host-pair matrix and findings), and
+which hosts a finding may hold starts on (`own_side`).
 
 Pure; reached through ceph_recovery.network.network_view / network_text.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Dict, Iterable, Mapping, Tuple
 
 from .model import Finding
-from .network import (NETWORK_VERSION, PROBE_LABELS, Thresholds, _num, _pct, _throughput_results,
-                      finding_dict, pair_stats)
+from .network import (HOST_KINDS, NETWORK_VERSION, PROBE_LABELS, Thresholds, _num, _pct,
+                      _raw_findings, _throughput_results, finding_dict, fresh_results,
+                      pair_stats)
+
+
+def own_side(findings: Iterable[Finding], network_by_host: Mapping[str, Mapping], now: float,
+             thresholds: Thresholds = Thresholds()) -> Tuple[Finding, ...]:
+    """The findings as they may hold OSD starts: each names only the hosts whose OWN report
+    shows it. A helper measures its own side (its probes of its peers, its own counters);
+    a pair finding raised from host A's probes alone, or a host finding attributed to B from
+    its peers' probes, must not hold B's starts: one host's report (a broken or hostile
+    helper) could otherwise hold every other host. A host whose network is really broken
+    sees it in its own probes too (or stops reporting: helper missing, held either way).
+    A host-level kind (counters, mon round trip) comes from that host's report only, so it
+    is its own for as long as the finding lasts."""
+    fresh = fresh_results(network_by_host, now, thresholds)
+    own = {h: {k for (hosts, k) in _raw_findings({h: net}, now, thresholds) if h in hosts}
+           for h, net in fresh.items()}
+    out = []
+    for f in findings:
+        keep = tuple(h for h in f.hosts if f.kind in own.get(h, ())
+                     or (f.kind in HOST_KINDS and tuple(f.hosts) == (h,)))
+        if keep == tuple(f.hosts):
+            out.append(f)
+        elif keep:
+            out.append(replace(f, hosts=keep, detail="%s (%s, measured by %s)" % (
+                f.detail, "<->".join(f.hosts), ", ".join(keep))))
+    return tuple(out)
 
 
 def _host_view(host: str, net: Mapping, now: float) -> Dict[str, Any]:

@@ -5,7 +5,7 @@ and the reply is its instructions. Pure functions: dict in, value out, ProtocolE
 input (the mgr module turns it into EINVAL and changes nothing).
 
 Report (helper -> mgr), version 1:
-  {"version": 1, "host": "h1", "time": 1700000000.0, "seq": 17,
+  {"version": 1, "host": "h1", "time": 1700000000.0, "seq": 17, "instance": "4f1c...",
    "memory": {"total": B, "used": B, "available": B, "limit": B|null, "swap_total": B,
               "source": "host"|"cgroup"},
    "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
@@ -13,6 +13,9 @@ Report (helper -> mgr), version 1:
                                                 # own (admin socket `status`), see OsdProc
    "done": ["<instruction id>", ...],          # instructions carried out since last report
    "network": {...}}                           # optional probe results (ceph_recovery.network)
+  seq: 1, 2, 3, ... per helper process; instance: that process's id (optional, "" when
+  absent). The module takes a report only if its seq is above the last one it took from the
+  same instance: a report delivered late never overwrites a newer one.
 
 Instructions (mgr -> helper), version 1:
   {"version": 1, "host": "h1", "epoch": 123,
@@ -53,6 +56,7 @@ class OsdProc:
 
 
 MAX_STATE_LEN = 32
+MAX_INSTANCE_LEN = 64
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class Report:
     done: Tuple[str, ...] = ()
     network: Mapping[str, Any] = field(default_factory=dict)
     version: int = PROTOCOL_VERSION
+    instance: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,16 +176,21 @@ def parse_report(d: Any) -> Report:
     network = d.get("network", {})
     if not isinstance(network, Mapping):
         raise ProtocolError("report: network must be an object")
+    instance = d.get("instance", "")
+    if not isinstance(instance, str) or len(instance) > MAX_INSTANCE_LEN:
+        raise ProtocolError("report: instance must be a string of at most %d characters"
+                            % MAX_INSTANCE_LEN)
     return Report(host=host, time=float(_need(d, "time", (int, float), w)),
                   seq=_nonneg(_need(d, "seq", int, w), "seq", w),
                   memory=parse_memory(_need(d, "memory", Mapping, w)),
                   osds=tuple(parse_osd_proc(o, i) for i, o in enumerate(osds)),
-                  done=tuple(done), network=dict(network))
+                  done=tuple(done), network=dict(network), instance=instance)
 
 
 def report_to_dict(r: Report) -> Dict[str, Any]:
     m = r.memory
     return {"version": r.version, "host": r.host, "time": r.time, "seq": r.seq,
+            "instance": r.instance,
             "memory": {"total": m.total, "used": m.used, "available": m.available,
                        "limit": m.limit, "swap_total": m.swap_total, "source": m.source},
             "osds": [_osd_proc_dict(o) for o in r.osds],

@@ -91,6 +91,17 @@ def network_findings(network_by_host: Mapping[str, Any], previous: Tuple[Any, ..
     return tuple(network.evaluate(network_by_host, previous, now)), None
 
 
+def findings_holding(findings: Tuple[Any, ...], network_by_host: Mapping[str, Any],
+                     now: float) -> Tuple[Any, ...]:
+    """The findings restricted to the hosts whose own report shows them (netview.own_side):
+    what may hold starts. () when the core lacks it."""
+    try:
+        from ceph_recovery import netview  # type: ignore
+    except ImportError:
+        return ()
+    return netview.own_side(findings, network_by_host, now)
+
+
 def network_view(network_by_host: Mapping[str, Any], findings: Tuple[Any, ...],
                  now: float) -> Dict[str, Any]:
     try:

@@ -154,7 +154,8 @@ def _check_load(engine: Any, write_load: Optional[int], now: float) -> int:
     EEXIST when a pool already has its name (the drill never touches another pool)."""
     if write_load is None:
         return 0
-    if not 1 <= int(write_load) <= L.MAX_RATE:
+    if isinstance(write_load, bool) or not isinstance(write_load, int) \
+            or not 1 <= write_load <= L.MAX_RATE:
         raise InputError(errno.EINVAL, "--write-load must be 1 to %d objects/s" % L.MAX_RATE)
     if not pool_delete_allowed(engine):
         raise InputError(errno.EINVAL, "--write-load needs mon_allow_pool_delete=true in the "

@@ -49,6 +49,7 @@ class Engine(HelperProtocol):
         self.run = RunState()
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
+        self.retired_instances: Dict[str, Tuple[str, ...]] = {}   # helperproto.handle_report
         self.network: Dict[str, Any] = {}
         self.findings: Tuple[Any, ...] = ()
         self.tput_requests: Dict[str, List[str]] = {}   # host -> peers, sent with its next reply
@@ -103,7 +104,8 @@ class Engine(HelperProtocol):
             osd_map, tree, pg_dump, self.reports, now,
             float(self.options["helper_stale_timeout"]), self.ok_to_stop,
             self.run.heap_support,
-            findings if self.options.get("network_holds_starts", True) else (),
+            core.findings_holding(findings, net, now)
+            if self.options.get("network_holds_starts", True) and findings else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
             recovery_configs, missed_entries(pg_dump, self.down_versions))
         self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,

@@ -5,13 +5,15 @@ A mixin of Engine (engine.py): it uses the engine's run state, snapshot and opti
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, Optional
+import errno
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from ceph_recovery.model import MODE_ABORT
 from ceph_recovery.protocol import Instruction, Instructions, Report
 
 from . import drillcli
-from .reportcheck import check_new_host, check_report
+from .inputs import InputError
+from .reportcheck import RETIRED_KEPT, check_fresh, check_new_host, check_report
 
 
 class HelperProtocol(object):
@@ -20,6 +22,7 @@ class HelperProtocol(object):
     crush: Any
     options: Dict[str, Any]
     reports: Dict[str, Any]
+    retired_instances: Dict[str, Tuple[str, ...]]   # host -> helper instances replaced
     tput_requests: Dict[str, List[str]]
     persist: Any
     wake: Any
@@ -54,6 +57,12 @@ class HelperProtocol(object):
         then take the report."""
         report, failed = check_report(text, host_arg)
         check_new_host(report.host, self.reports, self.crush_hosts())
+        last = self.reports.get(report.host)
+        retired = self.retired_instances.get(report.host, ())
+        check_fresh(report, last[0] if last else None, retired)
+        if last is not None and last[0].instance != report.instance:
+            self.retired_instances[report.host] = (
+                tuple(retired) + (last[0].instance,))[-RETIRED_KEPT:]
         return self.helper_report(report, now, failed)
 
     def helper_report(self, report: Report, now: float,
@@ -95,7 +104,11 @@ class HelperProtocol(object):
 
     def request_throughput(self, hosts: List[str]) -> Dict[str, List[str]]:
         """Ask helpers for a bounded throughput probe to every other reporting host, carried
-        by each one's next reply. KeyError names hosts without a helper report."""
+        by each one's next reply. KeyError names hosts without a helper report; InputError
+        (EINVAL) when `hosts` is not a list of host names."""
+        if not isinstance(hosts, (list, tuple)) or not all(isinstance(h, str) for h in hosts):
+            raise InputError(errno.EINVAL, "network probe: hosts must be host names")
+        hosts = list(hosts)
         known = sorted(self.reports)
         unknown = sorted(set(hosts) - set(known))
         if unknown:

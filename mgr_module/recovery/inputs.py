@@ -15,6 +15,8 @@ from ceph_recovery.model import AUTO_RAISED_FRACTION, BUDGET_AUTO, Budget
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _PCT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+MAX_ARG_LEN = 64              # a budget or count argument: longer is never a valid one
+MAX_BUDGET_BYTES = 1 << 60    # 1 EiB per host: a larger size is a typo (and must stay finite)
 
 
 class InputError(Exception):
@@ -32,12 +34,15 @@ def parse_budget(text: str) -> Budget:
     Else EINVAL."""
     if not isinstance(text, str) or not text.strip():
         raise InputError(errno.EINVAL, "budget must not be empty (use auto, 80% or 24G)")
+    if len(text) > MAX_ARG_LEN:
+        raise InputError(errno.EINVAL, "budget %r... is longer than %d characters"
+                         % (text[:16], MAX_ARG_LEN))
     if text.strip().lower() == BUDGET_AUTO:
         return Budget()
     m = _PCT_RE.match(text)
     if m:
         pct = float(m.group(1))
-        if not (0 < pct <= 100) or math.isnan(pct):
+        if not (0 < pct <= 100) or not math.isfinite(pct):
             raise InputError(errno.EINVAL, "budget %r out of range: a percentage must be in "
                                            "(0%%, 100%%]" % text)
         return Budget(kind="fraction", value=pct / 100.0)
@@ -53,6 +58,8 @@ def parse_budget(text: str) -> Budget:
     value = float(m.group(1)) * _UNITS[unit]
     if value < 1:
         raise InputError(errno.EINVAL, "budget %r must be greater than zero" % text)
+    if not value <= MAX_BUDGET_BYTES:      # also inf: float() of a very long digit string
+        raise InputError(errno.EINVAL, "budget %r is larger than 1 EiB per host" % text)
     return Budget(kind="bytes", value=float(int(value)))
 
 
@@ -70,11 +77,11 @@ def check_concurrency(n: Any) -> int:
     the memory budget admits, each still gated by the observed load of the ones before)."""
     if isinstance(n, str) and n.strip().lower() == "auto":
         return 0
-    if isinstance(n, str) and n.strip().isdigit():
+    if isinstance(n, str) and n.strip().isdigit() and len(n) <= MAX_ARG_LEN:
         n = int(n.strip())
     if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > 64:
         raise InputError(errno.EINVAL, "concurrency must be an integer between 1 and 64 or "
-                         "'auto', got %r" % (n,))
+                         "'auto', got %.64r" % (n,))
     return n
 
 
@@ -107,8 +114,12 @@ def check_buckets(names: Iterable[str], known: Mapping[str, str]) -> Tuple[str, 
 
 
 def split_scope(scope: Sequence[str]) -> Tuple[str, ...]:
-    """Accept both `--scope a b` and `--scope a,b`."""
+    """Accept both `--scope a b` and `--scope a,b`; EINVAL unless names (strings)."""
+    if isinstance(scope, str):
+        scope = [scope]
+    if not isinstance(scope, (list, tuple)) or not all(isinstance(x, str) for x in scope):
+        raise InputError(errno.EINVAL, "--scope must be CRUSH bucket names")
     out = []
     for item in scope or ():
-        out.extend(x.strip() for x in str(item).split(",") if x.strip())
+        out.extend(x.strip() for x in item.split(",") if x.strip())
     return tuple(out)

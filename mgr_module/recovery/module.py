@@ -389,9 +389,11 @@ class Module(MaintenanceCommands, MgrModule):
             return bad
         with self._lock:
             try:
-                requested = self.engine.request_throughput(list(hosts or []))
+                requested = self.engine.request_throughput(hosts or [])
             except KeyError as e:
                 return HandleCommandResult(-errno.ENOENT, "", "recovery: %s" % e.args[0])
+            except InputError as e:
+                return _err(e)
         return _show({"throughput_requested": requested}, format,
                      lambda d: "throughput probe requested from %s" % (
                          ", ".join(sorted(d["throughput_requested"])) or "no host"))

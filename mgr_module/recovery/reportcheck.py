@@ -26,6 +26,10 @@ MAX_IDS = 1024                     # entries of `done` / `failed`
 MAX_ID_LEN = 128                   # one instruction id
 MAX_ERROR_LEN = 1024               # one `failed` entry's error text
 MAX_HOSTS = 4096                   # distinct hosts the engine keeps reports for
+MAX_DEPTH = 16                     # nesting of the whole report (the network part: 8)
+RETIRED_KEPT = 8                   # replaced instances remembered per host (late reports)
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET_RE = re.compile(r"[\[\]{}]")
 MAX_INT = 1 << 62                  # any integer field (bytes, ids, pids, seq)
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
@@ -68,6 +72,26 @@ def _check_numbers_in(value: Any, where: str, depth: int = 0) -> None:
             _check_numbers_in(v, where, depth + 1)
 
 
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before json.loads: its recursive parser raises
+    RecursionError (or exhausts a small thread stack) on a few hundred KB of brackets."""
+    depth = 0
+    for b in _BRACKET_RE.findall(_STRING_RE.sub("", text)):
+        depth += 1 if b in "[{" else -1
+        if depth > MAX_DEPTH:
+            raise _bad("nested deeper than %d levels" % MAX_DEPTH)
+
+
+def _check_memory(mem: Mapping[str, Any]) -> None:
+    """The sizes must describe a memory: total > 0, used and available within it."""
+    if mem["total"] <= 0:
+        raise _bad("memory.total must be greater than zero")
+    for key in ("used", "available"):
+        if mem[key] > mem["total"]:
+            raise _bad("memory.%s (%d) is larger than memory.total (%d)"
+                       % (key, mem[key], mem["total"]))
+
+
 def check_host(host: Any, where: str = "host") -> str:
     if not isinstance(host, str) or not HOST_RE.match(host):
         raise _bad("%s must be 1-63 characters of [A-Za-z0-9._-], got %r"
@@ -107,6 +131,7 @@ def _check_limits(d: Mapping[str, Any]) -> None:
         raise _bad("memory must be an object")
     for key in ("total", "used", "available"):
         _number(mem.get(key), "memory.%s" % key, integer=True)
+    _check_memory(mem)
     for key in ("limit", "swap_total"):
         _opt_number(mem, key, "memory", integer=True)
     osds = d.get("osds")
@@ -134,15 +159,22 @@ def _check_limits(d: Mapping[str, Any]) -> None:
 
 def check_report(text: Any, host_arg: Optional[str] = None
                  ) -> Tuple[Report, List[Dict[str, str]]]:
-    """(parsed report, failed list) or InputError(EINVAL). `host_arg`, when given, must equal
-    the report's host (the per-host key's cap pins the argument, this pins the report)."""
+    """(parsed report, failed list) or InputError(EINVAL). `host_arg` is required and must
+    equal the report's host: the per-host key's cap (`with host=<h>`) pins the argument, this
+    pins the report; without it any key allowed the command could report for any host."""
     if not isinstance(text, str):
         raise _bad("report must be a JSON string")
     if len(text.encode("utf-8", "replace")) > MAX_REPORT_BYTES:
         raise _bad("larger than %d bytes" % MAX_REPORT_BYTES)
+    if host_arg is None:
+        raise InputError(errno.EINVAL, "helper-report: the host argument is required "
+                                       "(`ceph recovery helper-report <report> <host>`)")
+    if not isinstance(host_arg, str):
+        raise InputError(errno.EINVAL, "helper-report: the host argument must be a string")
+    _check_depth(text)
     try:
         d = json.loads(text, parse_constant=_no_constant)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise _bad(str(e))
     if not isinstance(d, Mapping):
         raise _bad("report must be a JSON object")
@@ -172,3 +204,21 @@ def check_new_host(host: str, known: Mapping[str, Any], crush_hosts: Optional[An
     if len(known) >= MAX_HOSTS:
         raise InputError(errno.EINVAL, "helper-report: already %d hosts reporting (limit)"
                          % MAX_HOSTS)
+
+
+def check_fresh(report: Report, last: Optional[Report], retired: Any) -> None:
+    """A report must be newer than the last one accepted from its helper: the helper numbers
+    its reports 1, 2, ... per process (`seq`) and names the process (`instance`). Same
+    instance: seq must grow. Another instance: a restarted helper, accepted, unless it is one
+    this host's helper already replaced (`retired`). So a report that arrives late (sent
+    through a handle the helper abandoned) never overwrites a newer one. ESTALE, unchanged."""
+    if last is None:
+        return
+    if report.instance in retired:
+        raise InputError(errno.ESTALE, "helper-report: stale report from %s: helper instance "
+                         "%r was replaced by %r; ignored"
+                         % (report.host, report.instance, last.instance))
+    if report.instance == last.instance and report.seq <= last.seq:
+        raise InputError(errno.ESTALE, "helper-report: stale report from %s: seq %d is not "
+                         "newer than the last accepted seq %d of instance %r; ignored"
+                         % (report.host, report.seq, last.seq, report.instance))

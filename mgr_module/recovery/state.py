@@ -13,6 +13,7 @@ from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ceph_recovery import drill as drill_core
 from ceph_recovery import maintenance as maint
+from . import statecheck
 from ceph_recovery.model import (PHASE_ABORTING, PHASE_PAUSED, PHASE_RUNNING,
                                  RUN_CLUSTER_FLAGS, Budget, Intent, Observation, Progress)
 
@@ -220,10 +221,20 @@ class RunState(object):
 
     @classmethod
     def loads(cls, text: str, journal_len: int = 200) -> "RunState":
-        d = json.loads(text)
-        if not isinstance(d, dict) or d.get("schema") != SCHEMA_VERSION:
+        """The state stored by dumps(); ValueError when anything in it is malformed (a field
+        of the wrong type included: the module then reports the state unreadable, and no
+        conversion error may escape to serve())."""
+        d = statecheck.decode(text)
+        if d.get("schema") != SCHEMA_VERSION:
             raise ValueError("unsupported run state schema %r (expected %d)"
-                             % (d.get("schema") if isinstance(d, dict) else None, SCHEMA_VERSION))
+                             % (d.get("schema"), SCHEMA_VERSION))
+        try:
+            return cls._from_doc(d, journal_len)
+        except (TypeError, KeyError, AttributeError, OverflowError, RecursionError) as e:
+            raise ValueError("run state malformed: %s: %s" % (type(e).__name__, e))
+
+    @classmethod
+    def _from_doc(cls, d: Dict[str, Any], journal_len: int) -> "RunState":
         st = cls(journal_len)
         st.intent = intent_from_dict(d.get("intent", {}))
         st.progress = progress_from_dict(d.get("progress", {}))
@@ -290,13 +301,15 @@ def windows_from(marks: Optional[str]) -> List[maint.Window]:
     unreadable already, its health check says what to check)."""
     try:
         m = json.loads(marks) if marks else None
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return []
+    ws = m.get("windows") if isinstance(m, dict) else None
     out = []
-    for w in (m.get("windows") if isinstance(m, dict) else None) or ():
+    for w in ws if isinstance(ws, list) else ():
         try:
-            out.append(maint.window_from_dict(w))
-        except (ValueError, TypeError):
+            if statecheck.FIELDS["windows"]([w]):
+                out.append(maint.window_from_dict(w))
+        except (ValueError, TypeError, AttributeError, OverflowError):
             continue
     return out
 
@@ -307,17 +320,20 @@ def leftovers_from(marks: Optional[str]) -> Optional[Dict[str, Any]]:
     leftovers it carried itself. None when nothing is known to be left."""
     try:
         m = json.loads(marks) if marks else None
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return None
     if not isinstance(m, dict):
         return None
-    old = m.get("leftovers") if isinstance(m.get("leftovers"), dict) else {}
+    old = m.get("leftovers") if statecheck.FIELDS["leftovers"](m.get("leftovers")) else None
+    old = old or {}
     flags, noup = set(old.get("flags") or ()), set(old.get("noup") or ())
-    saved = m.get("saved_flags")
+    saved, held = m.get("saved_flags"), m.get("held_osds")
     if m.get("phase") in ACTIVE and isinstance(saved, list):
-        flags |= set(RUN_CLUSTER_FLAGS) - set(saved)
-        noup |= set(int(x) for x in m.get("held_osds") or ())
+        flags |= set(RUN_CLUSTER_FLAGS) - set(x for x in saved if isinstance(x, str))
+        noup |= set(int(x) for x in (held if isinstance(held, list) else ())
+                    if statecheck.FIELDS["seq"](x))
     if not flags and not noup:
         return None
-    return {"run_id": m.get("run_id") or old.get("run_id"), "flags": sorted(flags),
+    rid = m.get("run_id") if isinstance(m.get("run_id"), str) else None
+    return {"run_id": rid or old.get("run_id"), "flags": sorted(flags),
             "noup": sorted(noup)}

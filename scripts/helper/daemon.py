@@ -9,9 +9,11 @@ SIGTERM/SIGINT set a stop flag; SIGHUP sets a reload flag (reconnect, reload the
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -74,6 +76,12 @@ class Helper:
         self.probe_request: Dict[str, Any] = {}
         self._last_problem: Tuple[Any, float] = (None, 0.0)
         self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
+        # reports are numbered 1, 2, ... by this process, named by `instance`: the module
+        # refuses one not newer than the last it took from this instance, so a report sent
+        # through an abandoned handle and delivered late never overwrites a newer one; a
+        # restarted helper is a new instance and starts again from 1
+        self.instance = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
+        self.seq = 0
 
     # -- signals: flags only -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -223,8 +231,9 @@ class Helper:
         procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o))
                  for o in osds]
         network = self.probe.run(self.probe_context(now))
-        rep = report.build_report(self.opts.host, int(now * 1000), now, self.read_memory(),
-                                  procs, self.state.pending_done(), network)
+        self.seq += 1
+        rep = report.build_report(self.opts.host, self.seq, now, self.read_memory(),
+                                  procs, self.state.pending_done(), network, self.instance)
         if self.failed:
             rep["failed"] = list(self.failed)     # the mgr closes these instructions
         return rep

@@ -2,7 +2,7 @@
 
 `read_cgroup_memory(path)` takes the cgroup's directory (read by common.cgroup), so tests
 point it at a temp dir. Without a limit the host's RAM is the total. used = usage;
-available = total - used.
+available = total - used; used is at most total.
 """
 from __future__ import annotations
 
@@ -27,7 +27,10 @@ def read_cgroup_memory(path: str, host_total: Optional[int] = None) -> Dict[str,
     if host_total is None:
         host_total = int(psutil.virtual_memory().total)
     total = limit if limit is not None else host_total
-    return {"total": int(total), "used": int(usage), "available": max(0, int(total) - int(usage)),
+    # usage can pass a limit lowered below it until the kernel reclaims: reported as the
+    # limit (full), never above it (the module refuses used > total)
+    used = min(int(usage), int(total))
+    return {"total": int(total), "used": used, "available": int(total) - used,
             "limit": limit, "swap_total": 0, "source": "cgroup"}
 
 

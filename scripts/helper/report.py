@@ -38,10 +38,12 @@ def osd_process(osd_id: int, pid: Optional[int],
 
 def build_report(host: str, seq: int, now: float, memory: Mapping[str, Any],
                  osds: Iterable[Mapping[str, Any]], done: Iterable[str] = (),
-                 network: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """A validated protocol-v1 report dict (ProtocolError if a field is malformed)."""
+                 network: Optional[Mapping[str, Any]] = None,
+                 instance: str = "") -> Dict[str, Any]:
+    """A validated protocol-v1 report dict (ProtocolError if a field is malformed). `seq`
+    numbers the reports of one helper process, `instance` names that process."""
     report = {"version": protocol.PROTOCOL_VERSION, "host": host, "time": float(now),
-              "seq": int(seq), "memory": dict(memory),
+              "seq": int(seq), "instance": instance, "memory": dict(memory),
               "osds": sorted((dict(o) for o in osds), key=lambda o: o["id"]),
               "done": list(done), "network": dict(network or {})}
     protocol.parse_report(report)

@@ -50,7 +50,7 @@ def fingerprint(eng):
     return (dict(eng.reports), eng.run.dumps())
 
 
-def refused(eng, text, host=None):
+def refused(eng, text, host="h1"):
     before = fingerprint(eng)
     with pytest.raises(InputError) as e:
         eng.handle_report(text, host, 1000.0)
@@ -108,7 +108,7 @@ def test_host_argument_must_name_the_reports_host():
 
 def test_unknown_host_cannot_grow_the_host_table():
     eng = engine()
-    assert refused(eng, json.dumps(valid("nosuchhost"))).errno == errno.ENOENT
+    assert refused(eng, json.dumps(valid("nosuchhost")), "nosuchhost").errno == errno.ENOENT
 
 
 JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70),
@@ -140,14 +140,16 @@ def test_any_mutated_report_is_taken_or_refused_cleanly(r):
     eng = engine()
     before = fingerprint(eng)
     text = json.dumps(copy.deepcopy(r))
+    host = r.get("host") if isinstance(r.get("host"), str) else "h1"
     try:
-        eng.handle_report(text, None, 1000.0)
+        eng.handle_report(text, host, 1000.0)
     except InputError as e:
         assert e.errno in (errno.EINVAL, errno.ENOENT, errno.EACCES) and e.message
         assert fingerprint(eng) == before
         return
     rep, _t = eng.reports[r["host"]]
     m = rep.memory
-    assert min(m.total, m.used, m.available, m.swap_total) >= 0
+    assert min(m.used, m.available, m.swap_total) >= 0 and m.total > 0
+    assert m.used <= m.total and m.available <= m.total
     assert all(o.rss >= 0 and o.id >= 0 for o in rep.osds)
     assert rep.time == rep.time and rep.time >= 0 and rep.time != float("inf")
