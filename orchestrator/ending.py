@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import PHASE_DONE, PHASE_RUNNING, Intent
 from .decision import Decision, fmt_bytes
-from .inflight import SETTLE_MAX_S, withdraw_grants
+from .withdraw import withdraw_grants
 
 STALL_END_S = Intent.stall_limit_s
 
@@ -57,11 +57,11 @@ def _progressing(t: Decision) -> bool:
     return bool(new or live or t.settling)
 
 
-def ends_by(t: Decision) -> Optional[float]:
+def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
     """The latest time a running run can end if nothing progresses from now on: every
     grant in flight times out boot_timeout after its grant (or its boot), settling lasts at
-    most SETTLE_MAX_S, and the stall clock then ends the run after stall_limit. None for a
-    run not running (paused: the operator holds it)."""
+    most `settle_max_s` (inflight.SETTLE_MAX_S), and the stall clock then ends the run after
+    stall_limit. None for a run not running (paused: the operator holds it)."""
     if t.phase != PHASE_RUNNING:
         return None
     if t.stalled_since is not None:
@@ -70,7 +70,7 @@ def ends_by(t: Decision) -> Optional[float]:
     for x, at in t.granted.items():
         last = max(last, t.booting.get(x, at) + t.i.boot_timeout_s)
     for x, at in t.settling.items():
-        last = max(last, at + SETTLE_MAX_S)
+        last = max(last, at + settle_max_s)
     return last + t.i.stall_limit_s
 
 

@@ -30,12 +30,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Tuple
 
-from .actions import AllowBoot, StopOsd
+from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, PROC_RUNNING, PROC_STOPPED, SETTLE_MARKERS,
                     START_MARKERS, Observation, clear_osd)
 from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
+from .withdraw import stop_process
 from . import shrink
 
 BOOT_OBSERVE_S = 10.0
@@ -105,40 +106,6 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
         return
     t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, loaded and kept in "
              "preboot: no room to peak" % (o.id, o.host, what, age))
-
-
-def stop_process(t: Decision, o, why: str) -> None:
-    """Stop the process of a down OSD whose start the run withdrew (it holds no PG: a down
-    OSD needs no ok-to-stop), and keep asking until the helpers report it stopped
-    (track_stops)."""
-    if o.process != PROC_STOPPED:
-        t.emit("memory", StopOsd(osd=o.id, host=o.host, reason="%s: stop its process" % why))
-        t.stopped[o.id] = t.now
-
-
-def track_stops(t: Decision) -> None:
-    """Every tick, in any phase: a withdrawn start's process still running GRANT_RETRY_S
-    after its stop was sent is stopped again (a lost instruction, a helper that was away).
-    Done once it is stopped or up, or granted again by a run."""
-    for osd_id, sent in sorted(t.stopped.items()):
-        o = t.view.by_id.get(osd_id)
-        if o is None or o.up or o.process == PROC_STOPPED or osd_id in t.granted:
-            del t.stopped[osd_id]
-        elif t.now - sent >= GRANT_RETRY_S:
-            stop_process(t, o, "withdrawn start still running %.0fs after its stop" % (
-                t.now - sent))
-
-
-def withdraw_grants(t: Decision, why: str) -> None:
-    """A run that ends (incomplete, aborted) leaves no grant behind: the helpers' boot gate
-    reads the grants. An OSD already allowed to boot is left to come up; any other granted
-    OSD has its process stopped and stays held by its noup: every OSD of the run ends up,
-    or down, held and stopped, never loaded and held."""
-    for osd_id in sorted(t.granted):
-        o = t.view.by_id.get(osd_id)
-        if osd_id not in t.booting and o is not None and not o.up:
-            stop_process(t, o, why)
-        clear_osd(t.osds, osd_id, ("granted", "booting", "staged"))
 
 
 def track_restarts(t: Decision) -> None:

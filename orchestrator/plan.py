@@ -56,8 +56,8 @@ from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, ends_by, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
 from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
-                       track_in_flight, track_restarts, track_settling, track_stops,
-                       withdraw_grants)
+                       track_in_flight, track_restarts, track_settling)
+from .withdraw import track_stops, withdraw_grants
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
 from .model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PAUSED, PHASE_ABORTED,
                     PHASE_ABORTING, PHASE_DONE, PHASE_PAUSED, PHASE_RUNNING,
@@ -288,7 +288,7 @@ def _tail(t: Decision) -> None:
             t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
                 "osd.%d%s" % (x, " (its process being stopped)" if x in t.stopped else "")
                 for x in left), count=len(left))
-    t.ends_by = ends_by(t)
+    t.ends_by = ends_by(t, SETTLE_MAX_S)
     if t.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
             len(t.granted), len(t.settling),

@@ -1,0 +1,52 @@
+"""Withdrawn starts: a start the run gives up on leaves no grant and no loaded process.
+
+Rules:
+- a start that times out (inflight.py) or that a run's end (incomplete, abort) withdraws has
+  its process stopped: a down OSD holds no PG, so the stop needs no ok-to-stop (the helper
+  re-checks it all the same), and a loaded OSD held by its noup must not keep its load-time
+  memory outside any run;
+- the stop is asked again every STOP_RETRY_S until the helper reports the process stopped, in
+  any phase (a lost instruction, a helper that was away); the OSD is not granted again
+  meanwhile (admission.py);
+- a run that ends leaves no grant: the helpers' boot gate reads the grants. An OSD already
+  allowed to boot is left to come up; every other OSD of the run ends up, or down, held and
+  stopped, never loaded and held.
+"""
+from __future__ import annotations
+
+from .actions import StopOsd
+from .model import PROC_STOPPED, clear_osd
+from .decision import Decision
+
+STOP_RETRY_S = 30.0
+
+
+def stop_process(t: Decision, o, why: str) -> None:
+    """Stop the process of a down OSD whose start the run withdrew (it holds no PG: a down
+    OSD needs no ok-to-stop), and keep asking until the helpers report it stopped
+    (track_stops)."""
+    if o.process != PROC_STOPPED:
+        t.emit("memory", StopOsd(osd=o.id, host=o.host, reason="%s: stop its process" % why))
+        t.stopped[o.id] = t.now
+
+
+def track_stops(t: Decision) -> None:
+    """Every tick, in any phase: a withdrawn start's process still running STOP_RETRY_S
+    after its stop was sent is stopped again. Done once it is stopped or up, or granted
+    again by a run."""
+    for osd_id, sent in sorted(t.stopped.items()):
+        o = t.view.by_id.get(osd_id)
+        if o is None or o.up or o.process == PROC_STOPPED or osd_id in t.granted:
+            del t.stopped[osd_id]
+        elif t.now - sent >= STOP_RETRY_S:
+            stop_process(t, o, "withdrawn start still running %.0fs after its stop" % (
+                t.now - sent))
+
+
+def withdraw_grants(t: Decision, why: str) -> None:
+    """A run that ends (incomplete, aborted) leaves no grant behind (module docstring)."""
+    for osd_id in sorted(t.granted):
+        o = t.view.by_id.get(osd_id)
+        if osd_id not in t.booting and o is not None and not o.up:
+            stop_process(t, o, why)
+        clear_osd(t.osds, osd_id, ("granted", "booting", "staged"))
