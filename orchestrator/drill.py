@@ -54,8 +54,8 @@ from .drillreport import (MAX_SAMPLES, TIMELINE_BYTES, drill_to_dict, inactive_p
 from .drillstate import (ABORT_STARTS, ABORTED, ABORTING, CLEAN_WAIT_S, DONE, DOWN,
                          ENTERING, EXITING, FINAL, HEALTH_ERR, INACTIVE_GRACE_RANGE,
                          INACTIVE_GRACE_S, KEEP_DRILLS, PHASES, PREPARE_TIMEOUT_S, PREPARING,
-                         REQUESTED, START_RETRY_S, STOP_CLEAN, STOP_KILL, STOP_MODES, Drill, DrillStep,
-                         Observed, drill_from_dict)
+                         REQUESTED, START_RETRY_S, STOP_CLEAN, STOP_KILL, STOP_MODES, Drill,
+                         DrillStep, Observed, drill_from_dict)
 from .actions import GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, PROC_STOPPED, Snapshot
 

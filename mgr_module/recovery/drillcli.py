@@ -4,8 +4,9 @@ and the drill's part of the tick (the decisions are the core's: ceph_recovery.dr
 No mgr_module import: handlers return (rc, stdout, stderr); maintcli.py registers them.
 Like maintenance enter, `drill start` asks no mon: it validates and records a requested
 drill; the next tick asks ok-to-stop for the bucket's up OSDs together (and checks a write
-load's pool) and begins or refuses it (settle.py); the tick acts. The drill's window is an ordinary maintenance window (reason "drill <id>"),
-so the enter, the hold and the exit are the maintenance code's.
+load's pool) and begins or refuses it (settle.py); the tick acts. The drill's window is an
+ordinary maintenance window (reason "drill <id>"), so the enter, the hold and the exit are the
+maintenance code's.
 """
 from __future__ import annotations
 
