@@ -2,6 +2,11 @@
 
 A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
 
+  requested `drill start` was accepted as a request: nothing is set, held or created. The
+            mgr shell asks `osd ok-to-stop` for the bucket's up OSDs together (and, with
+            --write-load, the monitors' mon_allow_pool_delete and whether the pool's name
+            is free) in its next tick; settle_start() then begins the drill or ends it
+            `aborted` with a `refused` outcome (EBUSY, EINVAL or EEXIST).
   preparing (--write-load only) the drill's pool is created and written to, before its
             window opens: the helpers re-check ok-to-stop before each stop, and a pool
             whose PGs are still being created would make them refuse. Once the pool is
@@ -49,21 +54,22 @@ from .drillreport import (MAX_SAMPLES, TIMELINE_BYTES, drill_to_dict, inactive_p
 from .drillstate import (ABORT_STARTS, ABORTED, ABORTING, CLEAN_WAIT_S, DONE, DOWN,
                          ENTERING, EXITING, FINAL, HEALTH_ERR, INACTIVE_GRACE_RANGE,
                          INACTIVE_GRACE_S, KEEP_DRILLS, PHASES, PREPARE_TIMEOUT_S, PREPARING,
-                         START_RETRY_S, STOP_CLEAN, STOP_KILL, STOP_MODES, Drill, DrillStep,
-                         Observed, drill_from_dict)
+                         REQUESTED, START_RETRY_S, STOP_CLEAN, STOP_KILL, STOP_MODES, Drill,
+                         DrillStep, Observed, drill_from_dict)
 from .actions import GrantStart, UnsetGroupFlag
 from .model import PROC_RUNNING, PROC_STOPPED, Snapshot
 
 # ------------------------------------------------------------------ commands
 def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapshot,
                 windows: Sequence[M.Window], drills: Sequence[Drill], run_active: bool,
-                verdict: Tuple[bool, List[str], str], budgets: Mapping[str, int],
+                verdict: Optional[Tuple[bool, List[str], str]], budgets: Mapping[str, int],
                 budget: str, concurrency: str, now: float, write_load: int = 0,
                 stop: str = STOP_CLEAN, inactive_grace_s: float = INACTIVE_GRACE_S
                 ) -> Tuple[Drill, M.Window]:
     """The drill and its window, or M.Refused: EBUSY when a drill is going on or ok-to-stop
     does not clear the bucket (check_enter's refusals), EINVAL on a bad downtime, write
-    load, stop mode or inactive grace."""
+    load, stop mode or inactive grace. verdict None: ok-to-stop not asked yet, the drill is
+    only requested (its window is not to be added; settle_start decides it)."""
     if not 0 < downtime_s <= M.MAX_DURATION_S:
         raise M.Refused(errno.EINVAL, "downtime must be positive and at most %d days"
                         % (M.MAX_DURATION_S // 86400))
@@ -93,8 +99,35 @@ def check_start(drill_id: str, bucket: str, downtime_s: float, snapshot: Snapsho
               budget=budget, concurrency=concurrency, osds=w.osds, hosts=hosts,
               noout_before=w.noout_before, budgets=dict(budgets), load=load, stop=stop,
               inactive_grace_s=float(inactive_grace_s),
-              phase=ENTERING if load is None else PREPARING)
+              phase=REQUESTED if verdict is None else ENTERING if load is None else PREPARING)
     return d, w
+
+
+def settle_start(d: Drill, snapshot: Snapshot, windows: Sequence[M.Window],
+                 drills: Sequence[Drill], run_active: bool,
+                 verdict: Tuple[bool, List[str], str], now: float,
+                 refusal: Optional[M.Refused] = None
+                 ) -> Tuple[Drill, Tuple[M.Window, ...], Optional[M.Outcome]]:
+    """A requested drill decided on the answers asked for it (`refusal`: the shell's own
+    check of its write load failed): the drill begun (preparing or entering, its window
+    added when entering) and no outcome yet, or the drill ended `aborted` with its `refused`
+    outcome and nothing changed. Every check of `drill start` is made again on this
+    snapshot."""
+    others = [x for x in drills if x.id != d.id]
+    try:
+        if refusal is not None:
+            raise refusal
+        new, w = check_start(d.id, d.bucket, d.downtime_s, snapshot, windows, others,
+                             run_active, verdict, d.budgets, d.budget, d.concurrency, now,
+                             d.load.rate if d.load is not None else 0, d.stop,
+                             d.inactive_grace_s)
+    except M.Refused as e:
+        why = "refused: %s" % e.message
+        out = M.Outcome("drill %s" % d.id, False, M.REFUSED, "drill %s on %s %s" % (
+            d.id, d.bucket, why), now, e.errno)
+        return replace(d, phase=ABORTED, ended_at=now, reason=why), tuple(windows), out
+    added = (w,) if new.phase == ENTERING else ()
+    return new, tuple(windows) + added, None
 
 
 def going(drills: Sequence[Drill]) -> Drill:
@@ -119,7 +152,7 @@ def check_budget(drills: Sequence[Drill], budget: str, budgets: Mapping[str, int
     parse of `budget`), or Refused: ENOENT without a drill, EBUSY once its exit has begun (the
     exit's run holds the budget it started with)."""
     d = going(drills)
-    if d.phase not in (PREPARING, ENTERING, DOWN):
+    if d.phase not in (REQUESTED, PREPARING, ENTERING, DOWN):
         raise M.Refused(errno.EBUSY, "drill %s is %s: its budget can change only before "
                         "its exit begins" % (d.id, d.phase))
     return replace(d, budget=budget, budgets=dict(budgets))
@@ -155,6 +188,8 @@ def plan_drill(snap: Snapshot, d: Drill, windows: Sequence[M.Window], seen: Obse
         d = replace(d, load=L.absorb(d.load, seen.load))
     if d.phase in FINAL:
         return DrillStep(d, tuple(windows))
+    if d.phase == REQUESTED:        # nothing set yet: the shell settles it (settle_start)
+        return _requested(d, windows, now)
     d = sample(d, snap, seen, now)
     w = M.find(windows, d.bucket)
     if d.phase != ABORTING:
@@ -182,6 +217,18 @@ def _with_load(step: DrillStep) -> DrillStep:
                                                          d.up_at is None)
     return replace(step, load_order=L.order(d.load, writing, False, False,
                                             len(d.samples) >= 2))
+
+
+def _requested(d: Drill, windows: Sequence[M.Window], now: float) -> DrillStep:
+    """An abort before the drill began ends it: nothing was set, held or created."""
+    if not d.abort_requested:
+        return DrillStep(d, tuple(windows))
+    why = "operator: %s before the drill began; nothing was changed" % d.abort_requested
+    d = replace(d, phase=ABORTED, ended_at=now, aborted_at=now, abort_requested="",
+                reason=why)
+    return DrillStep(d, tuple(windows), outcome=M.Outcome(
+        "drill %s" % d.id, False, "aborted", "drill %s on %s aborted: %s" % (
+            d.id, d.bucket, why), now))
 
 
 def _track_inactive(d: Drill, snap: Snapshot, now: float) -> Drill:
@@ -340,7 +387,8 @@ def _end(d: Drill, windows, snap: Snapshot, phase: str, why: str, now: float) ->
     return DrillStep(d, tuple(windows), outcome=out)
 
 
-__all__ = ["Drill", "Observed", "DrillStep", "check_start", "check_abort", "check_budget",
+__all__ = ["Drill", "Observed", "DrillStep", "check_start", "settle_start", "check_abort",
+           "check_budget", "REQUESTED",
            "find", "MAX_SAMPLES", "TIMELINE_BYTES",
            "exit_started", "plan_drill", "sample_limit", "report", "summary_line",
            "inactive_pg_seconds", "drill_to_dict", "drill_from_dict", "ABORT_STARTS",

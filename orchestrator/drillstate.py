@@ -10,9 +10,9 @@ from . import maintenance as M
 from .actions import Action
 from .drillreport import _FLOATS
 
-PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
-    "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
-PHASES = (PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
+REQUESTED, PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED = (
+    "requested", "preparing", "entering", "down", "exiting", "aborting", "done", "aborted")
+PHASES = (REQUESTED, PREPARING, ENTERING, DOWN, EXITING, ABORTING, DONE, ABORTED)
 PREPARE_TIMEOUT_S = 120.0
 FINAL = (DONE, ABORTED)
 # --stop: `clean` shuts the bucket's OSDs down (each marks itself down); `kill` SIGKILLs them

@@ -3,6 +3,12 @@
 A window takes one CRUSH bucket out of service on purpose and brings it back under the
 controlled start. Its life:
 
+  requested `enter` was accepted as a request: nothing is set and nothing is held. The mgr
+            shell asks `osd ok-to-stop` for the bucket's up OSDs together in its next tick
+            (a command handler never waits for a mon), then settle_enter() either opens the
+            window (entering) or drops it with a `refused` outcome (EBUSY, the PGs named),
+            which `ceph recovery wait` and `maintenance ls` report. `maintenance exit` of a
+            requested window cancels it.
   entering  the bucket's `noout` (osd set-group noout <bucket>) is set, and its hold: the
             bucket is in `held_buckets(windows)`, which the shell adds to the intent's holds,
             so plan() sets `osd set-group noup <bucket>` (gate 2) and the helpers' boot gate
@@ -37,10 +43,12 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 from .actions import Action, SetGroupFlag, StopOsd, UnsetGroupFlag
 from .model import PHASE_ABORTED, PHASE_DONE, PROC_RUNNING, HealthCheck, OsdState, Snapshot
 
+REQUESTED = "requested"
 ENTERING = "entering"
 OPEN = "open"
 EXITING = "exiting"
-PHASES = (ENTERING, OPEN, EXITING)
+PHASES = (REQUESTED, ENTERING, OPEN, EXITING)
+REFUSED = "refused"            # the outcome code of a request the tick refused
 STOP_RETRY_S = 60.0            # a stop instruction not yet effective is re-sent after this
 DEFAULT_MAX_DURATION_S = 4 * 3600.0
 # the longest duration any command takes (a year): beyond it a number is a typo or an attack,
@@ -85,13 +93,18 @@ class Outcome:
 
     what: str                  # "run r123", "maintenance enter h2", "maintenance exit h2"
     ok: bool
-    code: str                  # "done" | "aborted" | "failed"
+    code: str                  # "done" | "aborted" | "failed" | "refused"
     reason: str
     at: float
+    refused_errno: int = 0     # a refusal's errno (EBUSY when 0)
 
     @property
     def errno(self) -> int:
-        return 0 if self.ok else (errno.ECANCELED if self.code == "aborted" else errno.EIO)
+        if self.ok:
+            return 0
+        if self.code == REFUSED:
+            return self.refused_errno or errno.EBUSY
+        return errno.ECANCELED if self.code == "aborted" else errno.EIO
 
 
 @dataclass(frozen=True)
@@ -159,7 +172,7 @@ def held_buckets(windows: Sequence[Window]) -> FrozenSet[str]:
 
 def busy(windows: Sequence[Window]) -> List[Window]:
     """Windows that are on their way somewhere (`ceph recovery wait` waits for them)."""
-    return [w for w in windows if w.phase in (ENTERING, EXITING)]
+    return [w for w in windows if w.phase in (REQUESTED, ENTERING, EXITING)]
 
 
 def ok_to_stop_verdict(rc: int, answer: Any) -> Tuple[bool, List[str], str]:
@@ -177,10 +190,11 @@ def ok_to_stop_verdict(rc: int, answer: Any) -> Tuple[bool, List[str], str]:
 
 # ------------------------------------------------------------------ commands
 def check_enter(bucket: str, snapshot: Snapshot, windows: Sequence[Window], run_active: bool,
-                verdict: Tuple[bool, List[str], str], reason: str, max_duration_s: float,
-                now: float) -> Window:
+                verdict: Optional[Tuple[bool, List[str], str]], reason: str,
+                max_duration_s: float, now: float) -> Window:
     """The window `enter` opens, or Refused (EBUSY/EINVAL) with why. `verdict` is the
-    ok-to-stop answer for every up OSD of the bucket together (ok_to_stop_verdict)."""
+    ok-to-stop answer for every up OSD of the bucket together (ok_to_stop_verdict); None:
+    not asked yet, and the window is only requested (settle_enter decides it)."""
     osds = under(bucket, snapshot)
     if not osds:
         raise Refused(errno.EINVAL, "bucket %s holds no OSD" % bucket)
@@ -198,14 +212,46 @@ def check_enter(bucket: str, snapshot: Snapshot, windows: Sequence[Window], run_
     if run_active:
         raise Refused(errno.EBUSY, "a controlled recovery run is active: wait for it or "
                       "abort it first")
-    ok, _pgs, why = verdict
-    if not ok and any(o.up for o in osds):
-        raise Refused(errno.EBUSY, "stopping %s (%s) is not safe: %s" % (
-            bucket, ", ".join("osd.%d" % o.id for o in osds if o.up), why))
+    if verdict is not None:
+        ok, _pgs, why = verdict
+        if not ok and any(o.up for o in osds):
+            raise Refused(errno.EBUSY, "stopping %s (%s) is not safe: %s" % (
+                bucket, ", ".join("osd.%d" % o.id for o in osds if o.up), why))
     noout = NOOUT in (snapshot.bucket_flags.get(bucket) or ())
     return Window(bucket=bucket, reason=reason, max_duration_s=float(max_duration_s),
-                  entered_at=now, phase=ENTERING, osds=tuple(o.id for o in osds),
-                  noout_before=noout)
+                  entered_at=now, phase=ENTERING if verdict is not None else REQUESTED,
+                  osds=tuple(o.id for o in osds), noout_before=noout)
+
+
+def settle_enter(w: Window, snapshot: Snapshot, windows: Sequence[Window], run_active: bool,
+                 verdict: Tuple[bool, List[str], str], now: float
+                 ) -> Tuple[Tuple[Window, ...], Optional[Outcome]]:
+    """A requested window decided on the ok-to-stop answer asked for it: the windows with
+    it entering (no outcome yet: the enter's outcome comes once it is open), or without it
+    and its `refused` outcome. Every check of `enter` is made again, on this snapshot: the
+    cluster and the other commands may have changed since the request."""
+    others = [x for x in windows if x is not w]
+    try:
+        new = check_enter(w.bucket, snapshot, others, run_active, verdict, w.reason,
+                          w.max_duration_s, now)
+    except Refused as e:
+        return tuple(others), Outcome("maintenance enter %s" % w.bucket, False, REFUSED,
+                                      "maintenance enter %s refused: %s" % (w.bucket,
+                                                                            e.message),
+                                      now, e.errno)
+    return tuple(new if x is w else x for x in windows), None
+
+
+def refusals(outcomes: Sequence[Outcome], windows: Sequence[Window]) -> List[Outcome]:
+    """The latest refused enter of each bucket that has no window now (`maintenance ls`
+    shows them; a later enter of the bucket replaces its refusal)."""
+    latest: Dict[str, Outcome] = {}
+    prefix = "maintenance enter "
+    for o in outcomes:
+        if o.what.startswith(prefix):
+            latest[o.what[len(prefix):]] = o
+    have = {w.bucket for w in windows}
+    return [o for b, o in sorted(latest.items()) if o.code == REFUSED and b not in have]
 
 
 def check_exit(bucket: str, windows: Sequence[Window], run_active: bool) -> Window:
@@ -243,7 +289,8 @@ def plan_windows(snapshot: Snapshot, windows: Sequence[Window], run: RunView,
     kept: List[Window] = []
     outcomes: List[Outcome] = []
     for w in sorted(windows, key=lambda x: x.bucket):
-        step = {ENTERING: _entering, OPEN: _open, EXITING: _exiting}[w.phase]
+        step = {REQUESTED: _requested, ENTERING: _entering, OPEN: _open,
+                EXITING: _exiting}[w.phase]
         new, acts, out = step(w, snapshot, run, now)
         actions.extend(acts)
         outcomes.extend(out)
@@ -284,6 +331,10 @@ def _entering(w: Window, snap: Snapshot, run: RunView, now: float):
     out = () if w.note else (Outcome("maintenance enter %s" % w.bucket, True, "done",
                                      "%d OSD(s) of %s down and held" % (n, w.bucket), now),)
     return replace(w, phase=OPEN, opened_at=now, stops={}), acts, out
+
+
+def _requested(w: Window, snap: Snapshot, run: RunView, now: float):
+    return w, (), ()                # the shell settles it (settle_enter): nothing set yet
 
 
 def _open(w: Window, snap: Snapshot, run: RunView, now: float):
@@ -367,5 +418,6 @@ def outcome_to_dict(o: Outcome) -> Dict[str, Any]:
 
 
 def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
-    return Outcome(str(d["what"]), bool(d["ok"]), str(d["code"]), str(d["reason"]),
-                   float(d["at"]))
+    code = str(d["code"])
+    return Outcome(str(d["what"]), bool(d["ok"]), code, str(d["reason"]), float(d["at"]),
+                   int(d.get("errno") or 0) if code == REFUSED else 0)

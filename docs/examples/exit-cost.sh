@@ -28,8 +28,9 @@ SAMPLES=$(mktemp)
 wait_end() {
     while :; do
         rc=0
-        $CEPH recovery wait --timeout 2 >/dev/null 2>&1 || rc=$?
+        $CEPH recovery wait >/dev/null 2>&1 || rc=$?
         [ "$rc" -eq 110 ] || return 0
+        sleep 2
     done
 }
 

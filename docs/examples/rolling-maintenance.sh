@@ -23,13 +23,15 @@ CEPH=${CEPH:-ceph}
 PATCH=${PATCH:-true}
 REASON=${REASON:-"rolling maintenance of $RACK"}
 
-# `ceph recovery wait` blocks at most 2 s a call and answers ETIMEDOUT (110) while the
-# window's enter or exit is still going: ask again until it answers something else.
+# `ceph recovery wait` answers at once: ETIMEDOUT (110) while the window's enter (its
+# ok-to-stop, then the stops) or exit is still going; poll until it answers something else.
+# EBUSY (16) after `enter`: ok-to-stop refused the host, nothing was changed.
 wait_end() {
     while :; do
         rc=0
-        $CEPH recovery wait --timeout 2 || rc=$?
+        $CEPH recovery wait || rc=$?
         [ "$rc" -eq 110 ] || return "$rc"
+        sleep 2
     done
 }
 

@@ -2,10 +2,11 @@
 and the drill's part of the tick (the decisions are the core's: ceph_recovery.drill).
 
 No mgr_module import: handlers return (rc, stdout, stderr); maintcli.py registers them.
-Like maintenance enter, `drill start` asks ok-to-stop for the bucket's up OSDs together
-(read-only, without the lock) and then only changes the persisted state under the lock;
-the tick acts. The drill's window is an ordinary maintenance window (reason "drill <id>"),
-so the enter, the hold and the exit are the maintenance code's.
+Like maintenance enter, `drill start` asks no mon: it validates and records a requested
+drill; the next tick asks ok-to-stop for the bucket's up OSDs together (and checks a write
+load's pool) and begins or refuses it (settle.py); the tick acts. The drill's window is an
+ordinary maintenance window (reason "drill <id>"), so the enter, the hold and the exit are the
+maintenance code's.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ceph_recovery import maintenance as M
 
 from . import core, drillload
 from .inputs import InputError
-from .maint import Answer, _answer, _bucket, _err, bucket_verdict
+from .maint import Answer, _answer, _bucket, _err
 
 
 # ------------------------------------------------------------------ observations (module.py)
@@ -142,28 +143,15 @@ def _host_budgets(engine: Any, intent: Any) -> Dict[str, int]:
     return out
 
 
-def pool_delete_allowed(engine: Any) -> bool:
-    """The monitors' centralized `mon_allow_pool_delete` (`ceph config set mon ...`)."""
-    rc, out, _e = engine.executor.mon({"prefix": "config get", "who": "mon",
-                                       "key": "mon_allow_pool_delete"})
-    return rc == 0 and (out or "").strip().strip('"').lower() in ("true", "1", "yes")
-
-
-def _check_load(engine: Any, write_load: Optional[int], now: float) -> int:
-    """0 without a write load; InputError EINVAL when the drill could not remove its pool,
-    EEXIST when a pool already has its name (the drill never touches another pool)."""
+def _check_load(write_load: Optional[int]) -> int:
+    """0 without a write load; InputError EINVAL outside 1..MAX_RATE objects/s. Whether the
+    drill may remove its pool and whether its name is free needs the mons: the tick checks
+    them before the drill begins (settle.load_refusal)."""
     if write_load is None:
         return 0
     if isinstance(write_load, bool) or not isinstance(write_load, int) \
             or not 1 <= write_load <= L.MAX_RATE:
         raise InputError(errno.EINVAL, "--write-load must be 1 to %d objects/s" % L.MAX_RATE)
-    if not pool_delete_allowed(engine):
-        raise InputError(errno.EINVAL, "--write-load needs mon_allow_pool_delete=true in the "
-                         "monitors' config (`ceph config set mon mon_allow_pool_delete true`):"
-                         " the drill removes the pool it writes to at its end")
-    name = L.pool_name("d%d" % int(now))
-    if engine.ceph.rados.pool_exists(name):
-        raise InputError(errno.EEXIST, "a pool named %s exists already" % name)
     return int(write_load)
 
 
@@ -171,29 +159,27 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
           concurrency: Optional[str], fmt: str, now: float,
           write_load: Optional[int] = None, stop: Optional[str] = None,
           inactive_grace: Optional[str] = None) -> Answer:
-    """Accept a drill: refused (EBUSY, PGs named) unless ok-to-stop clears the bucket."""
+    """Request a drill: refused at once on what needs no mon (EINVAL, ENOENT, EBUSY); else
+    recorded as `requested`, and the next tick asks ok-to-stop for the bucket and begins it
+    or refuses it (EBUSY, PGs named: `wait`, `drill report`). Nothing is set before."""
     try:
         secs = M.parse_duration(downtime)
         grace = D.INACTIVE_GRACE_S if inactive_grace is None else M.parse_duration(
             inactive_grace)
-        rate = _check_load(engine, write_load, now)
+        rate = _check_load(write_load)
         with engine.lock:
             name = _bucket(engine, fail)
             budgets = _budgets(engine, budget, name, concurrency, now)
-            up = [o.id for o in M.under(name, engine.snapshot) if o.up]
-        verdict = bucket_verdict(engine, up)
-        with engine.lock:
             drills = list(getattr(engine.run, "drills", []))
-            d, w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
-                                 engine.run.windows, drills, engine.active, verdict, budgets,
-                                 budget or "", "" if concurrency is None else str(concurrency),
-                                 now, rate, stop or D.STOP_CLEAN, grace)
-            if d.phase == D.ENTERING:       # with a write load: once its pool is ready
-                engine.run.windows = list(engine.run.windows) + [w]
+            d, _w = D.check_start("d%d" % int(now), name, secs, engine.snapshot,
+                                  engine.run.windows, drills, engine.active, None, budgets,
+                                  budget or "", "" if concurrency is None else
+                                  str(concurrency), now, rate, stop or D.STOP_CLEAN, grace)
             engine.run.drills = (drills + [d])[-D.KEEP_DRILLS:]
             engine.run.record(now, engine.snapshot.epoch, {
-                "kind": "command", "bucket": name, "reason": "drill start %s: fail %s for %s"
-                % (d.id, name, M.fmt_duration(secs))}, "accepted")
+                "kind": "command", "bucket": name, "reason": "drill start %s: fail %s for %s:"
+                " requested, ok-to-stop asked on the next tick" % (
+                    d.id, name, M.fmt_duration(secs))}, "accepted")
     except InputError as e:
         return _err(e.errno, e.message)
     except M.Refused as e:
@@ -203,11 +189,12 @@ def start(engine: Any, fail: str, downtime: str, budget: Optional[str],
     engine.wake()
     load = "" if d.load is None else "; writing %d objects/s to pool %s (created first)" % (
         d.load.rate, d.load.pool)
-    return _answer(D.drill_to_dict(d), "drill %s: accepted; %s %s (%s) for %s, then a "
-                   "controlled start%s" % (d.id, "killing (SIGKILL)" if d.stop == D.STOP_KILL
-                                           else "stopping", name,
-                                           ", ".join("osd.%d" % i for i in d.osds),
-                                           M.fmt_duration(secs), load), fmt)
+    return _answer(D.drill_to_dict(d), "drill %s: requested; once ok-to-stop clears %s (next "
+                   "tick): %s %s for %s, then a controlled start%s. Refused (EBUSY) "
+                   "otherwise: `ceph recovery wait`, `ceph recovery drill report` show it" % (
+                       d.id, name, "killing (SIGKILL)" if d.stop == D.STOP_KILL
+                       else "stopping", ", ".join("osd.%d" % i for i in d.osds),
+                       M.fmt_duration(secs), load), fmt)
 
 
 def abort(engine: Any, fmt: str, now: float) -> Answer:

@@ -24,7 +24,7 @@ from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import (InputError, budget_text, check_buckets, check_concurrency,
                      check_start_order, parse_budget, split_scope)
 from .helperproto import HelperProtocol
-from . import drillcli, maint, statusdoc
+from . import drillcli, maint, settle, statusdoc
 from .state import RunState, leftovers_from, windows_from
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
@@ -125,7 +125,10 @@ class Engine(HelperProtocol):
              recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
              ) -> None:
         """Decide under the lock, talk to the mons without it: status, abort and
-        helper-report never wait for a mon command (each is bounded by its own timeout)."""
+        helper-report never wait for a mon command (each is bounded by its own timeout).
+        First the requests the commands recorded (settle.py), on the last snapshot: one
+        accepted now is acted on in this same tick."""
+        settle.settle(self, now)
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)

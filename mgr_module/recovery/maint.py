@@ -2,24 +2,22 @@
 ceph_recovery.maintenance).
 
 No mgr_module import: handlers return (rc, stdout, stderr) and module.py wraps them, so they
-run the same in unit tests with a recording `ceph`. Like every command, enter/exit only change
-the persisted windows (and, for exit, start the controlled run) under the engine's lock and
-wake the tick; only the tick acts. The one exception is the ok-to-stop query of `enter`: a
-read-only question asked without the lock, whose answer decides whether the window is opened.
+run the same in unit tests with a recording `ceph`. Every handler runs in ceph-mgr's command
+thread for this module, which carries every command of the module one at a time,
+helper-report included: a handler that waited would make the helpers' own commands queue and
+time out. So no handler asks a mon anything or sleeps. `enter` only records a requested
+window; the tick asks ok-to-stop and opens or refuses it (settle.py). `exit` changes the
+persisted windows and starts the controlled run; the tick acts.
 
-`wait` runs in ceph-mgr's command thread for this module, which carries every command of the
-module one at a time, helper-report included. While a wait blocks, the helpers' reports queue
-behind it; a helper whose command times out (5 s by default) misses its instructions (and
-Pacific's librados client can crash on a reply that comes after its timeout). So one call
-blocks at most WAIT_MAX_S seconds, well under the helper's timeout, and answers ETIMEDOUT while the run or window is
-still going; scripts call it in a loop (docs/examples/rolling-maintenance.sh).
+`wait` answers at once with the state: ETIMEDOUT while a run, a window's enter/exit or a
+drill is going on (the caller polls again, a few seconds later:
+docs/examples/rolling-maintenance.sh), else the last outcome.
 """
 from __future__ import annotations
 
 import errno
 import json
-import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
@@ -27,9 +25,6 @@ from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 from .inputs import InputError, check_buckets
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
-WAIT_DEFAULT_S = 2.0
-WAIT_MAX_S = 2.0
-WAIT_POLL_S = 0.5
 JSON_FORMATS = ("json", "json-pretty")
 Answer = Tuple[int, str, str]
 
@@ -109,21 +104,21 @@ def _bucket(engine: Any, bucket: str) -> str:
 
 def enter(engine: Any, bucket: str, reason: Optional[str], max_duration: Optional[str],
           fmt: str, now: float) -> Answer:
-    """Open a window: refused (EBUSY, PGs named) unless ok-to-stop clears the whole bucket."""
+    """Request a window: refused at once (EINVAL, ENOENT, EBUSY) on what the handler can
+    check without a mon; else recorded as `requested`, and the next tick asks ok-to-stop for
+    the whole bucket and opens it or refuses it (EBUSY, PGs named: `wait`, `maintenance
+    ls`). Nothing is set or held before ok-to-stop cleared it."""
     try:
+        secs = M.parse_duration(max_duration) if max_duration else M.DEFAULT_MAX_DURATION_S
         with engine.lock:
             name = _bucket(engine, bucket)
-            secs = M.parse_duration(max_duration) if max_duration else \
-                M.DEFAULT_MAX_DURATION_S
-            up = [o.id for o in M.under(name, engine.snapshot) if o.up]
-        verdict = bucket_verdict(engine, up)
-        with engine.lock:
             w = M.check_enter(name, engine.snapshot, engine.run.windows, engine.active,
-                              verdict, reason or "", secs, now)
+                              None, reason or "", secs, now)
             engine.run.windows = list(engine.run.windows) + [w]
             engine.run.record(now, engine.snapshot.epoch, {
-                "kind": "command", "bucket": name, "reason": "maintenance enter %s (%s)"
-                % (name, reason or "-")}, "accepted")
+                "kind": "command", "bucket": name, "reason": "maintenance enter %s (%s): "
+                "requested, ok-to-stop asked on the next tick" % (name, reason or "-")},
+                "accepted")
     except InputError as e:
         return _err(e.errno, e.message)
     except M.Refused as e:
@@ -131,26 +126,11 @@ def enter(engine: Any, bucket: str, reason: Optional[str], max_duration: Optiona
     except ValueError as e:
         return _err(errno.EINVAL, "maintenance enter: %s" % e)
     engine.wake()
-    return _answer(M.window_to_dict(w), "maintenance enter %s: accepted; holding and "
-                   "stopping %s" % (name, ", ".join("osd.%d" % i for i in w.osds)), fmt)
-
-
-def bucket_verdict(engine: Any, up: List[int]) -> Any:
-    """Ceph's ok-to-stop on every up OSD of a bucket together (not one by one: two OSDs of
-    one PG may each be cleared alone), asked outside the engine lock (a mon command)."""
-    rc, out = 0, {"ok_to_stop": True}
-    if up:
-        rc, text, _e = engine.executor.mon({"prefix": "osd ok-to-stop", "format": "json",
-                                            "ids": [str(i) for i in up]})
-        out = _loads(text)
-    return M.ok_to_stop_verdict(rc, out)
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text) if text and text.strip() else None
-    except ValueError:
-        return None
+    return _answer(M.window_to_dict(w), "maintenance enter %s: requested; the next tick asks "
+                   "ok-to-stop for %s and then holds and stops them, or refuses (EBUSY). Not "
+                   "in maintenance yet: `ceph recovery wait` answers 0 once it is, "
+                   "`ceph recovery maintenance ls` shows it" % (
+                       name, ", ".join("osd.%d" % i for i in w.osds)), fmt)
 
 
 def exit_(engine: Any, bucket: str, budget: Optional[str], concurrency: Optional[str],
@@ -161,6 +141,9 @@ def exit_(engine: Any, bucket: str, budget: Optional[str], concurrency: Optional
     try:
         with engine.lock:
             name = _bucket(engine, bucket)
+            req = M.find(engine.run.windows, name)
+            if req is not None and req.phase == M.REQUESTED:
+                return _cancel(engine, req, fmt, now)
             w = M.check_exit(name, engine.run.windows, engine.active)
             intent = engine.start(budget, [name], "1" if concurrency is None else concurrency,
                                   now)
@@ -177,48 +160,59 @@ def exit_(engine: Any, bucket: str, budget: Optional[str], concurrency: Optional
                    "when every OSD is up" % (name, intent.run_id), fmt)
 
 
+def _cancel(engine: Any, w: Any, fmt: str, now: float) -> Answer:
+    """Under the lock: `exit` of a requested window withdraws the request (nothing was set)."""
+    why = "maintenance enter %s withdrawn by maintenance exit before ok-to-stop was " \
+        "asked: nothing was changed" % w.bucket
+    engine.run.windows = [x for x in engine.run.windows if x is not w]
+    engine.run.outcomes.append(M.Outcome("maintenance enter %s" % w.bucket, False, "aborted",
+                                         why, now))
+    engine.run.record(now, engine.snapshot.epoch if engine.snapshot else 0, {
+        "kind": "command", "bucket": w.bucket, "reason": why}, "accepted")
+    engine.wake()
+    return _answer({"bucket": w.bucket, "withdrawn": True}, why, fmt)
+
+
 def ls(engine: Any, fmt: str, now: float) -> Answer:
+    """The windows, and the latest refused enter of each bucket without a window."""
     with engine.lock:
         rows = windows_view(engine, now)
+        refused = [M.outcome_to_dict(o) for o in M.refusals(engine.run.outcomes,
+                                                             engine.run.windows)]
     if fmt in JSON_FORMATS:
-        return 0, json.dumps({"windows": rows}, sort_keys=True), ""
-    if not rows:
+        return 0, json.dumps({"windows": rows, "refused": refused}, sort_keys=True), ""
+    if not rows and not refused:
         return 0, "no maintenance window", ""
-    return 0, "\n".join("%s: %s for %s (max %s)%s, osds %s, reason: %s%s" % (
+    return 0, "\n".join(["%s: %s for %s (max %s)%s, osds %s, reason: %s%s" % (
         r["bucket"], r["phase"], M.fmt_duration(r["elapsed_s"]),
         M.fmt_duration(r["max_duration_s"]), " OVERDUE" if r["overdue"] else "",
         ",".join(str(i) for i in r["osds"]), r["reason"] or "-",
-        "; last exit: " + r["note"] if r["note"] else "") for r in rows), ""
+        "; last exit: " + r["note"] if r["note"] else "") for r in rows] + [
+        "%s: refused %s ago: %s" % (o["what"][len("maintenance enter "):],
+                                    M.fmt_duration(now - o["at"]), o["reason"])
+        for o in refused]), ""
 
 
 def _busy(engine: Any) -> List[str]:
     from . import drillcli
     what = ["run %s (%s)" % (engine.run.progress.run_id, engine.run.progress.phase)] \
         if engine.active else []
-    return what + ["maintenance %s %s" % (w.phase[:-3], w.bucket)
+    verb = {M.REQUESTED: "enter (requested, ok-to-stop not asked yet)",
+            M.ENTERING: "enter", M.EXITING: "exit"}
+    return what + ["maintenance %s %s" % (verb[w.phase], w.bucket)
                    for w in M.busy(engine.run.windows)] + drillcli.busy(engine)
 
 
-def wait(engine: Any, timeout: Optional[float], fmt: str,
-         clock: Callable[[], float] = time.time,
-         sleep: Callable[[float], None] = time.sleep) -> Answer:
-    """Block (at most WAIT_MAX_S) until no run and no window enter/exit is going on; then
-    the last outcome: 0, or its errno (ECANCELED aborted, EIO failed) and reason."""
-    t = WAIT_DEFAULT_S if timeout is None else float(timeout)
-    if not 0 < t <= WAIT_MAX_S:
-        return _err(errno.EINVAL, "wait --timeout must be in (0, %g] seconds: ceph-mgr runs "
-                    "this module's commands one at a time; call wait again while it answers "
-                    "ETIMEDOUT" % WAIT_MAX_S)
-    deadline = clock() + t
-    while True:
-        with engine.lock:
-            going = _busy(engine)
-            last = engine.run.outcomes[-1] if engine.run.outcomes else None
-        if not going:
-            break
-        if clock() >= deadline:
-            return _err(errno.ETIMEDOUT, "still going after %gs: %s" % (t, "; ".join(going)))
-        sleep(WAIT_POLL_S)
+def wait(engine: Any, timeout: Optional[float], fmt: str) -> Answer:
+    """The state at once, never blocking: ETIMEDOUT while a run, a window's enter/exit or a
+    drill is going on (poll again); then the last outcome: 0, or its errno (ECANCELED
+    aborted, EIO failed, EBUSY/EINVAL/EEXIST refused) and reason. `timeout` is accepted and
+    not used: an answer never waits."""
+    with engine.lock:
+        going = _busy(engine)
+        last = engine.run.outcomes[-1] if engine.run.outcomes else None
+    if going:
+        return _err(errno.ETIMEDOUT, "still going: %s" % "; ".join(going))
     if last is None:
         return _answer({"ok": True, "outcome": None}, "nothing to wait for", fmt)
     if last.ok:

@@ -52,8 +52,9 @@ class MaintenanceCommands(object):
     def cmd_maint_enter(self, bucket: str, reason: Optional[str] = None,
                         max_duration: Optional[str] = None,
                         format: str = "plain") -> HandleCommandResult:
-        """Take a CRUSH bucket out for maintenance (refused unless ok-to-stop clears it):
-        set its noout, hold its autostart, stop its OSDs"""
+        """Request maintenance of a CRUSH bucket: the next tick asks ok-to-stop and then
+        sets its noout, holds its autostart and stops its OSDs, or refuses (EBUSY: see
+        `wait`, `maintenance ls`)"""
         return self._maint(maint.enter, bucket, reason, max_duration, format, time.time())
 
     @write_command("recovery maintenance exit")
@@ -71,8 +72,9 @@ class MaintenanceCommands(object):
     @read_command("recovery wait")
     def cmd_wait(self, timeout: Optional[float] = None,
                  format: str = "plain") -> HandleCommandResult:
-        """Wait (at most 2 s a call) until the run or window enter/exit ends: 0 if it
-        succeeded, else ECANCELED (aborted), EIO (failed), ETIMEDOUT (still going)"""
+        """Answer at once how the last run, window enter/exit or drill ended: 0 if it
+        succeeded, else ECANCELED (aborted), EIO (failed), EBUSY (refused), ETIMEDOUT (still
+        going: poll again)"""
         return self._maint(maint.wait, timeout, format)
 
     # ------------------------------------------------------------ drills (drillcli.py)
@@ -81,7 +83,8 @@ class MaintenanceCommands(object):
                         concurrency: Optional[str] = None, write_load: Optional[int] = None,
                         stop: Optional[str] = None, inactive_grace: Optional[str] = None,
                         format: str = "plain") -> HandleCommandResult:
-        """Drill on a real cluster (refused unless ok-to-stop clears the bucket): stop the
+        """Drill on a real cluster (requested; the next tick refuses it unless ok-to-stop
+        clears the bucket, see `wait` and `drill report`): stop the
         bucket's OSDs (--stop clean, or kill: SIGKILL, a power loss) for the downtime (writing
         --write-load objects/s to a pool of its own), then a controlled start; aborts on PGs
         inactive longer than --inactive-grace (20s), HEALTH_ERR or `drill abort`"""

@@ -16,6 +16,7 @@ from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 from .compat import CLI_REGISTRY, read_command, write_command
 from . import maintcli
 from .sender import CommandSender
+from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
@@ -27,6 +28,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .engine import Engine
     from .executor import memory_targets, recovery_configs
     from .logs import make_logger
+    from . import leftovers
     from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
@@ -52,7 +54,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(MaintenanceCommands, MgrModule):
+class Module(Lifecycle, MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -149,6 +151,7 @@ class Module(MaintenanceCommands, MgrModule):
             # a structured mark: what the run did after a failover is told apart by time
             self.engine.run.record(now, 0, {"kind": "state_resumed", "reason": "run state "
                                             "loaded by a (re)started mgr"}, "noted")
+            leftovers.note_load(self.engine)
             self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
                        phase=self.engine.run.progress.phase)
         except (StateCorrupt, ValueError, TypeError, KeyError) as e:
@@ -228,40 +231,13 @@ class Module(MaintenanceCommands, MgrModule):
                          *self._osd_config())
         with self._lock:
             self.engine.error = None
+            leftovers.update_check(self.engine)
             checks = health_dict(self.engine.health_checks())
             checks.update(self.engine.shell_health())
         self._persist()
         self.set_health_checks(checks)
         self._report_progress()
         self._maint_progress()
-
-    def _report_progress(self) -> None:
-        eng = self.engine
-        p = eng.run.progress
-        if eng.active and p.run_id:
-            ev = "recovery-%s" % p.run_id
-            snap = eng.snapshot
-            todo = [o for o in snap.osds if not o.up and (not eng.run.intent.scope or
-                    set(o.crush_path) & set(eng.run.intent.scope))] if snap else []
-            frac = len(p.finished) / float(max(1, len(p.finished) + len(todo)))
-            try:
-                self.remote("progress", "update", ev, ev_msg="Controlled recovery %s (%s)"
-                            % (p.run_id, p.phase), ev_progress=min(1.0, frac),
-                            add_to_ceph_s=True)
-                self._progress_ev = ev
-            except Exception as e:  # progress module disabled: not fatal
-                self.log.debug("recovery: progress update failed: %s", e)
-        elif self._progress_ev:
-            try:
-                self.remote("progress", "complete", self._progress_ev)
-            except Exception as e:
-                self.log.debug("recovery: progress complete failed: %s", e)
-            self._progress_ev = ""
-
-    def shutdown(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        self._sender.stop()
 
     # ------------------------------------------------------------ commands
     # A command changes the engine's state under the lock and wakes the tick thread, which

@@ -134,7 +134,7 @@ def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
 
 def until_end(d: Any, drill_id: str, limit: float, restart_at: Optional[float] = None,
               each: Optional[Callable[[], None]] = None) -> Tuple[int, str]:
-    """`ceph recovery wait` in a loop while it answers ETIMEDOUT: (rc, its text). Past
+    """`ceph recovery wait` polled every POLL_S while it answers ETIMEDOUT: (rc, its text). Past
     `limit` the drill is aborted (its abort brings everything back) and waited for again.
     restart_at: the time ceph-mgr is killed and started again (--restart-mgr-after); each:
     called every round (--naive: systemd's Restart= of the lab's OSDs)."""
@@ -151,13 +151,13 @@ def until_end(d: Any, drill_id: str, limit: float, restart_at: Optional[float] =
                 (d.o.restart_mgr_after or 0.0) + time.time() - restart_at, 1)
             restart_at = None
         try:
-            rc, _body, err = mgr_call(d.cluster, {"prefix": "recovery wait", "timeout": 2.0})
+            rc, _body, err = mgr_call(d.cluster, {"prefix": "recovery wait"})
         except Exception as e:     # noqa: BLE001 - mgr restarting: keep waiting
             log.info("waiting", error=str(e)[:200])
             rc, err = -errno.ETIMEDOUT, ""
-            time.sleep(POLL_S)
         if rc != -errno.ETIMEDOUT:
             return rc, (err or "").strip()
+        time.sleep(POLL_S)         # wait answers at once: poll, do not spin
         if not aborted and time.time() >= deadline:
             log.warning("drill did not end within the timeout: aborting it", timeout=limit)
             d.result["timed_out"] = True

@@ -23,6 +23,7 @@ from . import cgroups, procs, release
 from .state import update_state
 
 log = structlog.get_logger("lab.launch")
+WAIT_POLL_S = 2.0             # between two `ceph recovery wait` (it answers at once)
 
 
 class CephError(RuntimeError):
@@ -66,16 +67,16 @@ def ceph(state: Dict[str, Any], *args: str, json_out: bool = True, timeout: floa
 
 
 def recovery_wait(state: Dict[str, Any], limit: float) -> Tuple[int, str]:
-    """`ceph recovery wait` in a loop while it answers ETIMEDOUT (it answers within 2 s: the
-    mgr runs a module's commands one at a time): (0, text) or (rc, its reason)."""
+    """`ceph recovery wait` polled every WAIT_POLL_S while it answers ETIMEDOUT (it answers
+    at once: the mgr runs a module's commands one at a time): (0, text) or (rc, its reason)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         try:
-            return 0, ceph(state, "recovery", "wait", "--timeout", "2", json_out=False,
-                           timeout=30).strip()
+            return 0, ceph(state, "recovery", "wait", json_out=False, timeout=30).strip()
         except CephError as e:
             if e.rc != errno.ETIMEDOUT:
                 return e.rc, e.stderr.strip()
+        time.sleep(WAIT_POLL_S)
     raise TimeoutError("ceph recovery wait never ended within %ss" % limit)
 
 

@@ -30,7 +30,9 @@ def enter_and_stop(eng, mon, world, t0=1000.0):
     tick(eng, world, t0)                     # the hosts' memory is known before the start
     rc, out, err = drillcli.start(eng, "h2", "30s", "80%", None, "plain", t0)
     assert rc == 0, err
-    assert out.startswith("drill d1000: accepted; stopping h2 (osd.2, osd.3) for 30s")
+    assert out.startswith("drill d1000: requested; once ok-to-stop clears h2 (next tick): "
+                          "stopping osd.2, osd.3 for 30s")
+    assert mon.mutations() == [] and eng.run.drills[0].phase == D.REQUESTED
     observe(eng, world)
     helpers(eng, t0 + 1)
     tick(eng, world, t0 + 1)
@@ -52,8 +54,32 @@ def test_start_refused_unless_ok_to_stop_clears_the_bucket_and_changes_nothing(w
     eng, mon = make(world, {"ok_to_stop": False, "osds": [2, 3],
                             "bad_become_inactive": ["1.3"]})
     rc, out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0)
-    assert rc == -errno.EBUSY and "1.3" in err and out == ""
-    assert eng.run.drills == [] and eng.run.windows == []
+    assert rc == 0 and out.startswith("drill d1000: requested") and mon.calls == []
+    assert maint.wait(eng, None, "plain")[0] == -errno.ETIMEDOUT      # not decided yet
+    tick(eng, world, 1001.0)                 # the tick asks ok-to-stop, for both together
+    assert mon.calls[0] == {"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}
+    (d,) = eng.run.drills
+    assert d.phase == D.ABORTED and d.reason.startswith("refused: ") and "1.3" in d.reason
+    rc, _out, err = maint.wait(eng, None, "plain")
+    assert rc == -errno.EBUSY and "1.3" in err and "refused" in err
+    line = drillcli.report(eng, None, "plain")[1]
+    assert line.startswith("drill d1000 on h2: aborted (refused: ") and "1.3" in line, line
+    assert [e["result"] for e in eng.run.journal if e["action"]["kind"] == "request"] == [
+        "refused"]
+    tick(eng, world, 1003.0)
+    assert eng.run.windows == [] and maint.holds(eng) == frozenset() and mon.mutations() == []
+
+
+def test_abort_of_a_requested_drill_ends_it_without_asking_or_changing_anything(world):
+    eng, mon = make(world)
+    assert drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0)[0] == 0
+    assert drillcli.abort(eng, "plain", 1000.5)[0] == 0
+    tick(eng, world, 1001.0)
+    (d,) = eng.run.drills
+    assert d.phase == D.ABORTED and "before the drill began" in d.reason
+    assert [c["prefix"] for c in mon.calls if c["prefix"] == "osd ok-to-stop"] == []
+    assert mon.mutations() == [] and eng.run.windows == []
+    assert maint.wait(eng, None, "plain")[0] == -errno.ECANCELED
 
 
 @pytest.mark.parametrize("args,code", [(("nosuch", "30s", None), errno.ENOENT),
@@ -96,7 +122,8 @@ def test_a_kill_drill_sends_its_stops_with_sigkill_and_a_bad_stop_changes_nothin
     helpers(eng, 1000.0)
     tick(eng, world, 1000.0)
     rc, out, err = drillcli.start(eng, "h2", "30s", "80%", None, "plain", 1000.0, None, "kill")
-    assert rc == 0 and out.startswith("drill d1000: accepted; killing (SIGKILL) h2"), err
+    assert rc == 0 and out.startswith("drill d1000: requested; once ok-to-stop clears h2 "
+                                      "(next tick): killing (SIGKILL) osd.2"), err
     observe(eng, world)
     helpers(eng, 1001.0)
     tick(eng, world, 1001.0)
@@ -115,7 +142,7 @@ def test_abort_and_report_without_a_drill(world):
 def test_downtime_then_exit_run_survives_a_failover_then_operator_abort(world):
     eng, mon = make(world)
     enter_and_stop(eng, mon, world)
-    assert maint.wait(eng, 1, "plain", sleep=lambda s: None)[0] == -errno.ETIMEDOUT
+    assert maint.wait(eng, 1, "plain")[0] == -errno.ETIMEDOUT
     tick(eng, world, 1020.0)                          # 17 s down: not yet
     assert not eng.active
     # failover: the new module resumes the drill from the persisted state

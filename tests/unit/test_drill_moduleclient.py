@@ -112,9 +112,9 @@ def test_naive_with_a_limit_limits_once_down_then_aborts_then_restarts_as_system
         ("limit", "h2", 3 << 30),
         ("mgr", "recovery drill abort"),
         ("systemd", (2, 3)),
-        ("systemd tick",), ("mgr", "recovery wait", "timeout=2.0"),
-        ("systemd tick",), ("mgr", "recovery wait", "timeout=2.0"),
-        ("systemd tick",), ("mgr", "recovery wait", "timeout=2.0"),
+        ("systemd tick",), ("mgr", "recovery wait"),
+        ("systemd tick",), ("mgr", "recovery wait"),
+        ("systemd tick",), ("mgr", "recovery wait"),
         ("systemd settle",)]
     assert limited == ["h2"] and d.result["drill_id"] == "d1"
     assert d.result["planned_order"] == PLANNED["order"]
@@ -156,7 +156,7 @@ def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_
         ("mgr", "recovery start-controlled", "budget=%d" % budget, "dry_run=True",
          "scope=['h2']"),
         ("limit", "h2", int(budget / 0.9)),
-        ("mgr", "recovery wait", "timeout=2.0")]
+        ("mgr", "recovery wait")]
     assert limited == ["h2"] and d.result["budget"] == str(budget)
     assert d.result["fit_first"]["predicted_first_bytes"] == 300 * MiB
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno
 
-from recovery import drillcli, drillload  # see conftest.py
+from recovery import drillcli, drillload, maint  # see conftest.py
 
 from ceph_recovery import drillload as L
 
@@ -138,11 +138,16 @@ def test_write_load_refused_without_mon_allow_pool_delete(world):
     eng, mon = ME.make(world)
     eng.ceph.rados = Rados()
     rc, out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, 10)
-    assert rc == -errno.EINVAL and "mon_allow_pool_delete" in err and out == ""
-    assert mon.calls == [{"prefix": "config get", "who": "mon",
-                          "key": "mon_allow_pool_delete"}]
-    assert eng.run.drills == [] and eng.run.windows == []
-    rc, _o, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, 0)
+    assert rc == 0 and mon.calls == []        # the handler asks no mon: the tick does
+    ME.tick(eng, world, 1001.0)
+    assert {"prefix": "config get", "who": "mon", "key": "mon_allow_pool_delete"} in mon.calls
+    (d,) = eng.run.drills
+    assert d.phase == "aborted" and "mon_allow_pool_delete" in d.reason
+    assert eng.run.windows == [] and [c for c in mon.mutations()
+                                      if c["prefix"] != "config get"] == []
+    rc, _o, err = maint.wait(eng, None, "plain")
+    assert rc == -errno.EINVAL and "mon_allow_pool_delete" in err
+    rc, _o, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1002.0, 0)
     assert rc == -errno.EINVAL and "1 to 500" in err
 
 
@@ -153,16 +158,21 @@ def test_write_load_accepted_names_its_pool(world):
     mon.mon_command = lambda cmd: (0, "true\n", "") if cmd["prefix"] == "config get" \
         else real(cmd)
     rc, out, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1000.0, 10)
-    assert rc == 0 and out.endswith("writing 10 objects/s to pool recovery-drill-d1000 "
-                                    "(created first)"), err
+    assert rc == 0 and "writing 10 objects/s to pool recovery-drill-d1000 " \
+        "(created first)" in out, out
+    ME.tick(eng, world, 1001.0)
     (d,) = eng.run.drills
+    assert d.phase == "preparing", d.reason
     assert d.load.pool == "recovery-drill-d1000" and d.load.state == L.CREATING
     assert eng.run.windows == []          # opened once the pool is ready
     eng.run.drills = []
     eng.run.windows = []
     eng.ceph.rados = Rados(pools={"recovery-drill-d1001"})
-    rc, _o, err = drillcli.start(eng, "h2", "30s", None, None, "plain", 1001.0, 10)
-    assert rc == -errno.EEXIST and eng.run.drills == []
+    assert drillcli.start(eng, "h2", "30s", None, None, "plain", 1001.0, 10)[0] == 0
+    ME.tick(eng, world, 1002.0)
+    rc, _o, err = maint.wait(eng, None, "plain")
+    assert rc == -errno.EEXIST and "recovery-drill-d1001" in err
+    assert eng.run.drills[-1].phase == "aborted" and eng.run.windows == []
 
 
 class FakeEngine(object):

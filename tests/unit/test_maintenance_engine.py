@@ -19,12 +19,55 @@ def test_enter_refused_names_the_pgs_and_changes_nothing(world):
     eng, mon = make(world, {"ok_to_stop": False, "osds": [2, 3],
                             "bad_become_inactive": ["1.0", "1.5"]})
     rc, out, err = maint.enter(eng, "h2", "patch", "1h", "plain", 1000.0)
-    assert rc == -errno.EBUSY and "1.0 1.5" in err and out == ""
-    # asked for both OSDs together, and nothing else was sent or recorded
-    assert mon.calls == [{"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}]
-    assert eng.run.windows == [] and maint.holds(eng) == frozenset()
+    # the handler asks no mon: the request is recorded, nothing held
+    assert rc == 0 and out.startswith("maintenance enter h2: requested") and mon.calls == []
+    assert [w.phase for w in eng.run.windows] == ["requested"]
+    assert maint.holds(eng) == frozenset()
+    assert maint.wait(eng, None, "plain")[0] == -errno.ETIMEDOUT
     tick(eng, world, 1001.0)
+    # asked for both OSDs together in the tick, refused: nothing else sent
+    assert mon.calls[0] == {"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}
+    assert mon.mutations() == [] and eng.run.windows == [] and maint.holds(eng) == frozenset()
+    rc, _out, err = maint.wait(eng, None, "plain")
+    assert rc == -errno.EBUSY and "1.0 1.5" in err and "maintenance enter h2 refused" in err
+    rc, out, _ = maint.ls(eng, "plain", 1031.0)
+    assert out.startswith("h2: refused 30s ago: maintenance enter h2 refused: stopping h2 "
+                          "(osd.2, osd.3) is not safe: 2 PG(s) would become inactive: "
+                          "1.0 1.5"), out
+    assert json.loads(maint.ls(eng, "json", 1031.0)[1])["refused"][0]["errno"] == errno.EBUSY
+    assert [e["result"] for e in eng.run.journal if e["action"]["kind"] == "request"] == [
+        "refused"]
+    tick(eng, world, 1003.0)
     assert mon.mutations() == []
+    # a later enter of the bucket replaces its refusal in `ls`
+    mon.verdict = {"ok_to_stop": True}
+    assert maint.enter(eng, "h2", None, None, "plain", 1004.0)[0] == 0
+    tick(eng, world, 1005.0)
+    assert maint.ls(eng, "plain", 1006.0)[1].startswith("h2: entering"), maint.ls(
+        eng, "plain", 1006.0)
+
+
+def test_exit_withdraws_a_requested_enter_before_it_is_asked(world):
+    eng, mon = make(world)
+    assert maint.enter(eng, "h2", None, None, "plain", 1000.0)[0] == 0
+    rc, out, _ = maint.exit_(eng, "h2", None, None, "plain", 1000.5)
+    assert rc == 0 and "withdrawn" in out and eng.run.windows == [] and not eng.active
+    tick(eng, world, 1001.0)
+    assert mon.calls == [] or all(c["prefix"] != "osd ok-to-stop" for c in mon.calls)
+    assert mon.mutations() == [] and eng.run.windows == []
+    assert maint.wait(eng, None, "plain")[0] == -errno.ECANCELED
+
+
+def test_a_request_is_persisted_and_settled_by_the_next_module(world):
+    eng, _mon = make(world)
+    assert maint.enter(eng, "h2", None, None, "plain", 1000.0)[0] == 0
+    eng2, mon2 = make(world)
+    eng2.run = state_mod.RunState.loads(eng.run.dumps())
+    assert [w.phase for w in eng2.run.windows] == ["requested"]
+    helpers(eng2, 1001.0)
+    tick(eng2, world, 1001.0)
+    assert [w.phase for w in eng2.run.windows] == ["entering"]
+    assert {"prefix": "osd set-group", "flags": "noout", "who": ["h2"]} in mon2.mutations()
 
 
 @pytest.mark.parametrize("args,code", [(("nosuch", None, None), errno.ENOENT),
@@ -39,10 +82,11 @@ def test_enter_bad_input(world, args, code):
 def test_enter_open_exit_with_a_failover_in_each_half(world):
     eng, mon = make(world)
     rc, out, _ = maint.enter(eng, "h2", "kernel", "4h", "plain", 1000.0)
-    assert rc == 0 and out == "maintenance enter h2: accepted; holding and stopping osd.2, osd.3"
+    assert rc == 0 and out.startswith("maintenance enter h2: requested; the next tick asks "
+                                      "ok-to-stop for osd.2, osd.3"), out
     helpers(eng, 1001.0)
     mon.calls.clear()
-    tick(eng, world, 1001.0)
+    tick(eng, world, 1001.0)           # ok-to-stop cleared h2: the window enters
     # plan() holds the bucket (noup, the gate reads it), the window sets noout; no stop yet
     assert mon.mutations() == [{"prefix": "osd set-group", "flags": "noup", "who": ["h2"]},
                                {"prefix": "osd set-group", "flags": "noout", "who": ["h2"]}]
@@ -105,14 +149,15 @@ def test_enter_open_exit_with_a_failover_in_each_half(world):
     assert maint.wait(eng3, 1, "plain")[0] == 0
 
 
-def test_wait_times_out_while_going_and_reports_an_abort(world):
+def test_wait_answers_at_once_while_going_and_reports_an_abort(world):
     eng, mon = make(world)
     maint.enter(eng, "h2", None, None, "plain", 1000.0)
-    clock = iter(range(1000, 2000)).__next__
-    rc, _o, err = maint.wait(eng, 2, "plain", clock=lambda: float(clock()), sleep=lambda s: None)
-    assert rc == -errno.ETIMEDOUT and "maintenance enter h2" in err
-    assert maint.wait(eng, 60, "plain")[0] == -errno.EINVAL
-    assert maint.wait(eng, 0, "plain")[0] == -errno.EINVAL
+    rc, _o, err = maint.wait(eng, 2, "plain")
+    assert rc == -errno.ETIMEDOUT and "maintenance enter (requested" in err
+    tick(eng, world, 1000.0)
+    for timeout in (None, 0, 60):        # accepted for old callers, never waited on
+        rc, _o, err = maint.wait(eng, timeout, "plain")
+        assert rc == -errno.ETIMEDOUT and "still going: maintenance enter h2" in err
     # window open, exit started, then aborted: non-zero with the reason, window back open
     w = eng.run.windows[0]
     eng.run.windows = [w.__class__(**dict(w.__dict__, phase="open"))]
@@ -140,6 +185,7 @@ def test_wait_times_out_while_going_and_reports_an_abort(world):
 def test_status_carries_the_schema_and_the_windows(world):
     eng, mon = make(world)
     maint.enter(eng, "h2", "disk swap", "2h", "plain", 1000.0)
+    tick(eng, world, 1000.0)
     st = eng.status(1060.0)
     assert st["schema"] == maint.STATUS_SCHEMA == 1
     (w,) = st["maintenance"]
