@@ -19,9 +19,10 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
   exiting   the exit's run is going on. When the window closes (every OSD up, noout
             restored), the drill waits for every PG to be active+clean (at most CLEAN_WAIT_S)
             and ends `done`.
-  aborting  the drill is stopped and everything comes back at once: the window is dropped
-            (so its bucket is no longer held: plan() releases the group noup), the exit's run
-            (if any) is aborted, every down OSD of the bucket gets one start instruction
+  aborting  (an abort before the exit) the drill is stopped and everything comes back at
+            once, as it was before the drill: the window is dropped
+            (so its bucket is no longer held: plan() releases the group noup), every down
+            OSD of the bucket gets one start instruction
             (again only if still stopped START_RETRY_S later, at most ABORT_STARTS in all:
             an OSD the kernel kills on every start is left down, named, as systemd's start
             limit would), and once all are up or left down the bucket's noout is unset
@@ -31,9 +32,13 @@ A drill is a maintenance window (ceph_recovery.maintenance) with a downtime:
 Abort triggers, checked every tick until the drill ends: PGs inactive without a break for
 longer than the drill's inactive grace (`--inactive-grace`, INACTIVE_GRACE_S by default:
 stopping or starting OSDs makes PGs peer, inactive for a moment),
-HEALTH_ERR or the operator's `drill abort`. A failed window exit (its controlled start could
-not bring every OSD back within the budget, or its run was aborted) is no trigger: the drill
-ends aborted with its bucket kept in maintenance, never started all at once.
+HEALTH_ERR or the operator's `drill abort`. Once the exit has begun, its controlled start
+owns the bucket's OSDs, and no abort starts them outside its budget: the abort aborts the
+exit's run (which stops the OSDs it had not let boot), the window goes back into maintenance
+(stopping the OSDs the exit started), and the drill ends aborted with its bucket kept in
+maintenance, as after a failed exit (its controlled start could not bring every OSD back
+within the budget, or its run was aborted): every OSD of the bucket ends up, or held and
+stopped, never loaded and held.
 
 Every tick adds one sample to a bounded timeline (sample_limit(); when full, every other sample
 is dropped so the whole drill stays covered at half the resolution). Per-host memory is
@@ -259,15 +264,29 @@ def _exit_failed(d: Drill, w: M.Window, windows: Sequence[M.Window], snap: Snaps
     window in RECOVERY_MAINTENANCE), for `maintenance exit` to bring back. Starting every
     OSD at once after the controlled start found they do not fit is the OOM chain this
     tool prevents."""
-    why = ("the exit failed: %s; %s stays in maintenance (held, noout kept): `ceph recovery "
-           "maintenance exit %s --budget ...` brings it back" % (
+    why = ("%sthe exit failed: %s; %s stays in maintenance (held, noout kept): `ceph "
+           "recovery maintenance exit %s --budget ...` brings it back" % (
+               "aborted (%s): " % d.reason if d.aborted_at is not None else "",
                w.note or "window back in maintenance", d.bucket, d.bucket))
     return _end(d, windows, snap, ABORTED, why, now)
 
 
 def _abort(d: Drill, windows: Sequence[M.Window], snap: Snapshot, why: str,
            now: float) -> DrillStep:
-    """Drop the drill's window (its hold goes), abort the exit's run, then start every OSD."""
+    """Before its exit: drop the drill's window (its hold goes) and start every OSD at once,
+    as they were before the drill (no run owns them). Once its exit's run owns them: abort
+    that run only. A controlled start's OSDs are never started outside its budget; the run's
+    abort stops the ones it had not let boot (withdraw.py), the window goes back into
+    maintenance and stops the ones the exit started, and the drill ends aborted with its
+    bucket kept there (_exit_failed): every OSD ends up, or held and stopped, never loaded
+    and held."""
+    w = M.find(windows, d.bucket)
+    if d.phase == EXITING and w is not None:
+        d = replace(d, reason=why, abort_requested="",
+                    aborted_at=d.aborted_at if d.aborted_at is not None else now)
+        if w.phase == M.EXITING:
+            return DrillStep(d, tuple(windows), abort_run=True)
+        return _exit_failed(d, w, windows, snap, now)
     kept = tuple(x for x in windows if x.bucket != d.bucket or x.reason != _reason(d))
     d = replace(d, phase=ABORTING, reason=why, abort_requested="", aborted_at=now)
     step = _aborting(d, None, kept, snap, now)

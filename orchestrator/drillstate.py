@@ -49,7 +49,7 @@ class Drill:
     active_at: Optional[float] = None    # every PG active again after the exit began
     clean_at: Optional[float] = None     # every PG active+clean again
     ended_at: Optional[float] = None
-    aborted_at: Optional[float] = None   # the abort began (every OSD started at once)
+    aborted_at: Optional[float] = None   # the abort began
     started: Mapping[int, float] = field(default_factory=dict)  # osd -> abort's start sent
     starts: Mapping[int, int] = field(default_factory=dict)     # osd -> abort's starts sent
     exit_run: str = ""

@@ -260,15 +260,24 @@ def test_pgs_active_again_within_the_grace_do_not_abort():
     assert st.drill.phase == D.DOWN and st.actions == ()
 
 
-def test_health_err_aborts_at_once_and_aborts_the_exit_run():
+def test_health_err_during_the_exit_aborts_its_run_and_keeps_the_bucket_in_maintenance():
+    """Once the exit's controlled start owns the bucket's OSDs, an abort never starts them
+    outside its budget: it aborts the exit's run (which stops what it had not let boot), the
+    window goes back into maintenance, and the drill ends aborted there."""
     d, ws = open_drill(t=5.0)
     d = D.exit_started(d, "r1035", NOW + 35.0)
     ws = [M.exiting(ws[0], "r1035")]
     st = tick(snap(down=(2, 3), running=(2,)), d, ws, 36.0, health="HEALTH_ERR")
-    assert st.drill.phase == D.ABORTING and st.drill.reason == "HEALTH_ERR appeared"
-    assert st.abort_run and st.windows == ()
-    # osd.2's process runs already: only osd.3 gets a start instruction
-    assert abort_list(st) == [("grant_start", 3, None)]
+    assert st.drill.phase == D.EXITING and st.drill.reason == "HEALTH_ERR appeared"
+    assert st.abort_run and st.windows == tuple(ws)
+    assert abort_list(st) == []               # nothing started at once
+    # the run aborted, the window went back into maintenance: the drill ends aborted there
+    back = [replace(ws[0], phase=M.ENTERING, exit_run="", note="exit run r1035 aborted")]
+    end = tick(snap(down=(2, 3), running=(2,)), st.drill, back, 38.0, health="HEALTH_ERR")
+    assert end.drill.phase == D.ABORTED and abort_list(end) == []
+    assert end.drill.reason.startswith("aborted (HEALTH_ERR appeared): the exit failed: exit "
+                                       "run r1035 aborted; h2 stays in maintenance")
+    assert end.windows == tuple(back)
 
 
 def test_operator_abort_while_entering():

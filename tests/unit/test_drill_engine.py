@@ -139,7 +139,7 @@ def test_abort_and_report_without_a_drill(world):
     assert drillcli.report(eng, None, "plain")[0] == -errno.ENOENT
 
 
-def test_downtime_then_exit_run_survives_a_failover_then_operator_abort(world):
+def test_exit_run_survives_a_failover_then_an_operator_abort_keeps_the_bucket_in_maintenance(world):
     eng, mon = make(world)
     enter_and_stop(eng, mon, world)
     assert maint.wait(eng, 1, "plain")[0] == -errno.ETIMEDOUT
@@ -156,7 +156,8 @@ def test_downtime_then_exit_run_survives_a_failover_then_operator_abort(world):
     (d,) = eng2.run.drills
     assert d.phase == D.EXITING and eng2.active and d.exit_run == eng2.run.progress.run_id
     assert eng2.run.intent.scope == ("h2",)
-    # the operator aborts: the exit run is aborted, every OSD of h2 gets a start
+    # the operator aborts: the exit's run is aborted, nothing is started outside its budget,
+    # and the bucket goes back into maintenance (held, noout kept)
     rc, out, _ = drillcli.abort(eng2, "plain", 1035.0)
     assert rc == 0 and out.startswith("drill d1000: abort accepted")
     mon2.calls.clear()
@@ -164,19 +165,18 @@ def test_downtime_then_exit_run_survives_a_failover_then_operator_abort(world):
         now = 1036.0 + 2 * k
         reply = helpers(eng2, now, h2=(False, False))
         tick(eng2, world, now)
-        if [i for i in eng2.run.open_instructions() if i["op"] == "start"]:
+        assert not [i for i in eng2.run.open_instructions() if i["op"] == "start"]
+        if eng2.run.drills[0].phase == D.ABORTED:
             break
-    starts = sorted(i["osd"] for i in eng2.run.open_instructions() if i["op"] == "start")
-    assert starts == [2, 3] and eng2.run.windows == []
-    assert eng2.run.drills[0].phase == D.ABORTING
-    set_up(world, 2, True)
-    set_up(world, 3, True)
-    for k in range(4):
-        reply = helpers(eng2, 1060.0 + k, done=[i.id for i in reply.instructions])
-        tick(eng2, world, 1060.0 + k)
-    assert "h2" not in world["map"]["crush_node_flags"]         # noout and noup gone
     (d,) = eng2.run.drills
-    assert d.phase == D.ABORTED and d.reason == "operator: operator abort"
+    assert d.phase == D.ABORTED and eng2.run.progress.phase == "aborted"
+    assert d.reason.startswith("aborted (operator: operator abort): the exit failed")
+    assert [w.bucket for w in eng2.run.windows] == ["h2"]
+    assert "noout" in world["map"]["crush_node_flags"]["h2"]     # kept in maintenance
+    for k in range(3):                     # the window settles back to open
+        helpers(eng2, 1060.0 + k, h2=(False, False))
+        tick(eng2, world, 1060.0 + k)
+    assert [w.phase for w in eng2.run.windows] == ["open"]
     rc, _out, err = maint.wait(eng2, 1, "plain")
     assert rc == -errno.ECANCELED and "drill d1000" in err
     rc, line, _ = drillcli.report(eng2, None, "plain")
