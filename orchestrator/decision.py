@@ -42,8 +42,8 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_RESTART_REFUSED": "%d over-budget restart(s) refused",
            "RECOVERY_START_FAILED": "%d OSD start(s) failed (process died while starting)",
            "RECOVERY_SCOPE_UNKNOWN": "%d scope bucket(s) match no OSD",
-           "RECOVERY_INCOMPLETE": "controlled recovery ended with %d OSD(s) still down: "
-                                  "not enough memory",
+           "RECOVERY_INCOMPLETE": "controlled recovery ended with %d OSD(s) still down "
+                                  "and held",
            "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
                                     "hold the restored value",
            "RECOVERY_RESTORE_PENDING": "%d restore(s) of what a run changed not confirmed "

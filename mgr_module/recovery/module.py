@@ -65,10 +65,11 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
         Option("restart_cooldown", type="secs", default=600,
                desc="never restart the same OSD again within this many seconds"),
         Option("boot_timeout", type="secs", default=600,
-               desc="an OSD allowed to boot that is not up by then raises RECOVERY_BOOT_TIMEOUT"),
+               desc="a granted OSD not up by then is a failed start: stopped, held, "
+                    "RECOVERY_BOOT_TIMEOUT"),
         Option("stall_limit", type="secs", default=600, min=10,
-               desc="a run (or a window's or drill's exit) that starts nothing for this long "
-                    "because nothing fits ends incomplete, naming what is missing"),
+               desc="a run (or a window's or drill's exit) without progress for this long "
+                    "ends incomplete, naming what is missing"),
         Option("mon_command_timeout", type="secs", default=30,
                desc="a mon command without an answer by then fails with ETIMEDOUT"),
         Option("instruction_ttl", type="secs", default=300,
