@@ -77,6 +77,7 @@ FIT_FIRST = 1.05
 # less the ~16 % the second's prediction gains by its grant (more history: 408 -> 472 MiB).
 # Lab, Tentacle, three drills: the window 0.76-0.91 x, centred here
 SQUEEZE = 0.8
+SQUEEZE_STEP = 0.2         # the second squeeze's factor when the first needed no restart
 RUN_NO = itertools.count()
 
 
@@ -132,7 +133,7 @@ def runs(lab, tmp_path_factory):
     out["controlled"] = run(lab, tmp, "controlled", host_mem_limit=limit,
                             budget=str(out["budget"]))
     out["fit"] = run(lab, tmp, "fit", fit_first=FIT_FIRST)
-    out["squeeze"] = run(lab, tmp, "squeeze", fit_restart=SQUEEZE)
+    out["squeeze"] = squeeze(lab, tmp)
     # the heaviest single fresh OSD seen so far (they grow run after run): one of them fits
     # RESTART_BUDGET_FACTOR x that with room for the other restarted, two of them do not
     latest = max(int(r["peak_rss_bytes_by_osd"].get(o) or 0) for o in osds
@@ -141,6 +142,31 @@ def runs(lab, tmp_path_factory):
     out["restart_budget"] = int(RESTART_BUDGET_FACTOR * latest)
     out["restart"] = run(lab, tmp, "restart", budget=str(out["restart_budget"]))
     return out
+
+
+def _restarts(r):
+    return [j for j in r["journal"] if j["action"]["kind"] == "restart_osd"]
+
+
+def squeeze(lab, tmp):
+    """The squeeze run; when its budget fell outside the window where only a restart makes
+    room (the lab's OSDs vary run to run), once more with the factor its own numbers give:
+    the stall line's deficit beyond what a restart frees, or, when both fitted without a
+    restart, SQUEEZE_STEP less. The over-budget test then needs its restart: no expected
+    failure stands in for it."""
+    r = run(lab, tmp, "squeeze", fit_restart=SQUEEZE)
+    if _restarts(r):
+        return r
+    first = r["fit_first"]["predicted_first_bytes"] / MiB
+    factor = SQUEEZE - SQUEEZE_STEP
+    for line in (r.get("stalled") or {}).get("reasons", []):
+        m = STALL_LINE.search(line)
+        if m:
+            need, used, reserved, budget, room = (int(x) for x in m.groups())
+            factor = SQUEEZE + (used + reserved + need - budget - room + 32) / first
+    factor = min(0.95, max(0.3, factor))            # --fit-restart takes 0 < F < 1
+    print("\nsqueeze: no restart at %.2f; again at %.2f" % (SQUEEZE, factor))
+    return run(lab, tmp, "squeeze-again", fit_restart=round(factor, 3))
 
 
 def test_measured_two_fresh_osds_exceed_one(runs):
@@ -183,8 +209,8 @@ def known_gap_budget_too_small(r):
     booted = {j["action"]["osd"] for j in r["journal"] if j["action"]["kind"] == "allow_boot"}
     restarted = [j["action"]["osd"] for j in r["journal"]
                  if j["action"]["kind"] == "restart_osd"]
-    if len(order) != 2 or order[0] not in booted:
-        return
+    if len(order) != 2 or order[0] not in booted or not restarted:
+        return          # the over-budget restart is part of the gap: without it, a failure
     if starts.get(order[0], 0) < 1 or starts.get(order[1], 0) != 0:
         return
     if not any("osd.%d needs" % order[1] in line for line in stalled.get("reasons", [])):
@@ -265,7 +291,7 @@ def test_over_budget_path_heap_release_then_restart(runs):
     r = runs["squeeze"]
     fit = r["fit_first"]
     assert fit["budget_bytes"] == int(fit["predicted_second_bytes"]
-                                      + SQUEEZE * fit["predicted_first_bytes"])
+                                      + fit["factor"] * fit["predicted_first_bytes"])
     assert_safe(r, fit["budget_bytes"])
     # the budget was below what two fresh OSDs of this run need together (both peaks when
     # both started, else twice the one that did: same host, same share of the data)
@@ -274,9 +300,7 @@ def test_over_budget_path_heap_release_then_restart(runs):
     assert fit["budget_bytes"] < together, (peaks, fit["budget_bytes"])
     journal = r["journal"]
     kinds = [j["action"]["kind"] for j in journal]
-    restarts = [j for j in journal if j["action"]["kind"] == "restart_osd"]
-    if not restarts:
-        room_short_of_deficit(r)
+    restarts = _restarts(r)
     assert restarts, ("no restart: the over-budget path under test did not run", kinds,
                       r.get("stalled"))
     heap = [j for j in journal if j["action"]["kind"] == "heap_release"]
@@ -300,36 +324,22 @@ STALL_LINE = re.compile(r"osd\.\d+ needs (\d+) MiB \(predicted \d+ MiB\), used (
                         r"restarted to make room \((\d+) MiB restartable\)")
 
 
-def room_short_of_deficit(r):
-    """The squeeze budget sits in a window: above the second OSD's need plus what the first
-    comes back at after a restart (else a restart cannot make room, and the core does not
-    restart for nothing), below the second's need plus the first's settled size. The first
-    OSD's load and settled size vary run to run (lab, Tentacle: 91-250 MiB loaded, 300-400 MiB
-    settled).
-    Expected failure only when the run ended on a stall whose own numbers show the core's
-    rule held: the deficit (used + reserved + need - budget) exceeded what restarts could free."""
-    for line in (r.get("stalled") or {}).get("reasons", []):
-        m = STALL_LINE.search(line)
-        if m:
-            need, used, reserved, budget, room = (int(x) for x in m.groups())
-            deficit = used + reserved + need - budget
-            if deficit > room:
-                pytest.xfail("squeeze budget outside its window: deficit %d MiB > %d MiB a "
-                             "restart could free (%s)" % (deficit, room, line))
-
-
-@pytest.mark.parametrize("name", ["controlled", "fit", "squeeze", "restart"])
-def test_every_restart_was_cleared_by_ok_to_stop(runs, name):
+def test_every_restart_was_cleared_by_ok_to_stop(runs):
     """Whichever run restarted an OSD, ok-to-stop cleared that OSD in the same run before, and
-    the journal says why."""
-    journal = runs[name]["journal"]
-    for rj in (j for j in journal if j["action"]["kind"] == "restart_osd"):
-        osd = rj["action"]["osd"]
-        cleared = [j for j in journal[:journal.index(rj)]
-                   if j["action"]["kind"] == "query_ok_to_stop" and j["action"]["osd"] == osd
-                   and j["answer"]["ok_to_stop"] is True]
-        assert cleared, "osd.%d restarted without an ok-to-stop clearance" % osd
-        assert rj["action"]["reason"]
+    the journal says why. At least one restart must have happened (the squeeze run's), or
+    the rule was not exercised."""
+    checked = 0
+    for name in ("controlled", "fit", "squeeze", "restart"):
+        journal = runs[name]["journal"]
+        for rj in _restarts(runs[name]):
+            osd = rj["action"]["osd"]
+            cleared = [j for j in journal[:journal.index(rj)]
+                       if j["action"]["kind"] == "query_ok_to_stop"
+                       and j["action"]["osd"] == osd and j["answer"]["ok_to_stop"] is True]
+            assert cleared, "%s: osd.%d restarted without an ok-to-stop clearance" % (name, osd)
+            assert rj["action"]["reason"]
+            checked += 1
+    assert checked >= 1, "no restart in any run: the clearance rule was not exercised"
 
 
 def test_restart_run_completes_within_budget(runs):
