@@ -8,6 +8,7 @@ SIGTERM/SIGINT set a stop flag; SIGHUP sets a reload flag (reconnect, reload the
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -80,8 +81,7 @@ class Helper:
         # refuses one not newer than the last it took from this instance, so a report sent
         # through an abandoned handle and delivered late never overwrites a newer one; a
         # restarted helper is a new instance and starts again from 1
-        self.instance = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
-        self.seq = 0
+        self.new_instance()
 
     # -- signals: flags only -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -226,6 +226,11 @@ class Helper:
         self.state.save_view(small_dump, small_tree, self.opts.host, osds, now)
         return self.state.load_view() or {}
 
+    def new_instance(self) -> None:
+        """Name this process's reports afresh (`instance`), numbered from 1 (`seq`)."""
+        self.instance = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
+        self.seq = 0
+
     # -- one cycle ------------------------------------------------------------------------
     def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
         procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o))
@@ -263,6 +268,11 @@ class Helper:
         rc, reply, outs = self._mgr(REPORT_PREFIX, report=json.dumps(rep), host=self.opts.host)
         if rc != 0:
             self._problem("report_rejected", rc=rc, error=outs or "(no message)")
+            if rc == -errno.ESTALE and "was replaced" in (outs or ""):
+                # another process reported for this host since (a `run --once`, a restart
+                # that overlapped): this one is alive, so it is the helper now; a new
+                # instance is taken and numbered from 1 again
+                self.new_instance()
             return None
         self._last_problem = (None, 0.0)
         self.failed = []

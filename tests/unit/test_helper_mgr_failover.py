@@ -125,3 +125,41 @@ def test_the_mgr_handle_has_no_mon_op_timeout(monkeypatch, op_timeout, want):
     handle = client.connect("/c.conf", "client.x", None, 5.0, op_timeout=op_timeout)
     assert handle.conf["rados_mon_op_timeout"] == want
     assert handle.conf["client_mount_timeout"] == "5"     # connecting stays bounded
+
+
+class _Replaced(daemon.Helper):
+    """A helper whose mgr answers its first report ESTALE (another process reported for its
+    host since, as `ceph-recovery-helper run --once` does), then accepts."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.sent = []
+
+    def refresh_view(self, now, want_epoch=None):
+        return {"osds": []}
+
+    def build(self, now, osds):
+        return {"seq": self.seq + 1, "instance": self.instance}
+
+    def _mgr(self, prefix, **args):
+        import errno
+        import json
+        rep = json.loads(args["report"])
+        self.sent.append((rep["instance"], rep["seq"]))
+        self.seq = rep["seq"]
+        if len(self.sent) == 1:
+            return -errno.ESTALE, None, ("helper-report: stale report from h2: helper instance "
+                                         "'%s' was replaced by 'x'; ignored" % rep["instance"])
+        return -errno.EIO, None, "stop here"
+
+
+def test_a_live_helper_whose_instance_was_replaced_takes_a_new_one(tmp_path):
+    opts = daemon.Options(host="h2", conf="/nonexistent.conf", name="client.recovery-helper",
+                          keyring=None, state_dir=str(tmp_path / "state"), probe_budget=0,
+                          timeout=1.0)
+    h = _Replaced(opts, launcher=None, read_memory=lambda: {})
+    first = h.instance
+    h.run_cycle(0.0)
+    h.run_cycle(5.0)
+    assert h.sent[0] == (first, 1)
+    assert h.sent[1][0] != first and h.sent[1][1] == 1     # a new instance, from 1 again
