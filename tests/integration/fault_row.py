@@ -7,8 +7,9 @@ command latency, and the checks every row ends with (Row.finish), after the faul
   process; each row OSD has no more new processes than start instructions the helper carried
   out for it (journal `helper_done`), and exactly one where the fault does not kill starts;
 - every flag the run changed is restored (no noout/norebalance, no per-OSD noup, no group
-  noup) and the cluster is HEALTH_OK; a row that leaves something on purpose checks the
-  health check that names it first;
+  noup), every OSD setting is as before the row (`config dump`) with no restore pending in
+  the stored progress, and the cluster is HEALTH_OK; a row that leaves something on purpose
+  checks the health check that names it first;
 - no `ceph recovery status` call, polled every few seconds through the row, took longer than
   the module's mon_command_timeout (calls while no mgr is active are not the module's).
 Loaded by file path (not a test module)."""
@@ -147,6 +148,14 @@ def report(host: str, **over) -> str:
     return json.dumps(rep)
 
 
+def osd_config(state) -> List[Any]:
+    """The OSDs' own settings in the monitors' config database (`config dump`): what a run
+    lowers and must put back."""
+    return sorted((x.get("section"), x.get("name"), x.get("value"))
+                  for x in launch.ceph(state, "config", "dump", timeout=30)
+                  if str(x.get("section", "")).startswith("osd"))
+
+
 def stored_progress(state) -> Dict[str, Any]:
     """The run's progress as the module stored it (config-key chunks of mgr/recovery/run_state):
     what a standby would resume, e.g. `failures` (failed starts per OSD in this run)."""
@@ -204,6 +213,7 @@ class Row(object):
         self.result: Dict[str, Any] = {"osds": self.osds}
         self.remembered: Dict[str, Dict[str, Any]] = {}   # journal entries seen so far
         self.before = {o: launch.osd_pid(state, o) for o in self.pids}
+        self.config_before = osd_config(state)
         self.poller = threading.Thread(target=self._poll, daemon=True)
         self.poller.start()
 
@@ -296,6 +306,9 @@ class Row(object):
         assert not [x["osd"] for x in m["osds"] if "noup" in x["state"]]
         assert not {b: f for b, f in (m.get("crush_node_flags") or {}).items() if f}
         assert health["status"] == "HEALTH_OK", health
+        # every setting a run changed is back (the OSDs' own config, as before the row)
+        assert osd_config(st) == self.config_before, (osd_config(st), self.config_before)
+        assert not stored_progress(st).get("restoring"), stored_progress(st)
         # module commands bounded by their timeout
         # a call in flight when the mgr died waits for the next one: not the module's
         mine = [c for c in self.calls if not any(a - 5 <= c["t"] <= b for a, b in self.no_mgr)]
