@@ -93,7 +93,7 @@ def test_the_helper_package_holds_helper_unit_drop_ins_and_its_documentation(deb
     assert {"python3-rados", "python3-psutil", "python3-structlog", "python3-tenacity",
             "python3-ceph-recovery"} <= _depends(deb)
     assert not _depends(deb) & {"python3-matplotlib", "python3-rich"}
-    assert not [f for f in files if f.startswith("/usr/bin/") and f != "/usr/bin/ceph-recovery-helper"]
+    assert {f for f in files if f.startswith("/usr/bin/")} == {"/usr/bin/ceph-recovery-helper"}
 
 
 def test_the_tools_package_holds_every_other_console_script(debs):
