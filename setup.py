@@ -30,5 +30,7 @@ def _packages():
     return sorted(found) + sorted(MGR_MODULE)
 
 
+# package_data globs do not descend: each folder level of scripts/systemd/ is listed (the gate
+# drop-ins live one level down, in ceph-osd@.service.d/ and cephadm/)
 setup(packages=_packages(), package_dir=dict(ROOTS, **MGR_MODULE),
-      package_data={"ceph_recovery_tools": ["systemd/*", "*.sh"]})
+      package_data={"ceph_recovery_tools": ["systemd/*", "systemd/*/*", "*.sh"]})

@@ -6,6 +6,7 @@ input (the mgr module turns it into EINVAL and changes nothing).
 
 Report (helper -> mgr), version 1:
   {"version": 1, "host": "h1", "time": 1700000000.0, "seq": 17, "instance": "4f1c...",
+   "helper_version": "0.1.0",                  # optional: the helper's software version
    "memory": {"total": B, "used": B, "available": B, "limit": B|null, "swap_total": B,
               "source": "host"|"cgroup"},
    "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
@@ -16,6 +17,9 @@ Report (helper -> mgr), version 1:
   seq: 1, 2, 3, ... per helper process; instance: that process's id (optional, "" when
   absent). The module takes a report only if its seq is above the last one it took from the
   same instance: a report delivered late never overwrites a newer one.
+  `version` is the protocol: a receiver refuses a version it does not speak (the mgr module
+  with EPROTONOSUPPORT, naming both sides' versions). Fields a receiver does not know are
+  ignored, so an optional new field does not raise the protocol version.
 
 Instructions (mgr -> helper), version 1:
   {"version": 1, "host": "h1", "epoch": 123,
@@ -31,6 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 PROTOCOL_VERSION = 1
+# The protocol versions this side reads. A new version is added here before helpers send it,
+# so that a module can be upgraded first and take both during a rolling upgrade.
+SUPPORTED_PROTOCOLS = (PROTOCOL_VERSION,)
 INSTRUCTION_OPS = ("start", "restart", "stop")
 # How a stop ends the process: TERM (the default: a clean shutdown, the OSD marks itself down)
 # or KILL (SIGKILL: a power loss, the monitors mark it down from its peers' reports). Sent only
@@ -57,6 +64,7 @@ class OsdProc:
 
 MAX_STATE_LEN = 32
 MAX_INSTANCE_LEN = 64
+MAX_HELPER_VERSION_LEN = 32
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,7 @@ class Report:
     network: Mapping[str, Any] = field(default_factory=dict)
     version: int = PROTOCOL_VERSION
     instance: str = ""
+    helper_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,10 +130,23 @@ def _nonneg(val, key: str, where: str) -> int:
 
 def _version(d: Mapping[str, Any], where: str) -> int:
     version = _need(d, "version", int, where)
-    if version != PROTOCOL_VERSION:
-        raise ProtocolError("%s: unsupported protocol version %r (this side speaks %d)"
-                            % (where, version, PROTOCOL_VERSION))
+    if version not in SUPPORTED_PROTOCOLS:
+        raise ProtocolError("%s: unsupported protocol version %r (this side speaks %s)"
+                            % (where, version, supported_text()))
     return version
+
+
+def supported_text() -> str:
+    """'1' or '1, 2': the protocol versions this side reads."""
+    return ", ".join(str(v) for v in SUPPORTED_PROTOCOLS)
+
+
+def _helper_version(d: Mapping[str, Any]) -> str:
+    v = d.get("helper_version", "")
+    if not isinstance(v, str) or len(v) > MAX_HELPER_VERSION_LEN:
+        raise ProtocolError("report: helper_version must be a string of at most %d characters"
+                            % MAX_HELPER_VERSION_LEN)
+    return v
 
 
 def parse_memory(d: Any) -> MemoryReport:
@@ -184,13 +206,14 @@ def parse_report(d: Any) -> Report:
                   seq=_nonneg(_need(d, "seq", int, w), "seq", w),
                   memory=parse_memory(_need(d, "memory", Mapping, w)),
                   osds=tuple(parse_osd_proc(o, i) for i, o in enumerate(osds)),
-                  done=tuple(done), network=dict(network), instance=instance)
+                  done=tuple(done), network=dict(network), instance=instance,
+                  helper_version=_helper_version(d))
 
 
 def report_to_dict(r: Report) -> Dict[str, Any]:
     m = r.memory
     return {"version": r.version, "host": r.host, "time": r.time, "seq": r.seq,
-            "instance": r.instance,
+            "instance": r.instance, "helper_version": r.helper_version,
             "memory": {"total": m.total, "used": m.used, "available": m.available,
                        "limit": m.limit, "swap_total": m.swap_total, "source": m.source},
             "osds": [_osd_proc_dict(o) for o in r.osds],

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds (once) and prints the root of a Debian chroot holding one Ceph release:
+# Builds (once) and prints the root of a Debian chroot holding one Ceph release, or Python 3.9:
 #   scripts/chroot.sh tentacle   -> Debian testing "forky"  (Ceph 20.2.x, tcmalloc)
 #   scripts/chroot.sh reef       -> Debian 13 "trixie"      (Ceph 18.2.x, tcmalloc)
+#   scripts/chroot.sh bullseye   -> Debian 11 "bullseye"    (Python 3.9, no Ceph: the Python of
+#                                   Ceph's EL9 container images, for the mgr module's tests)
 # The chroot lives under $CEPH_RECOVERY_CHROOTS (default /var/cache/ceph-recovery/chroots)/<release>
 # and is reused while its ".ready" stamp exists. Safe to run twice and concurrently (flock).
 # Any failure exits non-zero with the reason on stderr; a half-built root is never stamped ready.
 # Rules (each verified):
-#  - bookworm's debootstrap has no forky script: sid's is used for both suites;
+#  - bookworm's debootstrap has no forky script: sid's is used for forky and trixie;
 #  - Ceph is installed after debootstrap: --include=ceph-* fails on systemd's pre-dependency;
 #  - proc/sys/dev must be mounted while installing: cryptsetup-bin's postinst needs /proc;
 #  - no init system runs in the chroot: policy-rc.d (exit 101) stops maintainer scripts from
@@ -15,14 +17,27 @@
 #    CA bundle at the same path (the chroot has none).
 set -euo pipefail
 die() { echo "chroot.sh: $*" >&2; exit 1; }
-[ $# -eq 1 ] || die "usage: chroot.sh tentacle|reef"
+[ $# -eq 1 ] || die "usage: chroot.sh tentacle|reef|bullseye"
+ceph_pkgs=(ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-venv python3-pip)
+# structlog, tenacity: the mgr module; psutil, matplotlib: the lab's helper and drill, which run
+# on the chroot's Python and librados (a Tentacle cluster's aes256k cephx keys are unreadable to
+# the host's Pacific librados)
+py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10' 'psutil>=5.9,<8' 'matplotlib>=3.6,<4')
+script=/usr/share/debootstrap/scripts/sid
+pip_flags=(--break-system-packages)
 case "$1" in
-  tentacle) suite=forky; extra_py=() ;;
+  tentacle) suite=forky ;;
   # Reef's mgr_util imports bcrypt; trixie's bcrypt 4 is a PyO3 extension, which refuses
   # ceph-mgr's subinterpreters ("PyO3 modules do not yet support subinterpreters"), so no mgr
   # module loads. bcrypt 3.2 (cffi) works there and shadows it on ceph-mgr's PYTHONPATH.
-  reef) suite=trixie; extra_py=('bcrypt>=3.2,<4') ;;
-  *) die "unknown release '$1' (EINVAL): expected tentacle or reef" ;;
+  reef) suite=trixie; py_reqs+=('bcrypt>=3.2,<4') ;;
+  # Python only: the module's and the core's tests, and each release's mgr_module.py loaded by
+  # Python 3.9 (tests/unit/test_compat.py). bullseye's pip (20.3) predates
+  # --break-system-packages and needs none; python3-bcrypt for Reef's mgr_util.
+  bullseye) suite=bullseye; script=/usr/share/debootstrap/scripts/bullseye; pip_flags=()
+    ceph_pkgs=(python3 python3-pip python3-bcrypt)
+    py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10') ;;
+  *) die "unknown release '$1' (EINVAL): expected tentacle, reef or bullseye" ;;
 esac
 release=$1
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, mounts)"
@@ -68,11 +83,6 @@ mount_api() {
 }
 
 deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
-# structlog, tenacity: the mgr module; psutil, matplotlib: the lab's helper and drill, which run
-# on the chroot's Python and librados (a Tentacle cluster's aes256k cephx keys are unreadable to
-# the host's Pacific librados)
-py_reqs=('structlog>=23.1,<26' 'tenacity>=8.2,<10' 'psutil>=5.9,<8' 'matplotlib>=3.6,<4'
-         "${extra_py[@]}")
 if [ -f "$root/.ready" ] && [ "$(cat "$root$deps/.requirements" 2>/dev/null)" = "${py_reqs[*]}" ]; then
   mount_api
   echo "$root"
@@ -83,7 +93,6 @@ command -v debootstrap >/dev/null || {
   echo "chroot.sh: installing debootstrap" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2 || die "cannot install debootstrap"
 }
-script=/usr/share/debootstrap/scripts/sid
 [ -f "$script" ] || die "debootstrap script $script missing"
 m=$(mirror)
 start=$(date +%s)
@@ -100,18 +109,22 @@ printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 chroot "$root" env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >&2 \
   || die "dpkg --configure -a failed in the $suite chroot"
-echo "chroot.sh: installing Ceph into $root" >&2
+echo "chroot.sh: installing ${ceph_pkgs[*]} into $root" >&2
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-  ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-venv python3-pip >&2 \
-  || die "apt-get install of Ceph in the $suite chroot failed"
+  "${ceph_pkgs[@]}" >&2 \
+  || die "apt-get install of ${ceph_pkgs[*]} in the $suite chroot failed"
 ca=/etc/ssl/certs/ca-certificates.crt
 if [ -f "$ca" ]; then mkdir -p "$root/$(dirname $ca)"; cp -L "$ca" "$root/$ca"; fi
 rm -f "$root/.ready"
-chroot "$root" python3 -m pip install -q --no-cache-dir --break-system-packages --upgrade \
+chroot "$root" python3 -m pip install -q --no-cache-dir "${pip_flags[@]}" --upgrade \
   --target "$deps" "${py_reqs[@]}" >&2 \
   || die "pip could not install ${py_reqs[*]} into $root$deps"
 echo "${py_reqs[*]}" > "$root$deps/.requirements"
-version=$(chroot "$root" ceph --version) || die "ceph --version fails inside the chroot"
+if [ "$release" = bullseye ]; then
+  version=$(chroot "$root" python3 --version) || die "python3 --version fails inside the chroot"
+else
+  version=$(chroot "$root" ceph --version) || die "ceph --version fails inside the chroot"
+fi
 echo "$version" > "$root/.ready"
 echo "chroot.sh: ready in $(( $(date +%s) - start )) s: $version" >&2
 echo "$root"

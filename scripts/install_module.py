@@ -13,6 +13,8 @@ import shutil
 import sys
 from typing import List, Optional
 
+from .common.version import add_version
+
 MODULE_NAME = "recovery"
 PACKAGE = "ceph_recovery_mgr_module"
 
@@ -63,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="ceph-recovery-install-mgr-module",
         description="Install the ceph-mgr module `recovery` into a mgr module directory "
                     "(the mgr option mgr_module_path; Debian: /usr/share/ceph/mgr).")
+    add_version(p, "ceph-recovery-install-mgr-module")
     p.add_argument("--dest", help="mgr module directory; the module goes to DEST/recovery")
     p.add_argument("--symlink", action="store_true",
                    help="symlink to the installed copy instead of copying it")

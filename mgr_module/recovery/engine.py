@@ -50,6 +50,7 @@ class Engine(HelperProtocol):
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
         self.retired_instances: Dict[str, Tuple[str, ...]] = {}   # helperproto.handle_report
+        self.refused_protocols: Dict[str, Tuple[float, Any, str]] = {}   # versions.py
         self.network: Dict[str, Any] = {}
         self.findings: Tuple[Any, ...] = ()
         self.tput_requests: Dict[str, List[str]] = {}   # host -> peers, sent with its next reply

@@ -11,7 +11,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 from ceph_recovery.model import MODE_ABORT
 from ceph_recovery.protocol import Instruction, Instructions, Report
 
-from . import drillcli
+from . import drillcli, versions
 from .inputs import InputError
 from .reportcheck import RETIRED_KEPT, check_fresh, check_new_host, check_report
 
@@ -23,6 +23,7 @@ class HelperProtocol(object):
     options: Dict[str, Any]
     reports: Dict[str, Any]
     retired_instances: Dict[str, Tuple[str, ...]]   # host -> helper instances replaced
+    refused_protocols: versions.Refused               # host -> its refused protocol
     tput_requests: Dict[str, List[str]]
     persist: Any
     wake: Any
@@ -55,7 +56,11 @@ class HelperProtocol(object):
     def handle_report(self, text: Any, host_arg: Optional[str], now: float) -> Instructions:
         """The `helper-report` command: validate strictly (InputError, nothing changed),
         then take the report."""
-        report, failed = check_report(text, host_arg)
+        try:
+            report, failed = check_report(text, host_arg)
+        except versions.ProtocolRefused as e:
+            versions.note_refused(self.refused_protocols, e, now)
+            raise
         check_new_host(report.host, self.reports, self.crush_hosts())
         last = self.reports.get(report.host)
         retired = self.retired_instances.get(report.host, ())
@@ -68,6 +73,7 @@ class HelperProtocol(object):
     def helper_report(self, report: Report, now: float,
                       failed: Optional[List[Dict[str, str]]] = None) -> Instructions:
         self.reports[report.host] = (report, now)
+        versions.accepted(self.refused_protocols, report.host)
         done = self.run.mark_done(report.host, report.done, now)
         epoch = self.snapshot.epoch if self.snapshot else 0
         for ins in done:

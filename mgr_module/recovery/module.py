@@ -28,7 +28,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .engine import Engine
     from .executor import memory_targets, recovery_configs
     from .logs import make_logger
-    from . import leftovers
+    from . import leftovers, versions
     from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
@@ -235,6 +235,8 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             leftovers.update_check(self.engine)
             checks = health_dict(self.engine.health_checks())
             checks.update(self.engine.shell_health())
+            checks.update(versions.health(self.engine.refused_protocols, time.time(), float(
+                self.engine.options["helper_stale_timeout"])))
         self._persist()
         self.set_health_checks(checks)
         self._report_progress()
@@ -264,6 +266,16 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             return bad
         with self._lock:
             return _show(self.engine.status(time.time()), format, status_text)
+
+    @read_command("recovery version")
+    def cmd_version(self, format: str = "plain") -> HandleCommandResult:
+        """The module's version and helper protocol, and each reporting helper's"""
+        if IMPORT_ERROR is not None:
+            return self._guard()
+        with self._lock:
+            doc = versions.version_doc(self.engine.reports, self.engine.refused_protocols,
+                                       time.time())
+        return _show(doc, format, versions.version_text)
 
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,

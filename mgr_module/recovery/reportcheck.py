@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ceph_recovery.protocol import PROTOCOL_VERSION, ProtocolError, Report, parse_report
 
 from .inputs import InputError
+from .versions import refuse_unless_spoken
 
 MAX_REPORT_BYTES = 256 * 1024      # whole report JSON
 MAX_NETWORK_BYTES = 192 * 1024     # its `network` part (peers of every host)
@@ -178,9 +179,12 @@ def check_report(text: Any, host_arg: Optional[str] = None
         raise _bad(str(e))
     if not isinstance(d, Mapping):
         raise _bad("report must be a JSON object")
-    if d.get("version") != PROTOCOL_VERSION or isinstance(d.get("version"), bool):
-        raise _bad("unsupported protocol version %r (this side speaks %d)"
-                   % (d.get("version"), PROTOCOL_VERSION))
+    # a protocol this module does not speak: refused before any other field is read (their
+    # meaning may have changed), named by the host the key's cap pins
+    refuse_unless_spoken(d, check_host(host_arg, "host argument"))
+    if isinstance(d.get("version"), bool) or not isinstance(d.get("version"), int):
+        raise _bad("version must be an integer helper protocol version, got %r (this side "
+                   "speaks %d)" % (d.get("version"), PROTOCOL_VERSION))
     host = check_host(d.get("host"))
     if host_arg is not None and host_arg != host:
         raise InputError(errno.EACCES, "helper-report: argument host=%r does not match the "

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 from ceph_recovery.model import Intent
 
-from . import core, maint
+from . import core, maint, versions
 
 
 def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
@@ -55,6 +55,7 @@ def status(eng: Any, now: float) -> Dict[str, Any]:
     out = eng.plan_out
     return {
         "schema": maint.STATUS_SCHEMA, "maintenance": maint.windows_view(eng, now),
+        "version": versions.module_version(),
         "run_id": p.run_id, "phase": p.phase, "mode": i.mode, "active": eng.active,
         "epoch": snap.epoch if snap else None, "decided_epoch": p.epoch,
         "budget": dict(i.budget.__dict__, state=getattr(p, "budget_state", "") or None,

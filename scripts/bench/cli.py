@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ceph_recovery_tools.bench.report import HEAD_RULE, pg_hours
+from ceph_recovery_tools.common.version import add_version
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
 
@@ -133,6 +134,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .measurements import main as report_main
         return report_main(argv[1:])
     ap = argparse.ArgumentParser(prog="ceph-recovery-bench", description=__doc__.split("\n")[0])
+    add_version(ap, "ceph-recovery-bench")
     ap.add_argument("--out", default=None, help="JSON file (default bench.json); with --sweep "
                     "a directory (default sweep)")
     ap.add_argument("--sweep", action="store_true",

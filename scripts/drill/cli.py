@@ -36,6 +36,7 @@ from ceph_recovery.drill import STOP_CLEAN, STOP_MODES
 
 from ..common.logs import configure_logging
 from ..common.sizes import size_arg
+from ..common.version import add_version
 from .runner import Drill, DrillOptions
 
 SUMMARY_KEYS = ("mode", "outcome", "start_order", "max_in_flight_per_host",
@@ -48,6 +49,7 @@ SUMMARY_KEYS = ("mode", "outcome", "start_order", "max_in_flight_per_host",
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ceph-recovery-drill", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(p, "ceph-recovery-drill")
     p.add_argument("--dir", required=True, help="lab directory (brought up if empty)")
     p.add_argument("--fail", required=True, help="host:NAME or rack:NAME")
     p.add_argument("--budget", default="90%", help="memory budget per host: 90%% or bytes/24G")

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 # project and third-party import happens inside the functions below.
 
 from . import caps
+from ..common.version import add_version
 from .caps import HELPER_NAME
 from .defaults import DEFAULT_GRANT_TTL, DEFAULT_STATE_DIR
 DEFAULT_CONF = "/etc/ceph/ceph.conf"
@@ -54,6 +55,7 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ceph-recovery-helper", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(ap, "ceph-recovery-helper")
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="the helper daemon")
     _common(run)

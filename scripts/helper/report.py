@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, Mapping, Optional
 
 import psutil
-from ceph_recovery import protocol
+from ceph_recovery import __version__, protocol
 
 from . import asok
 
@@ -41,8 +41,10 @@ def build_report(host: str, seq: int, now: float, memory: Mapping[str, Any],
                  network: Optional[Mapping[str, Any]] = None,
                  instance: str = "") -> Dict[str, Any]:
     """A validated protocol-v1 report dict (ProtocolError if a field is malformed). `seq`
-    numbers the reports of one helper process, `instance` names that process."""
-    report = {"version": protocol.PROTOCOL_VERSION, "host": host, "time": float(now),
+    numbers the reports of one helper process, `instance` names that process; the report
+    names the protocol it speaks (`version`) and the helper's own version."""
+    report = {"version": protocol.PROTOCOL_VERSION, "helper_version": __version__,
+              "host": host, "time": float(now),
               "seq": int(seq), "instance": instance, "memory": dict(memory),
               "osds": sorted((dict(o) for o in osds), key=lambda o: o["id"]),
               "done": list(done), "network": dict(network or {})}

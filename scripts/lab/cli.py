@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from ..common.logs import configure_logging
 from ..common.sizes import format_bytes, size_arg
+from ..common.version import add_version
 from . import bootstrap, build, launch, procs, release, teardown
 from .state import load_state
 
@@ -25,6 +26,7 @@ def _positive(text: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ceph-recovery-lab", description=__doc__)
+    add_version(p, "ceph-recovery-lab")
     sub = p.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="build and start a lab cluster under --dir")
     up.add_argument("--dir", required=True)

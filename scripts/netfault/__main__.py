@@ -21,6 +21,7 @@ import threading
 from typing import Optional, Sequence
 
 from . import faults, proxy, synflood
+from ..common.version import add_version
 
 
 def _hostport(text: str):
@@ -38,6 +39,7 @@ def _hold(duration: float) -> None:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="netfault", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(ap, "ceph-recovery-netfault")
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("jumbo-drop", "mtu", "cap", "mon-delay"):
         p = sub.add_parser(name)

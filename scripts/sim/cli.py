@@ -15,6 +15,7 @@ from ceph_recovery.model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, DEFAULT_BUDG
                                  Intent)
 from ceph_recovery.policies import REGISTRY
 
+from ..common.version import add_version
 from .params import GiB, Params, with_overrides
 from .topology import TopologyError, load
 
@@ -49,6 +50,7 @@ def concurrency_arg(text: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ceph-recovery-sim", description=__doc__.split("\n")[0])
+    add_version(ap, "ceph-recovery-sim")
     ap.add_argument("--osds", type=int, default=60)
     ap.add_argument("--hosts", type=int, default=5)
     ap.add_argument("--racks", type=int, default=5)

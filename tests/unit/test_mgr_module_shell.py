@@ -119,7 +119,7 @@ def test_no_command_handler_sends_a_mon_command_writes_the_store_or_blocks(Modul
         ("resume", m.cmd_resume, ()), ("hold", m.cmd_hold, ("h1",)),
         ("release", m.cmd_release, ("h1",)), ("abort", m.cmd_abort, ()),
         ("network probe", m.cmd_network_probe, ()), ("network", m.cmd_network, ()),
-        ("wait", m.cmd_wait, ())]
+        ("wait", m.cmd_wait, ()), ("version", m.cmd_version, ())]
     slow = []
     for name, fn, args in calls:
         t0 = time.monotonic()
@@ -203,3 +203,52 @@ def test_a_load_without_a_run_going_raises_nothing(Module, world):
     from recovery import leftovers
     leftovers.update_check(m.engine)
     assert "RECOVERY_LEFTOVERS" not in m.engine.shell_checks
+
+
+def _report(version, seq=1, helper_version="9.9.9"):
+    return json.dumps({"version": version, "helper_version": helper_version, "host": "h1",
+                       "time": time.time(), "seq": seq,
+                       "memory": {"total": 8 << 30, "used": 1 << 28, "available": 6 << 30,
+                                  "limit": None, "source": "host"},
+                       "osds": [{"id": 0, "process": "running", "rss": 1 << 26}], "done": []})
+
+
+def test_a_helper_of_another_protocol_is_refused_and_named_until_it_speaks_ours(Module, world):
+    import errno
+    from ceph_recovery import __version__
+    m = make_module(Module, world)
+    mon = ME.Mon(world["map"])
+    m.mon_command = lambda cmd, inbuf=None, timeout=None: mon.mon_command(cmd)
+    m.get = lambda what, _g=m.get: {"health": {"checks": {}}}[what] if what == "health" \
+        else _g(what)
+    raised = []
+    m.set_health_checks = raised.append
+    res = m.cmd_helper_report(_report(2), "h1")
+    assert res.retval == -errno.EPROTONOSUPPORT
+    assert "h1" in res.stderr and "protocol 2" in res.stderr and "9.9.9" in res.stderr
+    assert "h1" not in m.engine.reports                     # refused: nothing taken
+    m._tick()
+    check = raised[-1]["RECOVERY_HELPER_PROTOCOL"]
+    assert check["count"] == 1 and check["detail"][0].startswith("host h1: helper "
+                                                                 "ceph-recovery 9.9.9")
+    doc = json.loads(m.cmd_version("json").stdout)
+    assert doc["module"] == __version__ and doc["protocol"] == 1 and doc["protocols"] == [1]
+    assert doc["helpers"]["h1"]["refused"] is True and doc["helpers"]["h1"]["protocol"] == 2
+    assert "h1 9.9.9 REFUSED (protocol 2)" in m.cmd_version().stdout
+    assert m.cmd_helper_report(_report(1, seq=2, helper_version=__version__), "h1").retval == 0
+    m._tick()
+    assert "RECOVERY_HELPER_PROTOCOL" not in raised[-1]
+    assert json.loads(m.cmd_version("json").stdout)["helpers"]["h1"] == {
+        "version": __version__, "protocol": 1, "refused": False,
+        "seen_s_ago": pytest.approx(0, abs=5)}
+    status = json.loads(m.cmd_status("json").stdout)
+    assert status["version"] == {"module": __version__, "protocol": 1, "protocols": [1]}
+
+
+def test_version_answers_before_the_module_has_a_cluster_view(Module, world):
+    m = make_module(Module, world)
+    forbid_io(m)
+    m.get = _boom("get")
+    res = m.cmd_version()
+    assert res.retval == 0 and res.stdout.startswith("recovery ") and "none reporting" \
+        in res.stdout

@@ -85,13 +85,15 @@ def test_import_contract_fails_when_a_core_module_imports_subprocess(tmp_path):
 # ---------------------------------------------------------------- the wheel and its mgr module
 MGR_DIR = REPO / "mgr_module" / "recovery"
 TOOLS_ONLY = {"psutil", "rich", "matplotlib"}
+HELPER_NEEDS = {"psutil"}
+SYSTEMD = REPO / "scripts" / "systemd"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     """A wheel built from a copy of the checkout (the build leaves nothing in the checkout)."""
     src = tmp_path_factory.mktemp("src")
-    for name in ("setup.py", "setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.py", "setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, src / name)
     for folder in ("orchestrator", "policies", "scripts", "mgr_module"):
         shutil.copytree(REPO / folder, src / folder,
@@ -136,6 +138,7 @@ def test_what_ceph_mgr_loads_requires_only_structlog_and_tenacity(wheel):
             plain.add(name)
     assert plain == {"structlog", "tenacity"}
     assert extras["tools"] == TOOLS_ONLY
+    assert extras["helper"] == HELPER_NEEDS     # no plotting or console library on OSD hosts
     assert "ceph-recovery" in extras["test"]    # the tests run the tools: test pulls [tools]
 
 
@@ -223,3 +226,47 @@ def test_the_mgr_module_from_a_target_install_loads_no_tools_package(wheel, tmp_
     assert {"ceph_recovery", "structlog", "tenacity"} <= set(loaded.split())
     assert set(loaded.split()) & (TOOLS_ONLY | {"ceph_recovery_tools"}) == set()
     assert core_file.startswith(str(target))
+
+
+# ---------------------------------------------------------------- what the wheel must hold
+def test_the_wheel_ships_every_systemd_file_the_repo_has_in_every_subfolder(wheel):
+    in_repo = {str(p.relative_to(SYSTEMD)) for p in SYSTEMD.rglob("*") if p.is_file()}
+    shipped = {n[len("ceph_recovery_tools/systemd/"):] for n in wheel.namelist()
+               if n.startswith("ceph_recovery_tools/systemd/")}
+    assert {"ceph-osd@.service.d/ceph-recovery-gate.conf", "cephadm/ceph-recovery-gate.conf",
+            "ceph-recovery-helper.service"} <= in_repo
+    assert shipped == in_repo
+    for rel in in_repo:
+        assert wheel.read("ceph_recovery_tools/systemd/" + rel) == (SYSTEMD / rel).read_bytes()
+
+
+def test_the_wheel_ships_the_apache_license_its_metadata_names(wheel):
+    licenses = [n for n in wheel.namelist()
+                if ".dist-info/" in n and n.rsplit("/", 1)[-1] == "LICENSE"]
+    assert len(licenses) == 1, wheel.namelist()
+    text = wheel.read(licenses[0]).decode()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert text == (REPO / "LICENSE").read_text()
+    meta = _metadata(wheel)
+    assert meta["License"] == "Apache-2.0" or meta.get("License-Expression") == "Apache-2.0"
+
+
+def test_the_helper_imports_nothing_outside_its_extra():
+    """The helper's own modules, and every project module they import, import only the
+    standard library, the project, the plain dependencies, the [helper] extra and rados."""
+    allowed = HELPER_NEEDS | {"structlog", "tenacity", "rados", "ceph_recovery",
+                              "ceph_recovery_tools"} | set(sys.stdlib_module_names)
+    helper = list((REPO / "scripts" / "helper").glob("*.py"))
+    common = list((REPO / "scripts" / "common").glob("*.py")) + [REPO / "scripts" / "jsonfile.py"]
+    offenders = {str(p.relative_to(REPO)): sorted(_imported_tops(p) - allowed)
+                 for p in helper + common if _imported_tops(p) - allowed}
+    assert offenders == {}
+
+
+def test_the_helper_units_documentation_is_a_page_the_helper_package_installs():
+    unit = (SYSTEMD / "ceph-recovery-helper.service").read_text()
+    (doc,) = [ln.split("=", 1)[1] for ln in unit.splitlines() if ln.startswith("Documentation=")]
+    assert doc.startswith("file:///usr/share/doc/ceph-recovery-helper/"), doc
+    page = doc.rsplit("/", 1)[1]
+    installed = (REPO / "debian" / "ceph-recovery-helper.docs").read_text().split()
+    assert "docs/" + page in installed and (REPO / "docs" / page).is_file()
