@@ -149,11 +149,12 @@ def report(host: str, **over) -> str:
 
 
 def osd_config(state) -> List[Any]:
-    """The OSDs' own settings in the monitors' config database (`config dump`): what a run
-    lowers and must put back."""
+    """Each OSD's own settings in the monitors' config database (`config dump`, sections
+    osd.N): what a run lowers (osd_memory_target, the recovery throttle) and must put back.
+    The lab tools' tuning of the whole `osd` section is not a run's."""
     return sorted((x.get("section"), x.get("name"), x.get("value"))
                   for x in launch.ceph(state, "config", "dump", timeout=30)
-                  if str(x.get("section", "")).startswith("osd"))
+                  if str(x.get("section", "")).startswith("osd."))
 
 
 def stored_progress(state) -> Dict[str, Any]:

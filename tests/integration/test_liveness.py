@@ -82,8 +82,8 @@ def _host_of(state, osd):
 # ------------------------------------------------------------------ the rows
 def test_helper_and_osds_die_right_after_a_grant_the_run_ends_by_its_bound(llab, row):
     """Both OSDs of h3 fail; the run grants one; h3's helper and any OSD it started are
-    SIGKILLed at once. The run must end by the ends_by it stated (boot_timeout + stall_limit
-    after the grant), incomplete: flags restored, both OSDs held (noup), stopped, named in
+    SIGKILLed at once. The run must end within boot_timeout + stall_limit of its last grant,
+    incomplete: flags restored, both OSDs held (noup), stopped, named in
     RECOVERY_INCOMPLETE, no grant left in the stored progress. Then the helper returns and a
     second run brings both back."""
     host = "h3"
@@ -105,10 +105,16 @@ def test_helper_and_osds_die_right_after_a_grant_the_run_ends_by_its_bound(llab,
     stated = wait_for(lambda: status(llab)["summary"].get("ends_by"), 30, "ends_by")
     assert stated <= g["time"] + BOOT_TIMEOUT + STALL_LIMIT + 5, (stated, g["time"])
     r.write("helper-dead", 100)
-    s = wait_for(lambda: _run_over(llab), stated - time.time() + 60, "the run to end",
+    # until helper_stale_timeout (30 s) says the helper is gone, a timed-out start may be
+    # granted again there: each grant is progress, and the bound runs from the last one
+    s = wait_for(lambda: _run_over(llab), 4 * (BOOT_TIMEOUT + STALL_LIMIT), "the run to end",
                  every=1.0)
-    ended = [j["time"] for j in kinds(journal(llab, r.t0), "done")][-1]
-    assert s["phase"] == "done" and ended <= stated + 4, (ended, stated)   # a tick or two
+    entries = journal(llab, r.t0)
+    grants = [j["time"] for j in kinds(entries, "grant_start")]
+    ended = [j["time"] for j in kinds(entries, "done")][-1]
+    assert s["phase"] == "done", s["phase"]
+    assert ended <= grants[-1] + BOOT_TIMEOUT + STALL_LIMIT + 4, (ended, grants)  # a tick or two
+    assert len(grants) <= fr.MAX_START_FAILURES * len(osds), grants
     m = osd_dump(llab)
     assert not set(RUN_FLAGS) & set(m["flags"].split(",")), m["flags"]
     held = sorted(x["osd"] for x in m["osds"] if "noup" in x["state"])
@@ -123,8 +129,8 @@ def test_helper_and_osds_die_right_after_a_grant_the_run_ends_by_its_bound(llab,
     res.update({"fault": "helper of h3 and its OSDs SIGKILLed right after the grant of osd.%d; "
                 "boot_timeout %ds, stall_limit %ds" % (g["action"]["osd"], BOOT_TIMEOUT,
                                                        STALL_LIMIT),
-                "ended_after_grant_s": round(ended - g["time"], 1),
-                "ends_by_after_grant_s": round(stated - g["time"], 1),
+                "grants": len(grants), "ended_after_last_grant_s": round(ended - grants[-1], 1),
+                "ends_by_after_first_grant_s": round(stated - g["time"], 1),
                 "incomplete": named[0][:200]})
 
 
@@ -238,6 +244,8 @@ def test_a_drill_whose_exit_cannot_fit_ends_with_every_osd_up_or_held_and_stoppe
     state = {x["osd"]: x for x in m["osds"]}
     loaded_and_held = [o for o in osds if not state[o]["up"] and launch.osd_pid(llab, o)]
     assert not loaded_and_held, (loaded_and_held, fit.get("reason"))
+    print("\nfit drill: %s (%s); up after: %s" % (fit["outcome"], fit.get("reason"),
+                                                  [o for o in osds if state[o]["up"]]))
     for o in osds:
         assert state[o]["up"] or "noup" in state[o]["state"], (o, state[o])
     if not all(state[o]["up"] for o in osds):
