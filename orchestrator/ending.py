@@ -137,8 +137,8 @@ def _advice(left_out: bool) -> str:
     if left_out:
         return ("marked out (--leave-out): Ceph re-replicates their data; start them when "
                 "memory allows, then `ceph osd in`")
-    return ("start them when memory allows (`ceph recovery start-controlled`), or let Ceph "
-            "re-replicate their data (`ceph osd out`, or `--leave-out`)")
+    return ("start them once their host can take them (`ceph recovery start-controlled`), "
+            "or let Ceph re-replicate their data (`ceph osd out`, or `--leave-out`)")
 
 
 def _lack(t: Decision, host: str) -> str:
