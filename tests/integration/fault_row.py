@@ -325,3 +325,27 @@ class Row(object):
 
     def close(self) -> None:
         self.stop.set()
+
+
+@contextlib.contextmanager
+def rows(state, name: str):
+    """A test's row maker (make(osds) -> Row); its rows closed and the lab restored after, so
+    that a failed row does not break the next one, with every lab helper running again."""
+    from ceph_recovery_tools.lab import procs
+    from ceph_recovery_tools.lab.restore import restore
+    made: List[Row] = []
+
+    def make(osds):
+        r = Row(state, name, osds)
+        made.append(r)
+        return r
+    try:
+        yield make
+    finally:
+        for r in made:
+            r.close()
+        restore(state, 300)
+        for h in state["hosts"]:
+            if not procs.alive(state.get("pids", {}).get("helper.%s" % h),
+                               ("ceph-recovery-helper", state["dir"])):
+                launch.start_helper(state, h)

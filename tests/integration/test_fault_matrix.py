@@ -12,15 +12,13 @@ import os
 import signal
 import subprocess
 import time
-from typing import List
 
 import pytest
 
 from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.common import cgroup
-from ceph_recovery_tools.lab import inrelease, launch, procs
+from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
-from ceph_recovery_tools.lab.restore import restore
 
 pytestmark = pytest.mark.integration
 OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
@@ -50,20 +48,8 @@ def flab(lab_factory):
 
 @pytest.fixture
 def row(flab, request):
-    rows: List[Row] = []
-
-    def make(osds):
-        r = Row(flab, request.node.name, osds)
-        rows.append(r)
-        return r
-    yield make
-    for r in rows:
-        r.close()
-    restore(flab, 300)          # a failed row must not break the next one
-    for h in flab["hosts"]:
-        if not procs.alive(flab.get("pids", {}).get("helper.%s" % h),
-                           ("ceph-recovery-helper", flab["dir"])):
-            launch.start_helper(flab, h)
+    with fr.rows(flab, request.node.name) as make:
+        yield make
 
 
 # ------------------------------------------------------------------ the rows

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import errno
 import importlib.util
-import json
 import os
 import signal
 import time
-from typing import List
 
 import pytest
 
 from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
-from ceph_recovery_tools.lab.restore import restore
 
 pytestmark = pytest.mark.integration
 OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
@@ -47,27 +44,10 @@ def llab(lab_factory):
 
 @pytest.fixture
 def row(llab, request):
-    rows: List[Row] = []
-
-    def make(osds):
-        r = Row(llab, request.node.name, osds)
-        rows.append(r)
-        return r
-    yield make
-    for r in rows:
-        r.close()
+    with fr.rows(llab, request.node.name) as make:
+        yield make
     for opt in ("boot_timeout", "stall_limit"):
         launch.ceph(llab, "config", "rm", "mgr", "mgr/recovery/%s" % opt, json_out=False)
-    restore(llab, 300)          # a failed row must not break the next one
-    _helpers_alive(llab)
-
-
-def _helpers_alive(state):
-    from ceph_recovery_tools.lab import procs
-    for h in state["hosts"]:
-        if not procs.alive(state.get("pids", {}).get("helper.%s" % h),
-                           ("ceph-recovery-helper", state["dir"])):
-            launch.start_helper(state, h)
 
 
 def _run_over(state):
