@@ -16,16 +16,15 @@ docs/examples/rolling-maintenance.sh), else the last outcome.
 from __future__ import annotations
 
 import errno
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 
 from .inputs import InputError, check_buckets
+from .text import JSON_FORMATS, dump_json
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
-JSON_FORMATS = ("json", "json-pretty")
 Answer = Tuple[int, str, str]
 
 
@@ -91,7 +90,7 @@ def _err(code: int, msg: str) -> Answer:
 
 def _answer(obj: Dict[str, Any], line: str, fmt: str) -> Answer:
     if fmt in JSON_FORMATS:
-        return 0, json.dumps(obj, sort_keys=True, default=str), ""
+        return 0, dump_json(obj, fmt), ""
     return 0, line, ""
 
 
@@ -180,7 +179,7 @@ def ls(engine: Any, fmt: str, now: float) -> Answer:
         refused = [M.outcome_to_dict(o) for o in M.refusals(engine.run.outcomes,
                                                              engine.run.windows)]
     if fmt in JSON_FORMATS:
-        return 0, json.dumps({"windows": rows, "refused": refused}, sort_keys=True), ""
+        return 0, dump_json({"windows": rows, "refused": refused}, fmt), ""
     if not rows and not refused:
         return 0, "no maintenance window", ""
     return 0, "\n".join(["%s: %s for %s (max %s)%s, osds %s, reason: %s%s" % (

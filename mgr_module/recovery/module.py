@@ -29,7 +29,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .executor import memory_targets, recovery_configs
     from .logs import make_logger
     from . import leftovers, versions
-    from .text import JSON_FORMATS, status_text
+    from .text import JSON_FORMATS, dump_json, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
     IMPORT_ERROR = str(_e)
@@ -46,7 +46,7 @@ def _ok(obj: Any) -> HandleCommandResult:
 def _show(obj: Any, fmt: str, text) -> HandleCommandResult:
     """-f json / json-pretty: the JSON document; otherwise (plain) text(obj)."""
     if fmt in JSON_FORMATS:
-        return _ok(obj)
+        return HandleCommandResult(0, dump_json(obj, fmt), "")
     return HandleCommandResult(0, text(obj), "")
 
 

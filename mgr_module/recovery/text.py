@@ -2,11 +2,18 @@
 `-f json` / `-f json-pretty` always return the full JSON document instead."""
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
 JOURNAL_LINES = 15
 JSON_FORMATS = ("json", "json-pretty")
+
+
+def dump_json(obj: Any, fmt: str) -> str:
+    """The JSON document of a command: one line for `-f json`, indented for json-pretty."""
+    return json.dumps(obj, sort_keys=True, default=str,
+                      indent=2 if fmt == "json-pretty" else None)
 
 
 def _mib(n: Optional[float]) -> str:

@@ -252,3 +252,12 @@ def test_version_answers_before_the_module_has_a_cluster_view(Module, world):
     res = m.cmd_version()
     assert res.retval == 0 and res.stdout.startswith("recovery ") and "none reporting" \
         in res.stdout
+
+
+def test_json_pretty_is_indented_and_json_is_one_line():
+    from recovery import maint, text     # noqa: E402  (conftest.py)
+    doc = {"b": [1, 2], "a": {"c": None}}
+    one, pretty = text.dump_json(doc, "json"), text.dump_json(doc, "json-pretty")
+    assert "\n" not in one and pretty.startswith('{\n  "a"')
+    assert json.loads(one) == json.loads(pretty) == doc
+    assert maint._answer(doc, "line", "json-pretty")[1] == pretty
