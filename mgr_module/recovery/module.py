@@ -18,12 +18,14 @@ from . import maintcli
 from .sender import CommandSender
 from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
+from .meter import Meter, timed
+from .storeio import StateIO
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
     from .inputs import InputError
-    from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from
-    from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
+    from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from  # noqa: F401
+    from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .executor import memory_targets, recovery_configs
@@ -54,7 +56,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(Lifecycle, MaintenanceCommands, MgrModule):
+class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -91,6 +93,7 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
         self._stopping = False
         # every mon/OSD command goes out from this one thread: see sender.py
         self._sender = CommandSender(self.send_command)
+        self.meter = Meter()
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
             leftovers_from(m) or windows_from(m))) if IMPORT_ERROR is None else None
@@ -122,6 +125,7 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
         answers -ETIMEDOUT instead of blocking the caller for good."""
         if timeout is None:
             timeout = float(self.get_module_option("mon_command_timeout"))
+        self.meter.mon_command(str(cmd_dict.get("prefix")))
         result = CommandResult("")
         self._sender.send(result, "mon", "", json.dumps(cmd_dict), "")
         if not result.ev.wait(timeout):
@@ -140,56 +144,6 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 
-    def _load(self) -> None:
-        try:
-            text = self._store.read(self.get_store)
-            if not text:
-                return
-            self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
-            now = time.time()
-            self.engine.run.reseed(now)
-            # a structured mark: what the run did after a failover is told apart by time
-            self.engine.run.record(now, 0, {"kind": "state_resumed", "reason": "run state "
-                                            "loaded by a (re)started mgr"}, "noted")
-            leftovers.note_load(self.engine)
-            self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
-                       phase=self.engine.run.progress.phase)
-        except (StateCorrupt, ValueError, TypeError, KeyError) as e:
-            self.log.error("recovery: ignoring unreadable run state: %s", e)
-            self.engine.state_unreadable(str(e), time.time(), self._store.found_marks)
-
-    def _persist(self) -> None:
-        """Write the run state in chunks below the mon's entry limit; a state too large to
-        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently. Called by the
-        tick thread only: set_store waits for the mon, so never under the engine's lock."""
-        with self._persist_lock:
-            with self._lock:
-                text = self.engine.run.dumps()
-            if text == self._saved:
-                return
-            try:
-                writes = self._store.writes(text, self._mon_entry_limit())
-            except StateTooLarge as e:
-                with self._lock:
-                    self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
-                        "recovery run state not saved: a mgr failover would lose it", [str(e)])
-                self.log.error("recovery: %s", e)
-                return
-            for key, value in writes:
-                self.set_store(key, value)
-            self._store.done(writes)
-            self._saved = text
-            with self._lock:
-                self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
-
-    def _mon_entry_limit(self) -> Optional[int]:
-        """The mon's current mon_config_key_max_entry_size (None when unknown): set_store
-        does not fail on a larger entry, the mon drops it and ceph-mgr only logs that."""
-        try:
-            return int(self.get_foreign_ceph_option("mon", "mon_config_key_max_entry_size"))
-        except Exception:  # an unknown option or entity on this release: the default limit
-            return None
-
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
         if IMPORT_ERROR is not None:
@@ -199,11 +153,16 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             self._read_options()
             self._load()
         while not self._stopping:
+            self.meter.tick_begin()
             try:
                 self._tick()
             except Exception as e:  # keep serving: the next tick re-plans from scratch
                 self.log.exception("recovery: tick failed")
                 self.engine.error = "%s: %s" % (type(e).__name__, e)
+            self.meter.tick_end(active=self.engine.active,
+                                run_id=self.engine.run.progress.run_id,
+                                actions=len(self.engine.plan_out.actions)
+                                if self.engine.plan_out is not None else 0)
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
@@ -221,9 +180,17 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             return None, None
         return memory_targets(dump), recovery_configs(dump)
 
+    def _read(self, what: str) -> Any:
+        t0 = time.monotonic()
+        try:
+            return self.get(what)
+        finally:
+            self.meter.read(what, time.monotonic() - t0)
+
     def _tick(self) -> None:
-        osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
-        health = self.get("health")
+        osd_map, tree, pgs = self._read("osd_map"), self._read("osd_map_tree"), \
+            self._read("pg_dump")
+        health = self._read("health")
         with self._lock:
             self._read_options()
             self.engine.observed = maintcli.drill_observed(health, pgs)
@@ -345,15 +312,22 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
     @write_command("recovery helper-report")
     def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
-        bad = self._guard()
-        if bad:
-            return bad
-        with self._lock:
-            try:
-                reply = self.engine.handle_report(report, host, time.time())
-            except InputError as e:
-                return _err(e)
-        return _ok(instructions_to_dict(reply))
+        with timed(self.meter, "helper-report"):
+            bad = self._guard()
+            if bad:
+                return bad
+            with self._lock:
+                try:
+                    reply = self.engine.handle_report(report, host, time.time())
+                except InputError as e:
+                    return _err(e)
+            return _ok(instructions_to_dict(reply))
+
+    @read_command("recovery perf")
+    def cmd_perf(self) -> HandleCommandResult:
+        """The module's own cost: per tick its time, store writes, mon commands and reads;
+        per command its handling time"""
+        return _ok(self.meter.doc())
 
     @write_command("recovery network probe")
     def cmd_network_probe(self, hosts: Optional[List[str]] = None,

@@ -33,7 +33,7 @@ COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery 
             "recovery network probe": "w", "recovery network": "r",
             "recovery drill start": "w", "recovery drill abort": "w",
             "recovery drill budget": "w",
-            "recovery drill report": "r"}
+            "recovery drill report": "r", "recovery perf": "r"}
 
 
 def _release_root(release: str) -> str:
