@@ -92,7 +92,11 @@ class Meter(object):
                          "p50_ms": round(_pct(list(v), 0.5) or 0.0, 3),
                          "p99_ms": round(_pct(list(v), 0.99) or 0.0, 3)}
                      for n, v in self.calls.items() if v}
-            return {"ticks": ticks, "handlers": calls, "outside": dict(self.outside)}
+            cur = None
+            if self.cur is not None:      # a tick still going: how long so far
+                cur = dict(self.cur, running_s=round(time.monotonic() - self._t0, 3))
+            return {"ticks": ticks, "handlers": calls, "outside": dict(self.outside),
+                    "current": cur}
 
 
 class timed(object):

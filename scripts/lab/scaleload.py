@@ -12,7 +12,8 @@ Hosts named in `down` start with their OSDs stopped (a rack whose power came bac
 other host's OSDs run at RUN_RSS.
 
     python3 -m ceph_recovery_tools.lab.scaleload --conf C --keyring K --spec S --out O
-spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, interval]]}.
+spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, interval]],
+"start_at": when the first step begins (epoch s)}.
 Each step sends every host's report once per `interval` seconds (spread evenly) for `seconds`.
 out (JSON): per step {"interval", "sent", "failed", "rtt_ms": [...], "errors": {...}}, and the
 instructions seen per host.
@@ -99,8 +100,8 @@ def connect(conf: str, keyring: str, host: str):
 
 
 class Step(object):
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
+    def __init__(self, interval: float, seconds: float) -> None:
+        self.interval, self.seconds = interval, seconds
         self.sent = self.failed = 0
         self.rtt_ms: List[float] = []
         self.errors: Dict[str, int] = {}
@@ -116,7 +117,7 @@ class Step(object):
                 self.errors[key] = self.errors.get(key, 0) + 1
 
     def doc(self) -> Dict[str, Any]:
-        return {"interval": self.interval, "sent": self.sent, "failed": self.failed,
+        return {"interval": self.interval, "seconds": self.seconds, "sent": self.sent, "failed": self.failed,
                 "rtt_ms": self.rtt_ms, "errors": self.errors}
 
 
@@ -154,8 +155,8 @@ def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
     hosts = [Host(h, list(spec["hosts"][h]), h in down) for h in names]
     clusters = [connect(conf, keyring, h.name) for h in hosts]
     steps = spec["steps"]
-    recs = [Step(float(i)) for _s, i in steps]
-    t0 = time.time() + float(spec.get("delay", 1.0))
+    recs = [Step(float(i), float(sec)) for sec, i in steps]
+    t0 = float(spec.get("start_at") or time.time() + 1.0)
     n = max(1, len(hosts))
     threads = [threading.Thread(target=play, args=(c, h, steps, recs, (k + 0.5) / n, t0),
                                 daemon=True)
