@@ -31,6 +31,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .executor import memory_targets, recovery_configs
     from .logs import make_logger
     from . import leftovers
+    from .drillcli import busy as drillcli_busy
     from .text import JSON_FORMATS, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
@@ -39,6 +40,10 @@ except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph
     class InputError(Exception):  # type: ignore[no-redef]
         errno = errno.ENOSYS
         message = "unavailable"
+
+
+# an idle module re-reads the PG stats at least this often (a dry run's view of them)
+IDLE_PG_REFRESH_S = 60.0
 
 
 def _ok(obj: Any) -> HandleCommandResult:
@@ -94,6 +99,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         # every mon/OSD command goes out from this one thread: see sender.py
         self._sender = CommandSender(self.send_command)
         self.meter = Meter()
+        self._reads: Dict[str, Any] = {"pgs_t": 0.0}
+        self._checks: Optional[Dict[str, Any]] = None
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
             leftovers_from(m) or windows_from(m))) if IMPORT_ERROR is None else None
@@ -187,22 +194,44 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         finally:
             self.meter.read(what, time.monotonic() - t0)
 
+    def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
+        """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
+        the map and tree when the map's epoch moved; the PG stats every tick while a run, a
+        window or a drill needs them, else when the epoch moved (what an OSD's PGs were
+        when it went down) and at least every IDLE_PG_REFRESH_S (a dry run's view). An
+        unchanged read is handed over as the same object (the engine reuses what it built
+        from it)."""
+        c = self._reads
+        epoch = self._epoch_now()
+        if c.get("epoch") != epoch:
+            c.update(epoch=epoch, osd_map=self._read("osd_map"),
+                     tree=self._read("osd_map_tree"))
+        t = time.monotonic()
+        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
+            c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
+        return c["osd_map"], c["tree"], c["pgs"]
+
     def _tick(self) -> None:
-        osd_map, tree, pgs = self._read("osd_map"), self._read("osd_map_tree"), \
-            self._read("pg_dump")
-        health = self._read("health")
         with self._lock:
             self._read_options()
-            self.engine.observed = maintcli.drill_observed(health, pgs)
-        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now,
-                         *self._osd_config())
+            busy, drills = self.engine.busy(), bool(drillcli_busy(self.engine))
+        osd_map, tree, pgs = self._cluster(busy)
+        if drills:      # the drill's health and degraded objects
+            health = self._read("health")
+            with self._lock:
+                self.engine.observed = maintcli.drill_observed(health, pgs)
+        # each OSD's own settings: only a run, window or drill changes or restores them
+        config = self._osd_config() if busy else (None, None)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config)
         with self._lock:
             self.engine.error = None
             leftovers.update_check(self.engine)
             checks = health_dict(self.engine.health_checks())
             checks.update(self.engine.shell_health())
-        self._persist()
-        self.set_health_checks(checks)
+        # the tick wrote the state (engine.tick: once, before its first action)
+        if checks != self._checks:
+            self.set_health_checks(checks)
+            self._checks = checks
         self._report_progress()
         self._maint_progress()
 
