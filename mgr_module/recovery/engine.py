@@ -60,6 +60,7 @@ class Engine(Acting, HelperProtocol):
         # ((osd map, tree, PG stats) as handed in, CrushIndex, pg_view, missed entries):
         # kept while the module hands in the same dumps (it reads them only as they change)
         self._memo: Optional[Tuple[Any, ...]] = None
+        self._fresh = False      # build_views() built a memo that observe() did not use yet
         self._by_host: Optional[Tuple[Any, Dict[str, List[Any]]]] = None  # osds_of()
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
@@ -104,13 +105,7 @@ class Engine(Acting, HelperProtocol):
                 memory_targets: Optional[Mapping[int, int]] = None,
                 recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
                 ) -> Snapshot:
-        same = self._memo is not None and all(
-            a is b for a, b in zip(self._memo[0], (osd_map, tree, pg_dump)))
-        if not same:      # new dumps: what they hold is built again
-            crush = CrushIndex(tree)
-            self._memo = ((osd_map, tree, pg_dump), crush, pg_view(
-                crush, osd_map, pg_dump, self.run.pgs_seen, self.members_seen),
-                missed_entries(pg_dump, self.down_versions))
+        same = self.build_views(osd_map, tree, pg_dump)
         self.crush = crush = self._memo[1]
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
@@ -126,7 +121,8 @@ class Engine(Acting, HelperProtocol):
             if self.options.get("network_holds_starts", True) and findings else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
             recovery_configs, self._memo[3], crush, self._memo[2])
-        if not same:      # the same PG stats again add nothing to what was remembered
+        if not same or self._fresh:   # the same PG stats again add nothing new
+            self._fresh = False
             self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
                                                  self.pg_versions, self.down_versions, pg_dump)
             remember_members(self.snapshot.pg_map, self.members_seen)
@@ -139,6 +135,21 @@ class Engine(Acting, HelperProtocol):
                 self.run.down_seen[o.id] = now
         return self.snapshot
 
+    def build_views(self, osd_map, tree, pg_dump) -> bool:
+        """Build what new dumps hold (CRUSH index, PG view, missed entries); False when
+        these are the dumps of the last call (nothing built: an unchanged read is handed
+        in as the same object, module.py). The tick calls it without the lock: the
+        helpers' reports are answered meanwhile."""
+        if self._memo is not None and all(
+                a is b for a, b in zip(self._memo[0], (osd_map, tree, pg_dump))):
+            return True
+        crush = CrushIndex(tree)
+        self._memo = ((osd_map, tree, pg_dump), crush, pg_view(
+            crush, osd_map, pg_dump, self.run.pgs_seen, self.members_seen),
+            missed_entries(pg_dump, self.down_versions))
+        self._fresh = True
+        return False
+
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
              memory_targets: Optional[Mapping[int, int]] = None,
              recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
@@ -148,6 +159,7 @@ class Engine(Acting, HelperProtocol):
         First the requests the commands recorded (settle.py), on the last snapshot: one
         accepted now is acted on in this same tick."""
         settle.settle(self, now)
+        self.build_views(osd_map, tree, pg_dump)
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)

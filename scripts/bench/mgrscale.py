@@ -88,10 +88,16 @@ class Load(object):
 
     def wait(self, timeout: float) -> Dict[str, Any]:
         for p in self.procs:
-            p.wait(timeout=timeout)
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         steps: List[Dict[str, Any]] = []
         ops: Dict[str, Any] = {}
         for out in self.outs:
+            if not os.path.exists(out):      # a worker that never finished: its reports lost
+                continue
             with open(out) as f:
                 doc = json.load(f)
             ops.update(doc["ops"])

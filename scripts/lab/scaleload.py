@@ -36,6 +36,8 @@ RUN_RSS = 3 * GiB
 INIT_RSS = 300 << 20
 LOAD_RSS = 1200 << 20
 PREFIX = "recovery helper-report"
+# a report unanswered by then counts as failed (the helper's own cycle would give up on it)
+CALL_TIMEOUT_S = 30
 
 
 class Host(object):
@@ -135,7 +137,7 @@ def play(cluster, host: Host, steps: List[List[float]], out: List[Step], offset:
                               "format": "json"})
             t = time.time()
             try:
-                rc, outb, outs = cluster.mgr_command(cmd, b"", timeout=0)
+                rc, outb, outs = cluster.mgr_command(cmd, b"", timeout=CALL_TIMEOUT_S)
             except Exception as e:  # noqa: BLE001 - counted as a failed report
                 rc, outb, outs = -1, b"", str(e)
             now = time.time()
@@ -163,11 +165,14 @@ def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
                for k, (c, h) in enumerate(zip(clusters, hosts))]
     for t in threads:
         t.start()
+    end = t0 + sum(float(sec) for sec, _i in steps) + CALL_TIMEOUT_S + 10
     for t in threads:
-        t.join()
-    for c in clusters:
-        c.shutdown()
-    return {"steps": [r.doc() for r in recs],
+        t.join(max(0.1, end - time.time()))
+    stuck = sum(1 for t in threads if t.is_alive())
+    if not stuck:
+        for c in clusters:
+            c.shutdown()
+    return {"stuck_threads": stuck,"steps": [r.doc() for r in recs],
             "ops": {h.name: h.ops for h in hosts if h.ops}}
 
 
@@ -185,7 +190,8 @@ def main(argv=None) -> int:
     with open(tmp, "w") as f:
         json.dump(doc, f)
     os.rename(tmp, a.out)
-    return 0
+    sys.stdout.flush()
+    os._exit(0)      # helper threads still blocked in a call are not waited for
 
 
 if __name__ == "__main__":

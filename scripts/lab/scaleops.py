@@ -42,7 +42,7 @@ def mon(cluster, cmd: Dict, inbuf: bytes = b"") -> str:
     return out.decode() if isinstance(out, bytes) else out
 
 
-def create_osds(conf: str, count: int, threads: int = 32) -> float:
+def create_osds(conf: str, count: int, threads: int = 256) -> float:
     """osd.0 .. osd.<count-1> via `osd new <uuid> <id>` (in, down, no key); seconds taken."""
     cluster = connect(conf)
     t0 = time.monotonic()
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     o = sub.add_parser("osds")
     o.add_argument("--conf", required=True)
     o.add_argument("--count", type=int, required=True)
-    o.add_argument("--threads", type=int, default=32)
+    o.add_argument("--threads", type=int, default=256)
     k = sub.add_parser("keys")
     k.add_argument("--conf", required=True)
     k.add_argument("--hosts", required=True)
