@@ -153,11 +153,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="the mgr module's own cost on a scale lab (real mon+mgr, map-only "
                     "OSDs, synthetic helpers): DIR/mgr-scale.json, .png, .md")
     ap.add_argument("--mgr-scale-sizes", default="1000,2000,5000")
+    ap.add_argument("--render", action="store_true", help="--mgr-scale: only draw the plot "
+                    "and page again from DIR/mgr-scale.json")
     ap.add_argument("--lab-dir", default="/tmp/crscale")
     ap.add_argument("--code", default="after", help="--mgr-scale: a label for this code's rows "
                     "(`before` rows are kept beside later runs)")
     args = ap.parse_args(argv)
     console = Console()
+    if args.mgr_scale and args.render:
+        from .mgrscale_cli import render
+        render(args.out or "mgr-scale")
+        return 0
     if args.mgr_scale:
         from .mgrscale_cli import run as mgr_scale
         from ..lab.bootstrap import module_dir_from

@@ -33,12 +33,19 @@ def run(out_dir: str, sizes: List[int], lab_dir: str, module_dir: str, code: str
         json.dump(merged, f, indent=1, sort_keys=True)
     with open(os.path.join(out_dir, "mgr-scale-raw-%s.json" % code), "w") as f:
         json.dump(raws, f)
-    mgrscale_report.plot(merged["rows"] + merged.get("before", []),
-                         os.path.join(out_dir, "mgr-scale.png"))
-    with open(os.path.join(out_dir, "mgr-scale.md"), "w") as f:
-        f.write(mgrscale_report.page(dict(merged, rows=merged.get("before", []) +
-                                          merged["rows"])))
+    render(out_dir, merged)
     return merged
+
+
+def render(out_dir: str, doc: Dict[str, Any] = None) -> None:
+    """DIR/mgr-scale.png and DIR/mgr-scale.md from DIR/mgr-scale.json (or `doc`)."""
+    if doc is None:
+        with open(os.path.join(out_dir, "mgr-scale.json")) as f:
+            doc = json.load(f)
+    rows = doc.get("before", []) + doc["rows"]
+    mgrscale_report.plot(rows, os.path.join(out_dir, "mgr-scale.png"))
+    with open(os.path.join(out_dir, "mgr-scale.md"), "w") as f:
+        f.write(mgrscale_report.page(dict(doc, rows=rows)))
 
 
 def merge_before(out_dir: str, doc: Dict[str, Any]) -> Dict[str, Any]:

@@ -122,6 +122,7 @@ def page(doc: Dict[str, Any]) -> str:
              "A run of rack0 is measured through its decisions (boot timeout %d s: the OSDs "
              "never boot). Report rates tried: %s/s." % (BOOT_TIMEOUT_S, ", ".join(
                  "%d" % r for r in RATES)), "",
+             "![each cost against the number of OSDs](data/mgr-scale/mgr-scale.png)", "",
              "| code | OSDs | PGs | hosts | idle CPU | idle RSS MiB | tick p50 s | tick p99 s "
              "| first tick s | writes/tick | state KiB | mon cmds/tick | RTT p50 ms | RTT p99 ms "
              "| failed | rate at p99 > 1 s |",
@@ -140,10 +141,11 @@ def page(doc: Dict[str, Any]) -> str:
                          r["report_rtt_ms_p99"], r["reports_failed"], rate_txt))
     lines += ["", "Command handlers, longest (ms), and the run's instructions:", ""]
     for r in doc["rows"]:
-        lines.append("- %s %d OSDs: %s; %d starts instructed (%d OSDs), %d stops" % (
+        lines.append("- %s %d OSDs: %s; %d starts instructed (%d OSDs), %d stops%s" % (
             r.get("code", "after"), r["osds"], ", ".join(
                 "%s %.1f" % kv for kv in sorted(r["handler_max_ms"].items())),
-            r["starts_instructed"], r["osds_started"], r["stops_instructed"]))
+            r["starts_instructed"], r["osds_started"], r["stops_instructed"],
+            ". " + r["note"] if r.get("note") else ""))
     lines += ["", "Machine: %s; bench wall time %s s." % (doc.get("machine"),
                                                         doc.get("total_wall_s")), ""]
     return "\n".join(lines)
