@@ -32,8 +32,11 @@ from .state import save_state
 
 log = structlog.get_logger("lab.scale")
 POOL_PG_MAX = 32768
-# Quiet a map of thousands of never-up OSDs: nothing is marked out, no PG log warnings.
-SCALE_GLOBAL = {"mon_osd_down_out_interval": "0", "paxos_propose_interval": "0.2", "mon_max_pg_per_osd": "1000",
+# Quiet a map of thousands of never-up OSDs: nothing is marked out, no PG log warnings; a
+# pool is created with all its PGs (the mon caps a new pool at mon_osd_max_initial_pgs, 1,024
+# by default, and grows it only while its PGs are clean: never here).
+SCALE_GLOBAL = {"mon_osd_down_out_interval": "0", "paxos_propose_interval": "0.2",
+                "mon_osd_max_initial_pgs": str(POOL_PG_MAX), "mon_max_pg_per_osd": "1000",
                 "mon_pg_warn_max_object_skew": "0", "mon_warn_on_pool_no_app": "false",
                 "osd_pool_default_size": "3", "osd_pool_default_min_size": "2"}
 
