@@ -53,6 +53,7 @@ class CrushIndex(object):
                 self.parent[c] = n["id"]
         self.types = {n["name"]: n.get("type", "") for n in nodes}
         self.osd_ids = sorted(n["id"] for n in nodes if n["id"] >= 0)
+        self.hosts = frozenset(n for n, t in self.types.items() if t == "host")
 
     def path(self, node_id: int) -> Tuple[str, ...]:
         names: List[str] = []
@@ -321,6 +322,16 @@ def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
     return proc, rss, started, state
 
 
+def pg_view(crush: "CrushIndex", osd_map: Mapping[str, Any], pg_dump: Mapping[str, Any],
+            pgs_seen: Optional[Mapping[int, int]] = None,
+            members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None) -> Tuple:
+    """What a snapshot takes from the PG stats: (per-OSD counts, totals, PgMap). The engine
+    keeps it while the same dumps come again (an idle tick that read nothing new)."""
+    entries = {o["osd"]: o for o in osd_map.get("osds", [])}
+    per, totals = _pg_view(crush, entries, osd_map, pg_dump, pgs_seen)
+    return per, totals, pg_membership(pg_dump, osd_map, members_seen)
+
+
 def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    pg_dump: Mapping[str, Any], reports: Mapping[str, Tuple[Any, float]],
                    now: float, stale_after: float,
@@ -332,18 +343,21 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    memory_targets: Optional[Mapping[int, int]] = None,
                    members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None,
                    recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
-                   missed: Optional[Mapping[int, int]] = None) -> Snapshot:
+                   missed: Optional[Mapping[int, int]] = None,
+                   crush: Optional["CrushIndex"] = None,
+                   pgs: Optional[Tuple] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
-    `missed`: missed_entries() of the down OSDs the shell knows them for.
+    `missed`: missed_entries() of the down OSDs the shell knows them for. `crush` and `pgs`
+    (pg_view()): built from these same dumps already.
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
     down on failure reports), else `down_seen`: when the shell first saw the OSD down."""
-    crush = CrushIndex(tree)
+    crush = crush or CrushIndex(tree)
     epoch = int(osd_map.get("epoch", 0))
     heap_support = heap_support or {}
     entries = {o["osd"]: o for o in osd_map.get("osds", [])}
     xinfo = {x.get("osd"): x for x in osd_map.get("osd_xinfo", []) or []}
-    per, totals = _pg_view(crush, entries, osd_map, pg_dump, pgs_seen)
+    per, totals, pg_map = pgs or pg_view(crush, osd_map, pg_dump, pgs_seen, members_seen)
     fresh = {h: (r, t) for h, (r, t) in reports.items() if now - t <= stale_after}
     osds = []
     for o in crush.osd_ids:
@@ -374,4 +388,4 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         pgs_total=totals["total"], pgs_active=totals["active"], pgs_clean=totals["clean"],
         ok_to_stop=oks, findings=tuple(findings),
         helpers_seen={h: t for h, (r, t) in reports.items()},
-        pg_map=pg_membership(pg_dump, osd_map, members_seen))
+        pg_map=pg_map)

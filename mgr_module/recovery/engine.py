@@ -18,16 +18,16 @@ from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PA
 from ceph_recovery.protocol import Report
 
 from . import core
-from .cluster import (CrushIndex, build_snapshot, missed_entries, remember_members,
+from .cluster import (CrushIndex, build_snapshot, missed_entries, pg_view, remember_members,
                       remember_versions)
 from .executor import Executor, journal_facts, mon_cmd_for
 from .inputs import (InputError, budget_text, check_buckets, check_concurrency,
                      check_start_order, parse_budget, split_scope)
 from .helperproto import HelperProtocol
 from . import drillcli, maint, settle, statusdoc
+from .batch import REPEATABLE, Acting
 from .state import RunState, leftovers_from, windows_from
 
-REPEATABLE = ("query_ok_to_stop", "heap_release")
 # checks about a run's budget and progress: raised only while a run is active (the last run's
 # budget stays in the intent, but an idle cluster is not "over its recovery budget")
 RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL",
@@ -35,7 +35,7 @@ RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL",
 REPEAT_WINDOW_S = 120.0
 
 
-class Engine(HelperProtocol):
+class Engine(Acting, HelperProtocol):
     def __init__(self, ceph: Any, log: Callable[..., None],
                  persist: Callable[[], None] = lambda: None,
                  wake: Callable[[], None] = lambda: None) -> None:
@@ -58,6 +58,11 @@ class Engine(HelperProtocol):
         self.ok_to_stop: Optional[Tuple[int, Dict[int, Tuple[bool, float]]]] = None
         self.snapshot: Optional[Snapshot] = None
         self.crush: Optional[CrushIndex] = None
+        # ((osd map, tree, PG stats) as handed in, CrushIndex, pg_view, missed entries):
+        # kept while the module hands in the same dumps (it reads them only as they change)
+        self._memo: Optional[Tuple[Any, ...]] = None
+        self._fresh = False      # build_views() built a memo that observe() did not use yet
+        self._by_host: Optional[Tuple[Any, Dict[str, List[Any]]]] = None  # osds_of()
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
         self.error: Optional[str] = None
@@ -81,6 +86,13 @@ class Engine(HelperProtocol):
         return (self.run.intent.mode in (MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
                 and self.run.progress.phase not in (PHASE_DONE, PHASE_ABORTED))
 
+    def busy(self) -> bool:
+        """Whether this tick needs the PG stats and each OSD's settings: a run, a
+        maintenance window, a drill, or a restore still pending from one."""
+        p = self.run.progress
+        return bool(self.active or self.run.windows or drillcli.busy(self)
+                    or p.saved_config or p.restoring or p.restoring_flags or self.run.leftovers)
+
     def effective_intent(self) -> Intent:
         o = self.options
         return replace(self.run.intent, holds=maint.holds(self), auto_hold=bool(o["auto_hold"]),
@@ -94,7 +106,8 @@ class Engine(HelperProtocol):
                 memory_targets: Optional[Mapping[int, int]] = None,
                 recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None
                 ) -> Snapshot:
-        self.crush = CrushIndex(tree)
+        same = self.build_views(osd_map, tree, pg_dump)
+        self.crush = crush = self._memo[1]
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
                if r.network}
@@ -108,10 +121,12 @@ class Engine(HelperProtocol):
             core.findings_holding(findings, net, now)
             if self.options.get("network_holds_starts", True) and findings else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
-            recovery_configs, missed_entries(pg_dump, self.down_versions))
-        self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
-                                             self.pg_versions, self.down_versions, pg_dump)
-        remember_members(self.snapshot.pg_map, self.members_seen)
+            recovery_configs, self._memo[3], crush, self._memo[2])
+        if not same or self._fresh:   # the same PG stats again add nothing new
+            self._fresh = False
+            self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
+                                                 self.pg_versions, self.down_versions, pg_dump)
+            remember_members(self.snapshot.pg_map, self.members_seen)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs
@@ -120,6 +135,21 @@ class Engine(HelperProtocol):
             elif o.id not in self.run.down_seen:
                 self.run.down_seen[o.id] = now
         return self.snapshot
+
+    def build_views(self, osd_map, tree, pg_dump) -> bool:
+        """Build what new dumps hold (CRUSH index, PG view, missed entries); False when
+        these are the dumps of the last call (nothing built: an unchanged read is handed
+        in as the same object, module.py). The tick calls it without the lock: the
+        helpers' reports are answered meanwhile."""
+        if self._memo is not None and all(
+                a is b for a, b in zip(self._memo[0], (osd_map, tree, pg_dump))):
+            return True
+        crush = CrushIndex(tree)
+        self._memo = ((osd_map, tree, pg_dump), crush, pg_view(
+            crush, osd_map, pg_dump, self.run.pgs_seen, self.members_seen),
+            missed_entries(pg_dump, self.down_versions))
+        self._fresh = True
+        return False
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
              memory_targets: Optional[Mapping[int, int]] = None,
@@ -130,6 +160,7 @@ class Engine(HelperProtocol):
         First the requests the commands recorded (settle.py), on the last snapshot: one
         accepted now is acted on in this same tick."""
         settle.settle(self, now)
+        self.build_views(osd_map, tree, pg_dump)
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
@@ -140,29 +171,14 @@ class Engine(HelperProtocol):
                                 "the last decided %d: not acting"
                                 % (snap.epoch, self.run.progress.epoch))
                 return
-            # progress first: a crash mid-list re-plans from the map (level triggered); every
-            # acting step is journaled and persisted BEFORE it is carried out (write-ahead),
-            # so an mgr killed right after a command still shows it (result "in progress")
             # a run ends (done/aborted) only once this tick's actions (flag restores) were
             # carried out: status answers during them and must not show an end not yet reached
             ending = out.progress.phase in (PHASE_DONE, PHASE_ABORTED)
             self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
                 if ending else out.progress
-        for action in out.actions:
-            cur = epoch_now()
-            if cur < snap.epoch:
-                with self.lock:
-                    self._note_wait(now, snap.epoch, "stale_map", "epoch went back to %d" % cur)
-                ending = False              # not all carried out: the next tick re-plans
-                break
-            entry = None
-            if action.kind not in REPEATABLE + ("wait", "done"):
-                with self.lock:
-                    entry = self.run.record(now, snap.epoch, action.to_dict(), "in progress")
-                self.persist()
-            self.carry_out(action, snap, now, entry)
+        done, wrote = self._act(out.actions, snap, now, epoch_now)
         with self.lock:
-            if ending:
+            if ending and done:
                 self.run.progress = replace(self.run.progress, phase=out.progress.phase)
                 maint.run_ended(self, snap, now)
                 if self.run.intent.mode != MODE_IDLE:
@@ -170,7 +186,8 @@ class Engine(HelperProtocol):
             self._expire(now, snap.epoch)
             self.run.prune_instructions()
             maint.after_tick(self, now)
-        self.persist()
+        if not wrote:
+            self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
         if self.last_wait != (kind, reason):

@@ -27,6 +27,7 @@ class HelperProtocol(object):
     tput_requests: Dict[str, List[str]]
     persist: Any
     wake: Any
+    _by_host: Optional[Tuple[Any, Dict[str, List[Any]]]]
 
     def _expire(self, now: float, epoch: int) -> None:
         """Open instructions past their TTL are closed (a helper killed mid-instruction
@@ -49,9 +50,7 @@ class HelperProtocol(object):
                             "withdrawn")
 
     def crush_hosts(self) -> Optional[frozenset]:
-        if self.crush is None:
-            return None
-        return frozenset(n for n, t in self.crush.types.items() if t == "host")
+        return None if self.crush is None else self.crush.hosts
 
     def handle_report(self, text: Any, host_arg: Optional[str], now: float) -> Instructions:
         """The `helper-report` command: validate strictly (InputError, nothing changed),
@@ -98,7 +97,7 @@ class HelperProtocol(object):
                                   signal=i.get("signal", "TERM"))
                       for i in sorted(self.run.open_instructions(host=host),
                                       key=lambda i: i["issued_at"]))
-        host_osds = [o for o in snap.osds if o.host == host] if snap else []
+        host_osds = self.osds_of(host)
         p = self.run.progress
         grants = sorted({o.id for o in host_osds if o.id in p.granted}
                         | {i.osd for i in items})
@@ -107,6 +106,19 @@ class HelperProtocol(object):
             else {}
         return Instructions(host=host, epoch=snap.epoch if snap else 0, instructions=items,
                             grants=tuple(grants), held=tuple(held), probe=probe)
+
+    def osds_of(self, host: str) -> List[Any]:
+        """The last snapshot's OSDs of `host` (indexed once per snapshot: a report's
+        answer does not scan the whole map)."""
+        snap = self.snapshot
+        if snap is None:
+            return []
+        if self._by_host is None or self._by_host[0] is not snap:
+            by: Dict[str, List[Any]] = {}
+            for o in snap.osds:
+                by.setdefault(o.host, []).append(o)
+            self._by_host = (snap, by)
+        return self._by_host[1].get(host, [])
 
     def request_throughput(self, hosts: List[str]) -> Dict[str, List[str]]:
         """Ask helpers for a bounded throughput probe to every other reporting host, carried

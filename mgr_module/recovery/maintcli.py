@@ -43,10 +43,14 @@ class MaintenanceCommands(object):
 
     # ------------------------------------------------------------ maintenance, wait (maint.py)
     def _maint(self, fn, *args: Any) -> HandleCommandResult:
-        bad = self._guard()
-        if bad:
-            return bad
-        return HandleCommandResult(*fn(self.engine, *args))
+        t0 = time.monotonic()
+        try:
+            bad = self._guard()
+            if bad:
+                return bad
+            return HandleCommandResult(*fn(self.engine, *args))
+        finally:
+            self.meter.call(fn.__name__.strip("_"), time.monotonic() - t0)
 
     @write_command("recovery maintenance enter")
     def cmd_maint_enter(self, bucket: str, reason: Optional[str] = None,

@@ -18,17 +18,20 @@ from . import maintcli
 from .sender import CommandSender
 from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
+from .meter import Meter, timed
+from .storeio import StateIO
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
     from .inputs import InputError
-    from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from
-    from .statestore import ChunkedStore, StateCorrupt, StateTooLarge
+    from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from  # noqa: F401
+    from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .executor import memory_targets, recovery_configs
     from .logs import make_logger
     from . import leftovers, versions
+    from .drillcli import busy as drillcli_busy
     from .text import JSON_FORMATS, dump_json, status_text
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
@@ -37,6 +40,10 @@ except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph
     class InputError(Exception):  # type: ignore[no-redef]
         errno = errno.ENOSYS
         message = "unavailable"
+
+
+# an idle module re-reads the PG stats at least this often (a dry run's view of them)
+IDLE_PG_REFRESH_S = 60.0
 
 
 def _ok(obj: Any) -> HandleCommandResult:
@@ -54,7 +61,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(Lifecycle, MaintenanceCommands, MgrModule):
+class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -92,6 +99,9 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
         self._stopping = False
         # every mon/OSD command goes out from this one thread: see sender.py
         self._sender = CommandSender(self.send_command)
+        self.meter = Meter()
+        self._reads: Dict[str, Any] = {"pgs_t": 0.0}
+        self._checks: Optional[Dict[str, Any]] = None
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
             leftovers_from(m) or windows_from(m))) if IMPORT_ERROR is None else None
@@ -123,6 +133,7 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
         answers -ETIMEDOUT instead of blocking the caller for good."""
         if timeout is None:
             timeout = float(self.get_module_option("mon_command_timeout"))
+        self.meter.mon_command(str(cmd_dict.get("prefix")))
         result = CommandResult("")
         self._sender.send(result, "mon", "", json.dumps(cmd_dict), "")
         if not result.ev.wait(timeout):
@@ -141,56 +152,6 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             eng.options[name] = self.get_module_option(name)
         eng.run.resize_journal(int(self.get_module_option("journal_length")))
 
-    def _load(self) -> None:
-        try:
-            text = self._store.read(self.get_store)
-            if not text:
-                return
-            self.engine.run = RunState.loads(text, int(self.get_module_option("journal_length")))
-            now = time.time()
-            self.engine.run.reseed(now)
-            # a structured mark: what the run did after a failover is told apart by time
-            self.engine.run.record(now, 0, {"kind": "state_resumed", "reason": "run state "
-                                            "loaded by a (re)started mgr"}, "noted")
-            leftovers.note_load(self.engine)
-            self._slog("state_loaded", run_id=self.engine.run.progress.run_id,
-                       phase=self.engine.run.progress.phase)
-        except (StateCorrupt, ValueError, TypeError, KeyError) as e:
-            self.log.error("recovery: ignoring unreadable run state: %s", e)
-            self.engine.state_unreadable(str(e), time.time(), self._store.found_marks)
-
-    def _persist(self) -> None:
-        """Write the run state in chunks below the mon's entry limit; a state too large to
-        write raises RECOVERY_STATE_NOT_SAVED instead of being lost silently. Called by the
-        tick thread only: set_store waits for the mon, so never under the engine's lock."""
-        with self._persist_lock:
-            with self._lock:
-                text = self.engine.run.dumps()
-            if text == self._saved:
-                return
-            try:
-                writes = self._store.writes(text, self._mon_entry_limit())
-            except StateTooLarge as e:
-                with self._lock:
-                    self.engine.shell_checks["RECOVERY_STATE_NOT_SAVED"] = (
-                        "recovery run state not saved: a mgr failover would lose it", [str(e)])
-                self.log.error("recovery: %s", e)
-                return
-            for key, value in writes:
-                self.set_store(key, value)
-            self._store.done(writes)
-            self._saved = text
-            with self._lock:
-                self.engine.shell_checks.pop("RECOVERY_STATE_NOT_SAVED", None)
-
-    def _mon_entry_limit(self) -> Optional[int]:
-        """The mon's current mon_config_key_max_entry_size (None when unknown): set_store
-        does not fail on a larger entry, the mon drops it and ceph-mgr only logs that."""
-        try:
-            return int(self.get_foreign_ceph_option("mon", "mon_config_key_max_entry_size"))
-        except Exception:  # an unknown option or entity on this release: the default limit
-            return None
-
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
         if IMPORT_ERROR is not None:
@@ -200,11 +161,16 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             self._read_options()
             self._load()
         while not self._stopping:
+            self.meter.tick_begin()
             try:
                 self._tick()
             except Exception as e:  # keep serving: the next tick re-plans from scratch
                 self.log.exception("recovery: tick failed")
                 self.engine.error = "%s: %s" % (type(e).__name__, e)
+            self.meter.tick_end(active=self.engine.active,
+                                run_id=self.engine.run.progress.run_id,
+                                actions=len(self.engine.plan_out.actions)
+                                if self.engine.plan_out is not None else 0)
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
@@ -222,14 +188,42 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             return None, None
         return memory_targets(dump), recovery_configs(dump)
 
+    def _read(self, what: str) -> Any:
+        t0 = time.monotonic()
+        try:
+            return self.get(what)
+        finally:
+            self.meter.read(what, time.monotonic() - t0)
+
+    def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
+        """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
+        the map and tree when the map's epoch moved; the PG stats every tick while a run, a
+        window or a drill needs them, else when the epoch moved (what an OSD's PGs were
+        when it went down) and at least every IDLE_PG_REFRESH_S (a dry run's view). An
+        unchanged read is handed over as the same object (the engine reuses what it built
+        from it)."""
+        c = self._reads
+        epoch = self._epoch_now()
+        if c.get("epoch") != epoch:
+            c.update(epoch=epoch, osd_map=self._read("osd_map"),
+                     tree=self._read("osd_map_tree"))
+        t = time.monotonic()
+        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
+            c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
+        return c["osd_map"], c["tree"], c["pgs"]
+
     def _tick(self) -> None:
-        osd_map, tree, pgs = self.get("osd_map"), self.get("osd_map_tree"), self.get("pg_dump")
-        health = self.get("health")
         with self._lock:
             self._read_options()
-            self.engine.observed = maintcli.drill_observed(health, pgs)
-        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now,
-                         *self._osd_config())
+            busy, drills = self.engine.busy(), bool(drillcli_busy(self.engine))
+        osd_map, tree, pgs = self._cluster(busy)
+        if drills:      # the drill's health and degraded objects
+            health = self._read("health")
+            with self._lock:
+                self.engine.observed = maintcli.drill_observed(health, pgs)
+        # each OSD's own settings: only a run, window or drill changes or restores them
+        config = self._osd_config() if busy else (None, None)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config)
         with self._lock:
             self.engine.error = None
             leftovers.update_check(self.engine)
@@ -237,8 +231,10 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
             checks.update(self.engine.shell_health())
             checks.update(versions.health(self.engine.refused_protocols, time.time(), float(
                 self.engine.options["helper_stale_timeout"])))
-        self._persist()
-        self.set_health_checks(checks)
+        # the tick wrote the state (engine.tick: once, before its first action)
+        if checks != self._checks:
+            self.set_health_checks(checks)
+            self._checks = checks
         self._report_progress()
         self._maint_progress()
 
@@ -358,15 +354,22 @@ class Module(Lifecycle, MaintenanceCommands, MgrModule):
     @write_command("recovery helper-report")
     def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
-        bad = self._guard()
-        if bad:
-            return bad
-        with self._lock:
-            try:
-                reply = self.engine.handle_report(report, host, time.time())
-            except InputError as e:
-                return _err(e)
-        return _ok(instructions_to_dict(reply))
+        with timed(self.meter, "helper-report"):
+            bad = self._guard()
+            if bad:
+                return bad
+            with self._lock:
+                try:
+                    reply = self.engine.handle_report(report, host, time.time())
+                except InputError as e:
+                    return _err(e)
+            return _ok(instructions_to_dict(reply))
+
+    @read_command("recovery perf")
+    def cmd_perf(self) -> HandleCommandResult:
+        """The module's own cost: per tick its time, store writes, mon commands and reads;
+        per command its handling time"""
+        return _ok(self.meter.doc())
 
     @write_command("recovery network probe")
     def cmd_network_probe(self, hosts: Optional[List[str]] = None,

@@ -4,6 +4,7 @@ plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a ta
     ceph-recovery-bench --out bench.json
     ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies (issue 9), see sweep.py
     ceph-recovery-bench report                # docs/measurements.md from docs/data/*.json
+    ceph-recovery-bench --mgr-scale --out DIR # the mgr module on a scale lab (mgrscale.py)
 """
 from __future__ import annotations
 
@@ -150,8 +151,27 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="extra ceph-recovery-sim argument (repeat), e.g. --sim-arg=--seed=2; "
                     "with --sweep it goes to every run, e.g. "
                     "--sim-arg=--param=peer_entries_per_s=60000")
+    ap.add_argument("--mgr-scale", action="store_true",
+                    help="the mgr module's own cost on a scale lab (real mon+mgr, map-only "
+                    "OSDs, synthetic helpers): DIR/mgr-scale.json, .png, .md")
+    ap.add_argument("--mgr-scale-sizes", default="1000,2000,5000")
+    ap.add_argument("--render", action="store_true", help="--mgr-scale: only draw the plot "
+                    "and page again from DIR/mgr-scale.json")
+    ap.add_argument("--lab-dir", default="/tmp/crscale")
+    ap.add_argument("--code", default="after", help="--mgr-scale: a label for this code's rows "
+                    "(`before` rows are kept beside later runs)")
     args = ap.parse_args(argv)
     console = Console()
+    if args.mgr_scale and args.render:
+        from .mgrscale_cli import render
+        render(args.out or "mgr-scale")
+        return 0
+    if args.mgr_scale:
+        from .mgrscale_cli import run as mgr_scale
+        from ..lab.bootstrap import module_dir_from
+        mgr_scale(args.out or "mgr-scale", [int(x) for x in args.mgr_scale_sizes.split(",")],
+                  args.lab_dir, module_dir_from(None, os.getcwd()), args.code, console.log)
+        return 0
     if args.sweep:
         args.out = args.out or "sweep"
         return main_sweep(args, console)

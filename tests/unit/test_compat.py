@@ -35,7 +35,7 @@ COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery 
             "recovery network probe": "w", "recovery network": "r",
             "recovery drill start": "w", "recovery drill abort": "w",
             "recovery drill budget": "w",
-            "recovery drill report": "r", "recovery version": "r"}
+            "recovery drill report": "r", "recovery version": "r", "recovery perf": "r"}
 
 
 def _release_root(release: str) -> str:

@@ -40,8 +40,7 @@ def test_controlled_start_sequence(world):
     tick(eng, world, 1001.0)
     assert ceph.calls == [{"prefix": "osd set", "key": "noout"},
                           {"prefix": "osd set", "key": "norebalance"},
-                          {"prefix": "osd add-noup", "ids": ["osd.4"]},
-                          {"prefix": "osd add-noup", "ids": ["osd.5"]}]
+                          {"prefix": "osd add-noup", "ids": ["osd.4", "osd.5"]}]
     # the helper of h3 gets exactly one start instruction, for the first OSD in order
     reply = all_helpers(eng, 1002.0, [STOPPED(4), STOPPED(5)])
     assert [(i.op, i.osd) for i in reply.instructions] == [("start", 4)]
@@ -167,28 +166,38 @@ def test_ok_to_stop_no_expires_within_one_epoch_and_is_asked_again(world):
     assert later.epoch == snap.epoch and dict(later.ok_to_stop) == {}
 
 
-def test_state_is_persisted_after_every_action(world):
-    saved, woken = [], []
-    eng = engine_mod.Engine(FakeCeph(world["map"]), lambda *a, **k: None,
+def test_state_is_persisted_once_per_tick_before_its_first_action(world):
+    saved, woken, sent = [], [], []
+    ceph = FakeCeph(world["map"])
+    mon = ceph.mon_command
+    ceph.mon_command = lambda cmd, *a: (sent.append((len(saved), cmd)), mon(cmd, *a))[1]
+    eng = engine_mod.Engine(ceph, lambda *a, **k: None,
                             lambda: saved.append(eng.run.dumps()), lambda: woken.append(1))
     all_helpers(eng, 1000.0, [STOPPED(4), STOPPED(5)])
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
     eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
     tick(eng, world, 1001.0)
-    # set noout, set norebalance, hold 4, hold 5, grant 4: one save BEFORE each (write-ahead)
-    # and one at the end of the tick
-    assert len(saved) == 6
-    ahead = state_mod.RunState.loads(saved[2])       # saved before "hold 4" was sent
-    assert [(j["action"]["kind"], j["result"]) for j in ahead.journal][-3:] == [
-        ("set_flag", "ok"), ("set_flag", "ok"), ("hold_osd", "in progress")]
+    # set noout, set norebalance, hold 4 and 5, grant 4: ONE save, before the first of them
+    # went out (write-ahead), every one of them journaled "in progress" in it
+    assert len(saved) == 1 and all(n == 1 for n, _cmd in sent)
+    ahead = state_mod.RunState.loads(saved[0])
+    assert [(j["action"]["kind"], j["result"]) for j in ahead.journal][-5:] == [
+        ("set_flag", "in progress"), ("set_flag", "in progress"),
+        ("hold_osd", "in progress"), ("hold_osd", "in progress"),
+        ("grant_start", "in progress")]
+    assert ahead.progress == eng.run.progress
+    # the results and the instruction are in the next tick's one save
+    tick(eng, world, 1001.5)
+    assert len(saved) == 2
     last = state_mod.RunState.loads(saved[-1])
     assert [(i["op"], i["osd"]) for i in last.open_instructions()] == [("start", 4)]
-    assert last.progress == eng.run.progress
+    assert [j["result"] for j in last.journal if j["action"]["kind"] == "hold_osd"] == \
+        ["ok", "ok"]
     all_helpers(eng, 1002.0, [RUNNING(4, 100 << 20), STOPPED(5)],
                 done=[last.open_instructions()[0]["id"]])
     # a command never writes the store itself (set_store waits for the mon): it wakes the
     # tick thread, whose tick persists the helper's `done`
-    assert len(saved) == 6 and woken == [1]
+    assert len(saved) == 2 and woken == [1]
     tick(eng, world, 1003.0)
     assert state_mod.RunState.loads(saved[-1]).starts == {4: 1}
 

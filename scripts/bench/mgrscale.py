@@ -1,0 +1,176 @@
+"""`ceph-recovery-bench --mgr-scale --out DIR`: the mgr module's own cost on a scale lab (real
+mon and mgr, thousands of map-only OSDs, many PGs, a thousand synthetic helpers), one row per
+size in DIR/mgr-scale.json.
+
+Per size, in one lab:
+1. idle: the mgr's CPU (utime+stime of its process) and RSS over IDLE_S with the module
+   disabled, then enabled (no run, no helper): the difference is the module's.
+2. a run: every helper reports every 5 s (the helper interval); the failed rack's hosts (rack0,
+   >= 200 OSDs) start with their OSDs stopped. After WARM_S, `start-controlled --scope rack0`
+   and, at the same time, `maintenance enter` of a host of another rack. The OSDs exist only in
+   the map, so none ever boots: the run is measured through its decisions (holds, grants,
+   boots allowed, boot timeouts after BOOT_TIMEOUT_S, stops, grants again), which the synthetic
+   helpers carry out. Tick costs come from `ceph recovery perf`.
+3. report rate: every helper's interval shortened step by step (RATES); the rate at which the
+   reports' p99 round trip passes 1 s.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import psutil
+
+from ..lab import bootstrap, launch, release, scale, teardown
+
+SIZES = ((1000, 200, 5, 20000), (2000, 400, 10, 40000), (5000, 1000, 25, 100000))
+IDLE_S = 20.0
+WARM_S = 15.0
+RUN_S = 60.0
+BOOT_TIMEOUT_S = 30
+RATES = (200.0, 400.0, 800.0, 1600.0)
+RATE_STEP_S = 10.0
+HELPERS_PER_WORKER = 250
+
+
+def mgr_usage(state: Dict[str, Any], seconds: float) -> Dict[str, float]:
+    """CPU fraction of one core and mean RSS of the lab's mgr over `seconds`."""
+    proc = psutil.Process(launch.mgr_pid(state))
+    c0, t0, rss = proc.cpu_times(), time.monotonic(), []
+    end = t0 + seconds
+    while time.monotonic() < end:
+        rss.append(proc.memory_info().rss)
+        time.sleep(1.0)
+    c1 = proc.cpu_times()
+    cpu = (c1.user + c1.system) - (c0.user + c0.system)
+    return {"cpu_frac": cpu / (time.monotonic() - t0), "rss": sum(rss) / max(1, len(rss))}
+
+
+def pct(values: List[float], q: float) -> Optional[float]:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+class Load(object):
+    """The synthetic helpers (scaleload.py in the chroot), split over worker processes."""
+
+    def __init__(self, state: Dict[str, Any], steps: List[List[float]], tag: str) -> None:
+        hosts = state["scale_hosts"]
+        names = sorted(hosts, key=lambda h: int(h[4:]))
+        down = [h for h in names if hosts[h]["rack"] == "rack0"]
+        self.outs, self.procs = [], []
+        for k in range(0, len(names), HELPERS_PER_WORKER):
+            part = names[k:k + HELPERS_PER_WORKER]
+            spec = os.path.join(state["dir"], "run", "load-%s-%d.json" % (tag, k))
+            with open(spec, "w") as f:
+                json.dump({"hosts": {h: hosts[h]["osds"] for h in part}, "down": down,
+                           "steps": steps, "start_at": self.start_at(len(names))}, f)
+            out = spec.replace(".json", ".out.json")
+            argv = release.prefix(state) + [
+                "python3", "-m", "ceph_recovery_tools.lab.scaleload", "--conf", state["conf"],
+                "--keyring", state["helper_keyring"], "--spec", spec, "--out", out]
+            log = open(os.path.join(state["dir"], "log", "load-%s-%d.log" % (tag, k)), "w")
+            self.procs.append(subprocess.Popen(argv, env=release.tool_env(state), stdout=log,
+                                               stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL))
+            self.outs.append(out)
+
+    def start_at(self, hosts: int) -> float:
+        """Steps begin once every helper has connected (about 25 ms a key, measured)."""
+        if not hasattr(self, "_t0"):
+            self._t0 = time.time() + 10.0 + 0.03 * hosts
+        return self._t0
+
+    def wait(self, timeout: float) -> Dict[str, Any]:
+        for p in self.procs:
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        steps: List[Dict[str, Any]] = []
+        ops: Dict[str, Any] = {}
+        for out in self.outs:
+            if not os.path.exists(out):      # a worker that never finished: its reports lost
+                continue
+            with open(out) as f:
+                doc = json.load(f)
+            ops.update(doc["ops"])
+            for i, st in enumerate(doc["steps"]):
+                if i == len(steps):
+                    steps.append({"interval": st["interval"], "sent": 0, "failed": 0,
+                                  "rtt_ms": [], "errors": {}, "seconds": st.get("seconds")})
+                s = steps[i]
+                s["sent"] += st["sent"]
+                s["failed"] += st["failed"]
+                s["rtt_ms"] += st["rtt_ms"]
+                for k, v in st["errors"].items():
+                    s["errors"][k] = s["errors"].get(k, 0) + v
+        return {"steps": steps, "ops": ops}
+
+
+def perf(state: Dict[str, Any]) -> Dict[str, Any]:
+    return launch.ceph(state, "recovery", "perf", timeout=60)
+
+
+def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]:
+    """Helpers every 5 s; a controlled run of rack0 and a maintenance request together."""
+    launch.ceph(state, "config", "set", "mgr", "mgr/recovery/boot_timeout",
+                str(BOOT_TIMEOUT_S), json_out=False)
+    load = Load(state, [[WARM_S + RUN_S, 5.0]], "run")
+    t_start = load.start_at(len(state["scale_hosts"])) + WARM_S
+    time.sleep(max(0.0, t_start - time.time()))
+    other = sorted(h for h, v in state["scale_hosts"].items() if v["rack"] == "rack1")[0]
+    started = time.time()
+    launch.ceph(state, "recovery", "start-controlled", "--scope", "rack0", json_out=False,
+                timeout=60)
+    cmd_s = time.time() - started
+    launch.ceph(state, "recovery", "maintenance", "enter", other, json_out=False, timeout=60,
+                check=False)
+    log("run started (start-controlled answered in %.2f s); maintenance enter %s" %
+        (cmd_s, other))
+    result = load.wait(timeout=WARM_S + RUN_S + 300)
+    doc = perf(state)
+    launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
+    result.update(perf=doc, run_started=started, start_cmd_s=cmd_s)
+    return result
+
+
+def rate_phase(state: Dict[str, Any]) -> Dict[str, Any]:
+    hosts = len(state["scale_hosts"])
+    steps = [[RATE_STEP_S, max(0.05, hosts / r)] for r in RATES]
+    return Load(state, steps, "rate").wait(timeout=len(RATES) * RATE_STEP_S + 300)
+
+
+def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
+                 module_dir: str, log: Callable[..., None]) -> Dict[str, Any]:
+    t0 = time.monotonic()
+    teardown.down(lab_dir)
+    state = scale.up_scale(lab_dir, scale.ScaleOptions(
+        osds=osds, hosts=hosts, racks=racks, pgs=pgs, module_dir=module_dir,
+        enable_module=False))
+    try:
+        log("lab up: %d OSDs, %d hosts, %d PGs (%s)" % (osds, hosts, pgs, state["timings"]))
+        time.sleep(5)
+        off = mgr_usage(state, IDLE_S)
+        bootstrap.enable_module(state)
+        time.sleep(10)
+        on = mgr_usage(state, IDLE_S)
+        idle_perf = perf(state)
+        log("idle: mgr cpu %.4f -> %.4f, rss %.0f -> %.0f MiB" % (
+            off["cpu_frac"], on["cpu_frac"], off["rss"] / 2**20, on["rss"] / 2**20))
+        run = run_phase(state, log)
+        rate = rate_phase(state)
+        pg_dump_len = len(launch.ceph(state, "pg", "dump", "pgs_brief", timeout=120)
+                          .get("pg_stats", []))
+    finally:
+        teardown.down(lab_dir)
+    return {"osds": osds, "pgs": pgs, "hosts": hosts, "racks": racks,
+            "pg_dump_entries": pg_dump_len, "idle_off": off, "idle_on": on,
+            "idle_perf": idle_perf, "run": run, "rate": rate, "timings": state["timings"],
+            "wall_s": round(time.monotonic() - t0, 1)}

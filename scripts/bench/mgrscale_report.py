@@ -1,0 +1,151 @@
+"""The mgr-scale bench's rows, plot and docs page, each drawn from the raw measurements
+(mgrscale.py) or from DIR/mgr-scale.json."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from .mgrscale import BOOT_TIMEOUT_S, RATES, pct
+
+MiB = 1 << 20
+FIELDS = ("osds", "pgs", "hosts_reporting", "idle_module_cpu_frac",
+          "idle_mgr_rss_delta_bytes", "tick_s_p50", "tick_s_p99", "first_tick_s",
+          "state_writes_per_tick_max", "state_bytes_max", "mon_commands_per_tick_max",
+          "report_rtt_ms_p50", "report_rtt_ms_p99", "reports_failed",
+          "max_report_rate_per_s", "handler_max_ms")
+
+
+def _r(v: Optional[float], n: int = 4) -> Optional[float]:
+    return None if v is None else round(v, n)
+
+
+def rate_limit(steps: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Per step the achieved rate and p99; the rate at which p99 first passes 1 s (None: it
+    never did, and `lower_bound` is the highest rate reached)."""
+    out, limit = [], None
+    for st in steps:
+        rate = st["sent"] / float(st.get("seconds") or 1.0)
+        p99 = pct(st["rtt_ms"], 0.99)
+        out.append({"rate_per_s": round(rate, 1), "p99_ms": _r(p99, 1),
+                    "failed": st["failed"]})
+        if limit is None and p99 is not None and p99 > 1000.0:
+            limit = round(rate, 1)
+    return {"steps": out, "max_report_rate_per_s": limit,
+            "lower_bound": None if limit is not None else max(
+                (s["rate_per_s"] for s in out), default=None)}
+
+
+def run_ticks(raw: Dict[str, Any]) -> List[Dict[str, Any]]:
+    start = raw["run"]["run_started"]
+    return [t for t in raw["run"]["perf"]["ticks"] if t.get("active") and t["t"] >= start - 5]
+
+
+def _still_going(raw: Dict[str, Any]) -> Optional[float]:
+    """A first run tick that had not ended when the run phase did: its time so far (a lower
+    bound of its length)."""
+    cur = raw["run"]["perf"].get("current")
+    return cur["running_s"] if cur and cur.get("active") is not False else None
+
+
+def row(raw: Dict[str, Any]) -> Dict[str, Any]:
+    ticks = run_ticks(raw)
+    secs = [t["tick_s"] for t in ticks]
+    steady = raw["run"]["steps"][0]
+    handlers = raw["run"]["perf"]["handlers"]
+    rate = rate_limit(raw["rate"]["steps"])
+    ops = [o for v in raw["run"]["ops"].values() for o in v]
+    rd = [t.get("reads", {}) for t in ticks]
+    return {
+        "osds": raw["osds"], "pgs": raw["pgs"], "hosts_reporting": raw["hosts"],
+        "pg_dump_entries": raw["pg_dump_entries"],
+        "idle_module_cpu_frac": _r(raw["idle_on"]["cpu_frac"] - raw["idle_off"]["cpu_frac"]),
+        "idle_mgr_cpu_frac_disabled": _r(raw["idle_off"]["cpu_frac"]),
+        "idle_mgr_rss_delta_bytes": int(raw["idle_on"]["rss"] - raw["idle_off"]["rss"]),
+        "idle_ticks_s_p50": _r(pct([t["tick_s"] for t in raw["idle_perf"]["ticks"]], 0.5)),
+        "tick_s_p50": _r(pct(secs, 0.5)), "tick_s_p99": _r(pct(secs, 0.99)),
+        "first_tick_s": ticks[0]["tick_s"] if ticks else _still_going(raw),
+        "first_tick_unfinished": not ticks,
+        "run_ticks": len(ticks),
+        "state_writes_per_tick_max": max((t["state_writes"] for t in ticks), default=0),
+        "state_bytes_max": max((t["state_bytes"] for t in ticks), default=0),
+        "state_written_bytes_per_tick_max": max((t["written_bytes"] for t in ticks),
+                                                default=0),
+        "mon_commands_per_tick_max": max((t["mon_commands"] for t in ticks), default=0),
+        "read_s_p50": {k: _r(pct([r.get(k, 0.0) for r in rd], 0.5))
+                       for k in sorted({k for r in rd for k in r})},
+        "report_rtt_ms_p50": _r(pct(steady["rtt_ms"], 0.5), 1),
+        "report_rtt_ms_p99": _r(pct(steady["rtt_ms"], 0.99), 1),
+        "reports_sent": steady["sent"], "reports_failed": steady["failed"],
+        "report_errors": steady["errors"],
+        "max_report_rate_per_s": rate["max_report_rate_per_s"],
+        "report_rate_lower_bound_per_s": rate["lower_bound"], "rate_steps": rate["steps"],
+        "handler_max_ms": {k: v["max_ms"] for k, v in handlers.items()},
+        "handler_p99_ms": {k: v["p99_ms"] for k, v in handlers.items()},
+        "starts_instructed": sum(1 for o in ops if o["op"] in ("start", "restart")),
+        "osds_started": len({o["osd"] for o in ops if o["op"] in ("start", "restart")}),
+        "stops_instructed": sum(1 for o in ops if o["op"] == "stop"),
+        "start_cmd_s": _r(raw["run"]["start_cmd_s"], 3),
+        "lab_timings": raw["timings"], "wall_s": raw["wall_s"]}
+
+
+def plot(rows: List[Dict[str, Any]], path: str) -> None:
+    """Each cost against the number of OSDs (one panel per cost)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = (("idle_module_cpu_frac", "idle module CPU (cores)", 0.01),
+              ("tick_s_p99", "tick p99 (s)", 1.0), ("first_tick_s", "first tick (s)", 5.0),
+              ("state_writes_per_tick_max", "state writes / tick (max)", 1),
+              ("mon_commands_per_tick_max", "mon commands / tick (max)", None),
+              ("report_rtt_ms_p99", "report RTT p99 (ms)", 250))
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6))
+    for ax, (key, label, goal) in zip(axes.flat, panels):
+        for tag, style in (("before", "o--"), ("after", "o-")):
+            got = [(r["osds"], r.get(key)) for r in rows if r.get("code", "after") == tag
+                   and r.get(key) is not None]
+            if got:
+                ax.plot([x for x, _ in got], [y for _, y in got], style, label=tag)
+        if goal is not None:
+            ax.axhline(goal, color="k", linestyle=":", linewidth=0.8)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("OSDs", fontsize=8)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def page(doc: Dict[str, Any]) -> str:
+    """docs/mgr-scale.md, generated from mgr-scale.json."""
+    lines = ["# The mgr module at scale (generated by `ceph-recovery-bench --mgr-scale`)", "",
+             "A real Tentacle mon and mgr; OSDs exist only in the map (never up); PGs stay "
+             "`unknown`; one synthetic helper per host with its own key reports every 5 s. "
+             "A run of rack0 is measured through its decisions (boot timeout %d s: the OSDs "
+             "never boot). Report rates tried: %s/s." % (BOOT_TIMEOUT_S, ", ".join(
+                 "%d" % r for r in RATES)), "",
+             "![each cost against the number of OSDs](data/mgr-scale/mgr-scale.png)", "",
+             "| code | OSDs | PGs | hosts | idle CPU | idle RSS MiB | tick p50 s | tick p99 s "
+             "| first tick s | writes/tick | state KiB | mon cmds/tick | RTT p50 ms | RTT p99 ms "
+             "| failed | rate at p99 > 1 s |",
+             "|---" * 16 + "|"]
+    for r in doc["rows"]:
+        rate = r["max_report_rate_per_s"]
+        rate_txt = "%s" % rate if rate is not None else ">= %s" % r[
+            "report_rate_lower_bound_per_s"]
+        lines.append("| %s | %d | %d | %d | %s | %.1f | %s | %s | %s | %s | %.1f | %s | %s | "
+                     "%s | %s | %s |" % (
+                         r.get("code", "after"), r["osds"], r["pgs"], r["hosts_reporting"],
+                         r["idle_module_cpu_frac"], r["idle_mgr_rss_delta_bytes"] / MiB,
+                         r["tick_s_p50"], r["tick_s_p99"], r["first_tick_s"],
+                         r["state_writes_per_tick_max"], r["state_bytes_max"] / 1024.0,
+                         r["mon_commands_per_tick_max"], r["report_rtt_ms_p50"],
+                         r["report_rtt_ms_p99"], r["reports_failed"], rate_txt))
+    lines += ["", "Command handlers, longest (ms), and the run's instructions:", ""]
+    for r in doc["rows"]:
+        lines.append("- %s %d OSDs: %s; %d starts instructed (%d OSDs), %d stops%s" % (
+            r.get("code", "after"), r["osds"], ", ".join(
+                "%s %.1f" % kv for kv in sorted(r["handler_max_ms"].items())),
+            r["starts_instructed"], r["osds_started"], r["stops_instructed"],
+            ". " + r["note"] if r.get("note") else ""))
+    lines += ["", "Machine: %s; bench wall time %s s." % (doc.get("machine"),
+                                                        doc.get("total_wall_s")), ""]
+    return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""Synthetic node helpers for a scale lab, run inside the release's chroot (its python3-rados):
+each plays one OSD host with its own key (`client.recovery-helper.<host>`, per-host caps) and
+sends the real helper protocol (`recovery helper-report`, protocol.py: seq, instance, memory,
+per-OSD processes, done ids) every interval, and carries out its instructions on pretend
+processes:
+
+- `start`/`restart`: the process runs; its first report shows it `initializing` at
+  INIT_RSS, the next ones `preboot` at LOAD_RSS (its PG logs loaded, waiting for noup to go).
+  It never boots: no daemon exists, the OSD stays down in the map.
+- `stop`: the process is stopped.
+Hosts named in `down` start with their OSDs stopped (a rack whose power came back); every
+other host's OSDs run at RUN_RSS.
+
+    python3 -m ceph_recovery_tools.lab.scaleload --conf C --keyring K --spec S --out O
+spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, interval]],
+"start_at": when the first step begins (epoch s)}.
+Each step sends every host's report once per `interval` seconds (spread evenly) for `seconds`.
+out (JSON): per step {"interval", "sent", "failed", "rtt_ms": [...], "errors": {...}}, and the
+instructions seen per host.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from typing import Any, Dict, List, Optional
+
+GiB = 1 << 30
+HOST_RAM = 128 * GiB
+BASE_USED = 4 * GiB
+RUN_RSS = 3 * GiB
+INIT_RSS = 300 << 20
+LOAD_RSS = 1200 << 20
+PREFIX = "recovery helper-report"
+# a report unanswered by then counts as failed (the helper's own cycle would give up on it)
+CALL_TIMEOUT_S = 30
+
+
+class Host(object):
+    """One synthetic helper: its OSDs' pretend processes and its report sequence."""
+
+    def __init__(self, name: str, osds: List[int], down: bool) -> None:
+        self.name = name
+        self.instance = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
+        self.seq = 0
+        self.procs: Dict[int, Dict[str, Any]] = {}
+        for o in osds:
+            self.procs[o] = self._stopped(o) if down else self._running(o, "active", RUN_RSS)
+        self.done: List[str] = []
+        self.seen: set = set()
+        self.ops: List[Dict[str, Any]] = []   # instructions carried out: (id, op, osd, time)
+
+    @staticmethod
+    def _stopped(o: int) -> Dict[str, Any]:
+        return {"id": o, "process": "stopped", "pid": None, "rss": 0, "started_at": None}
+
+    def _running(self, o: int, state: str, rss: int) -> Dict[str, Any]:
+        return {"id": o, "process": "running", "pid": 100000 + o, "rss": rss,
+                "started_at": time.time(), "state": state}
+
+    def report(self) -> str:
+        self.seq += 1
+        for p in self.procs.values():     # a started process has loaded its PGs by now
+            if p["process"] == "running" and p.get("state") == "initializing":
+                p["state"], p["rss"] = "preboot", LOAD_RSS
+        used = BASE_USED + sum(p["rss"] for p in self.procs.values())
+        rep = {"version": 1, "host": self.name, "time": time.time(), "seq": self.seq,
+               "instance": self.instance,
+               "memory": {"total": HOST_RAM, "used": used, "available": HOST_RAM - used,
+                          "limit": None, "swap_total": 0, "source": "host"},
+               "osds": [dict(p) for _o, p in sorted(self.procs.items())],
+               "done": list(self.done), "network": {}}
+        return json.dumps(rep)
+
+    def take(self, reply: Dict[str, Any], now: float) -> None:
+        """Carry out the reply's instructions not seen before; acknowledge them next time."""
+        ids = {x.get("id") for x in reply.get("instructions", ())}
+        self.done = [i for i in self.done if i in ids]   # the others are closed
+        for ins in reply.get("instructions", ()):
+            iid, op, osd = ins.get("id"), ins.get("op"), ins.get("osd")
+            if iid in self.seen or osd not in self.procs:
+                continue
+            self.seen.add(iid)
+            self.procs[osd] = self._stopped(osd) if op == "stop" else \
+                self._running(osd, "initializing", INIT_RSS)
+            self.ops.append({"id": iid, "op": op, "osd": osd, "t": round(now, 3)})
+            self.done.append(iid)
+
+
+def connect(conf: str, keyring: str, host: str):
+    import rados
+    cluster = rados.Rados(conffile=conf, name="client.recovery-helper.%s" % host,
+                          conf={"keyring": keyring, "admin_socket": "", "log_file": "",
+                                "log_to_stderr": "false", "ms_async_op_threads": "1",
+                                "rados_mon_op_timeout": "0"})
+    cluster.connect(timeout=60)
+    return cluster
+
+
+class Step(object):
+    def __init__(self, interval: float, seconds: float) -> None:
+        self.interval, self.seconds = interval, seconds
+        self.sent = self.failed = 0
+        self.rtt_ms: List[float] = []
+        self.errors: Dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def add(self, rtt: float, rc: Optional[int], err: str = "") -> None:
+        with self.lock:
+            self.sent += 1
+            self.rtt_ms.append(round(rtt * 1000.0, 2))
+            if rc != 0:
+                self.failed += 1
+                key = ("rc %s %s" % (rc, err))[:120]
+                self.errors[key] = self.errors.get(key, 0) + 1
+
+    def doc(self) -> Dict[str, Any]:
+        return {"interval": self.interval, "seconds": self.seconds, "sent": self.sent, "failed": self.failed,
+                "rtt_ms": self.rtt_ms, "errors": self.errors}
+
+
+def play(cluster, host: Host, steps: List[List[float]], out: List[Step], offset: float,
+         t0: float) -> None:
+    """One helper's loop: a report every step's interval, first at `offset` into it."""
+    start = t0
+    for (seconds, interval), rec in zip(steps, out):
+        end = start + seconds
+        nxt = start + offset * interval
+        while nxt < end:
+            time.sleep(max(0.0, nxt - time.time()))
+            text = host.report()
+            cmd = json.dumps({"prefix": PREFIX, "report": text, "host": host.name,
+                              "format": "json"})
+            t = time.time()
+            try:
+                rc, outb, outs = cluster.mgr_command(cmd, b"", timeout=CALL_TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001 - counted as a failed report
+                rc, outb, outs = -1, b"", str(e)
+            now = time.time()
+            rec.add(now - t, rc, outs if rc != 0 else "")
+            if rc == 0 and outb:
+                try:
+                    host.take(json.loads(outb), now)
+                except ValueError:
+                    pass
+            nxt += interval
+        start = end
+
+
+def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
+    down = set(spec.get("down", ()))
+    names = sorted(spec["hosts"])
+    hosts = [Host(h, list(spec["hosts"][h]), h in down) for h in names]
+    clusters = [connect(conf, keyring, h.name) for h in hosts]
+    steps = spec["steps"]
+    recs = [Step(float(i), float(sec)) for sec, i in steps]
+    t0 = float(spec.get("start_at") or time.time() + 1.0)
+    n = max(1, len(hosts))
+    threads = [threading.Thread(target=play, args=(c, h, steps, recs, (k + 0.5) / n, t0),
+                                daemon=True)
+               for k, (c, h) in enumerate(zip(clusters, hosts))]
+    for t in threads:
+        t.start()
+    end = t0 + sum(float(sec) for sec, _i in steps) + CALL_TIMEOUT_S + 10
+    for t in threads:
+        t.join(max(0.1, end - time.time()))
+    stuck = sum(1 for t in threads if t.is_alive())
+    if not stuck:
+        for c in clusters:
+            c.shutdown()
+    return {"stuck_threads": stuck,"steps": [r.doc() for r in recs],
+            "ops": {h.name: h.ops for h in hosts if h.ops}}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="scaleload")
+    p.add_argument("--conf", required=True)
+    p.add_argument("--keyring", required=True)
+    p.add_argument("--spec", required=True)
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    with open(a.spec) as f:
+        spec = json.load(f)
+    doc = run(a.conf, a.keyring, spec)
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.rename(tmp, a.out)
+    sys.stdout.flush()
+    os._exit(0)      # helper threads still blocked in a call are not waited for
+
+
+if __name__ == "__main__":
+    sys.exit(main())
