@@ -19,15 +19,19 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "missing build dependencies (run as root to install): ${missing[*]}"
   echo "build-debs: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 \
-    || die "apt-get install ${missing[*]} failed (apt-get update first?)"
+  install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      "${missing[@]}" >&2; }
+  install || { apt-get update -q >&2 && install; } || die "apt-get install ${missing[*]} failed"
 fi
 work=$(mktemp -d /tmp/build-debs-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/src"
 git -C "$repo" archive HEAD | tar -x -C "$work/src"
 start=$(date +%s)
-(cd "$work/src" && dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 \
+# Debian's own toolchain only: a virtualenv's python or setuptools on PATH (tox's, the
+# project's .venv) mixed with the system's dist-packages breaks pybuild
+clean_env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" LANG=C.UTF-8)
+(cd "$work/src" && "${clean_env[@]}" dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 \
   || { tail -n 40 "$work/build.log" >&2; die "dpkg-buildpackage failed (log above)"; }
 mkdir -p "$out"
 rm -f "$out"/*.deb
@@ -35,4 +39,5 @@ cp "$work"/*.deb "$out"/
 echo "build-debs: built in $(( $(date +%s) - start )) s into $out:" >&2
 ls -1 "$out" >&2
 # errors fail the build; warnings are printed
-lintian --fail-on error "$work"/*.changes >&2 || die "lintian reports errors (above)"
+"${clean_env[@]}" lintian --fail-on error "$work"/*.changes >&2 \
+  || die "lintian reports errors (above)"
