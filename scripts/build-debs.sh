@@ -30,7 +30,8 @@ git -C "$repo" archive HEAD | tar -x -C "$work/src"
 start=$(date +%s)
 # Debian's own toolchain only: a virtualenv's python or setuptools on PATH (tox's, the
 # project's .venv) mixed with the system's dist-packages breaks pybuild
-clean_env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" LANG=C.UTF-8)
+clean_env=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" LANG=C.UTF-8
+           PYTHONDONTWRITEBYTECODE=1)
 (cd "$work/src" && "${clean_env[@]}" dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 \
   || { tail -n 40 "$work/build.log" >&2; die "dpkg-buildpackage failed (log above)"; }
 mkdir -p "$out"
