@@ -65,9 +65,9 @@ class Acting(object):
         state persisted ONCE before the first of them goes out, so an mgr killed mid-list
         still shows each one (a crash re-plans from the map: level triggered). One write,
         not one per action: each is a mon commit (config-key), and a rack's first tick has
-        hundreds of actions. What the actions leave (results, helper instructions) is
-        written by the next tick's write; an instruction lost with the mgr in between is
-        a grant the core retries (its start is not seen within GRANT_RETRY_S).
+        hundreds of actions. The results the actions leave are written by the next
+        tick's write; a tick that queued helper instructions writes them at its end
+        (engine.tick): a start lost with the mgr would be retried as a failed start.
         The map epoch is checked before each group that talks to the mons, not before each
         action (each check copies the OSD map)."""
         acting = [k for k, a in enumerate(actions) if a.kind not in REPEATABLE + ("wait", "done")]

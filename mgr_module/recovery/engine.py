@@ -176,6 +176,7 @@ class Engine(Acting, HelperProtocol):
             ending = out.progress.phase in (PHASE_DONE, PHASE_ABORTED)
             self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
                 if ending else out.progress
+        seq = self.run.seq
         done, wrote = self._act(out.actions, snap, now, epoch_now)
         with self.lock:
             if ending and done:
@@ -186,7 +187,9 @@ class Engine(Acting, HelperProtocol):
             self._expire(now, snap.epoch)
             self.run.prune_instructions()
             maint.after_tick(self, now)
-        if not wrote:
+        # a helper instruction this tick queued is written at once: a failover must not
+        # lose a start the helper has not fetched yet (the new mgr would count it failed)
+        if not wrote or self.run.seq != seq:
             self.persist()
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
