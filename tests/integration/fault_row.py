@@ -114,8 +114,12 @@ def journal(state, since: float) -> List[Dict[str, Any]]:
 
 
 def kinds(entries, kind, osd=None):
+    """The journal entries of `kind` (and `osd`) that were carried out: a tick journals each
+    acting step "in progress" before its write-ahead state write, and one the mgr died on
+    before acting was never sent (the processes each row counts say what really started)."""
     return [j for j in entries if j["action"].get("kind") == kind
-            and (osd is None or j["action"].get("osd") == osd)]
+            and (osd is None or j["action"].get("osd") == osd)
+            and j.get("result") != "in progress"]
 
 
 def excerpt(entries, n=12) -> List[str]:
