@@ -119,12 +119,13 @@ def overrides(o: Any) -> List[Tuple[str, str, str]]:
 
 
 def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
-    """Poll `drill report` until the bucket is down (or the drill went past it / ended)."""
+    """Poll `drill report` until the bucket is down (or the drill went past it / ended). A
+    drill is `requested` until the module's next tick has asked ok-to-stop for it."""
     deadline = time.time() + DOWN_LIMIT_S
     while True:
         d.ensure_helpers()
         rep = _must(d.cluster, {"prefix": "recovery drill report", "id": drill_id})
-        if rep["phase"] not in ("preparing", "entering"):
+        if rep["phase"] not in ("requested", "preparing", "entering"):
             return rep
         if time.time() > deadline:
             raise RuntimeError("drill %s still %s after %ds" % (drill_id, rep["phase"],

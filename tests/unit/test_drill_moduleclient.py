@@ -78,7 +78,8 @@ DRY_RUN = ("mgr", "recovery start-controlled", "budget=80%", "dry_run=True", "sc
 SCRIPT = {
     "recovery drill start": [(0, {"id": "d1", "bucket": "h2", "osds": [2, 3]})],
     "recovery start-controlled": [(0, PLANNED)],
-    "recovery drill report": [(0, {"phase": "preparing"}), (0, {"phase": "entering"}),
+    # a drill is requested until the module's next tick asked ok-to-stop for it
+    "recovery drill report": [(0, {"phase": "requested"}), (0, {"phase": "entering"}),
                               (0, {"phase": "down"})],
     "recovery drill abort": [(0, {"id": "d1", "aborting": True})],
     "recovery wait": [(-errno.ETIMEDOUT, None), (-errno.ETIMEDOUT, None),
