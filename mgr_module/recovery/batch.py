@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ceph_recovery import actions as A
 from ceph_recovery.model import Snapshot
 
-from .executor import journal_facts, mon_cmd_for
+from .executor import mon_cmd_for
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
 
@@ -56,6 +56,7 @@ class Acting(object):
     carry_out: Callable[..., None]
     _note_wait: Callable[..., None]
     _journal: Callable[..., None]
+    _result: Callable[..., None]
 
     def _act(self, actions, snap: Snapshot, now: float, epoch_now: Callable[[], int]
              ) -> Tuple[bool, bool]:
@@ -115,11 +116,6 @@ class Acting(object):
         with self.lock:
             self.last_wait = None
             for action, entry in zip(acts, entries):
-                facts = journal_facts(action, ok, snap, self.run.progress)
-                if entry is not None:
-                    entry["result"] = result
-                    entry.update(facts)
-                else:
-                    self._journal(now, snap.epoch, action, result, facts)
+                self._result(action, ok, result, entry, snap, now)
         self.log("actions", prefix=cmd["prefix"], osds=[a.osd for a in acts], result=result,
                  epoch=snap.epoch)

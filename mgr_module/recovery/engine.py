@@ -230,13 +230,18 @@ class Engine(Acting, HelperProtocol):
                 result = self._instruct(action, snap, now)
             elif mon_cmd_for(action) is None:
                 result = "ignored: unknown action"
-            facts = journal_facts(action, answer, snap, self.run.progress)
-            if entry is not None:
-                entry["result"] = result
-                entry.update(facts)
-            else:
-                self._journal(now, snap.epoch, action, result, facts)
+            self._result(action, answer, result, entry, snap, now)
         self.log("action", action=action.to_dict(), result=result, epoch=snap.epoch)
+
+    def _result(self, action: A.Action, answer: Any, result: str,
+                entry: Optional[Dict[str, Any]], snap: Snapshot, now: float) -> None:
+        """An action's result in its write-ahead journal entry, or a new entry (lock held)."""
+        facts = journal_facts(action, answer, snap, self.run.progress)
+        if entry is not None:
+            entry["result"] = result
+            entry.update(facts)
+        else:
+            self._journal(now, snap.epoch, action, result, facts)
 
     def _journal(self, now: float, epoch: int, action: A.Action, result: str,
                  facts: Optional[Dict[str, Any]] = None) -> None:
