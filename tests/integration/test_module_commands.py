@@ -86,11 +86,11 @@ def test_bad_input_is_refused_and_changes_nothing(healthy_lab):
         rc, err = refused(state, "recovery", verb)
         assert rc == errno.EINVAL and "no " in err
     helper = dict(name="client.recovery-helper", keyring=state["helper_keyring"])
-    rc, err = refused(state, "recovery", "helper-report", "{not json", **helper)
+    rc, err = refused(state, "recovery", "helper-report", "{not json", "h1", **helper)
     assert rc == errno.EINVAL and "malformed helper report" in err
     wrong_version = json.dumps({"version": 99, "host": "h1", "time": 1.0, "seq": 1,
                                 "memory": {}, "osds": []})
-    rc, err = refused(state, "recovery", "helper-report", wrong_version, **helper)
+    rc, err = refused(state, "recovery", "helper-report", wrong_version, "h1", **helper)
     assert rc == errno.EINVAL and "unsupported protocol version" in err
     # the helper's key may send reports, nothing else
     rc, err = refused(state, "recovery", "start-controlled", **helper)

@@ -107,3 +107,10 @@ def test_build_report_rejects_bad_memory():
     with pytest.raises(protocol.ProtocolError, match="source"):
         report.build_report("h2", 1, 1.0, {"total": 1, "used": 1, "available": 0,
                                            "source": "guess"}, [])
+
+
+def test_the_helper_numbers_its_reports_and_names_its_process():
+    mem = {"total": 8 * GiB, "used": GiB, "available": 7 * GiB, "limit": None,
+           "source": "host"}
+    rep = report.build_report("h1", 3, 1000.0, mem, [], instance="123-abc")
+    assert (rep["seq"], rep["instance"], rep["host"]) == (3, "123-abc", "h1")

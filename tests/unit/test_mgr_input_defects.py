@@ -74,13 +74,6 @@ def test_a_restarted_helper_starts_again_from_one_and_its_old_instance_is_stale(
     eng.handle_report(report(seq=2, instance="new"), "h1", 1002.0)
 
 
-def test_the_helper_numbers_its_reports_and_names_its_process():
-    helper_report = pytest.importorskip("ceph_recovery_tools.helper.report")  # the tools
-    rep = helper_report.build_report("h1", 3, 1000.0, json.loads(report())["memory"], [],
-                                     instance="123-abc")
-    assert (rep["seq"], rep["instance"]) == (3, "123-abc")
-
-
 def _loss(peer_sent, peer_received):
     return {"peers": {p: {"probes": {"small": {"size": 84, "sent": 20, "received": r}}}
                       for p, r in peer_received.items()}}
