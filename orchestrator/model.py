@@ -26,6 +26,10 @@ PROC_STATES = (PROC_STOPPED, PROC_RUNNING, PROC_UNKNOWN)
 # OSDState PREBOOT, as its admin socket's `status` names it)
 DAEMON_PREBOOT = "preboot"
 
+# osd_op_queue values: the recovery scheduler an OSD runs (ceph_recovery.scheduler)
+WPQ = "wpq"
+MCLOCK = "mclock_scheduler"
+
 
 
 class RunPhase(str, Enum):
@@ -99,6 +103,8 @@ class OsdState:
                                            # osd_recovery_max_active, osd_max_backfills,
                                            # osd_recovery_sleep) as (name, value) pairs,
                                            # () = none set (it inherits), None = not known
+    op_queue: Optional[str] = None         # its recovery scheduler (osd_op_queue, WPQ or MCLOCK:
+                                           # scheduler.scheduler_of), None = not known
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from .decision import Decision, fmt_bytes
 from .restore import before_value, restore_config
 from . import shrink
 
-RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
+RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep",
+                 "osd_mclock_override_recovery_settings", "osd_mclock_profile")
 THROTTLE_AT = 1.0   # of the budget. At 0.9 (brake.WATCH_AT) the sweep (ceph-recovery-bench
                     # --sweep) took up to 14 % longer to all PGs active (500 hosts x 64 GiB)
                     # and two "<= 1.2 x oracle" checks failed; at 1.0 at most 8 % and none,

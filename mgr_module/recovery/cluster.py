@@ -345,10 +345,12 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
                    missed: Optional[Mapping[int, int]] = None,
                    crush: Optional["CrushIndex"] = None,
-                   pgs: Optional[Tuple] = None) -> Snapshot:
+                   pgs: Optional[Tuple] = None,
+                   op_queues: Optional[Mapping[int, Optional[str]]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
     `missed`: missed_entries() of the down OSDs the shell knows them for. `crush` and `pgs`
-    (pg_view()): built from these same dumps already.
+    (pg_view()): built from these same dumps already. `op_queues`: each OSD's scheduler
+    (OsdState.op_queue), None = not known.
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
     down on failure reports), else `down_seen`: when the shell first saw the OSD down."""
@@ -378,7 +380,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                                         or (down_seen or {}).get(o)),
             heap_release=heap_support.get(o),
             memory_target=None if memory_targets is None else memory_targets.get(o, 0),
-            recovery_config=None if recovery_configs is None else recovery_configs.get(o, ())))
+            recovery_config=None if recovery_configs is None else recovery_configs.get(o, ()),
+            op_queue=(op_queues or {}).get(o)))
     oks = fresh_ok_to_stop(ok_to_stop, epoch, now)
     return Snapshot(
         epoch=epoch, osds=tuple(osds),

@@ -15,6 +15,7 @@ from tenacity import (RetryError, retry, retry_if_result, stop_after_attempt,
                       wait_exponential)
 
 from ceph_recovery import actions as A
+from ceph_recovery.scheduler import scheduler_of
 
 TRANSIENT = (-errno.EAGAIN, -errno.ETIMEDOUT, -errno.EINTR, -errno.ENOTCONN)
 # answers of `tell osd.N heap ...` on a ceph-osd that is not linked with tcmalloc
@@ -67,7 +68,8 @@ def memory_targets(config_dump: Any) -> Dict[int, int]:
     return out
 
 
-RECOVERY_SETTINGS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
+RECOVERY_SETTINGS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep",
+                     "osd_mclock_override_recovery_settings", "osd_mclock_profile")
 
 
 def recovery_configs(config_dump: Any) -> Dict[int, Tuple[Tuple[str, str], ...]]:
@@ -81,6 +83,41 @@ def recovery_configs(config_dump: Any) -> Dict[int, Tuple[Tuple[str, str], ...]]
                 and isinstance(e.get("value"), str):
             out.setdefault(int(sec[4:]), []).append((e["name"], e["value"]))
     return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def op_queues(config_dump: Any, versions: Mapping[int, Optional[str]]
+              ) -> Dict[int, Optional[str]]:
+    """osd id -> its scheduler (ceph_recovery.scheduler.scheduler_of) for every OSD of
+    `versions` (osd id -> its metadata's ceph_version): osd_op_queue from `config dump`
+    (section osd.N, else osd, else global), else its release's default."""
+    own: Dict[str, str] = {}
+    for e in config_dump if isinstance(config_dump, list) else ():
+        if isinstance(e, dict) and e.get("name") == "osd_op_queue" and \
+                isinstance(e.get("value"), str) and not e.get("mask"):
+            own[str(e.get("section", ""))] = e["value"]
+    inherited = own.get("osd") or own.get("global")
+    return {o: scheduler_of(own.get("osd.%d" % o), inherited, v) for o, v in versions.items()}
+
+
+class OsdVersions(object):
+    """osd id -> ceph_version of its metadata (`get_metadata("osd", id)`), read again only
+    when the OSD booted (its up_from in the OSD map moved): the metadata changes only then."""
+
+    def __init__(self, get_metadata: Any) -> None:
+        self.get_metadata = get_metadata
+        self.cache: Dict[int, Tuple[Any, Optional[str]]] = {}
+
+    def __call__(self, osd_map: Mapping[str, Any]) -> Dict[int, Optional[str]]:
+        out: Dict[int, Optional[str]] = {}
+        for e in osd_map.get("osds", ()):
+            o, up_from = e.get("osd"), e.get("up_from")
+            if not isinstance(o, int):
+                continue
+            if o not in self.cache or self.cache[o][0] != up_from:
+                meta = self.get_metadata("osd", str(o)) or {}
+                self.cache[o] = (up_from, meta.get("ceph_version"))
+            out[o] = self.cache[o][1]
+        return out
 
 
 class Executor(object):

@@ -9,7 +9,7 @@ import errno
 import json
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
@@ -28,7 +28,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
-    from .executor import memory_targets, recovery_configs
+    from .executor import OsdVersions, memory_targets, op_queues, recovery_configs
     from .logs import make_logger
     from . import leftovers, versions
     from .drillcli import busy as drillcli_busy
@@ -101,6 +101,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         self._sender = CommandSender(self.send_command)
         self.meter = Meter()
         self._reads: Dict[str, Any] = {"pgs_t": 0.0}
+        self._versions = OsdVersions(lambda kind, ident: self.get_metadata(kind, ident)) \
+            if IMPORT_ERROR is None else None
         self._checks: Optional[Dict[str, Any]] = None
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
@@ -174,19 +176,20 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
-    def _osd_config(self) -> Tuple[Optional[Dict[int, int]], Optional[Dict[int, Any]]]:
+    def _osd_config(self, osd_map: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
         """Each OSD's own osd_memory_target and recovery throttle settings (the core records
-        them before it changes one, and restores exactly that); (None, None) when `config
-        dump` does not answer (then no OSD's setting is known, and the core changes none:
-        ceph_recovery.settings, ceph_recovery.throttle)."""
+        them before it changes one, and restores exactly that), and its scheduler; (None,
+        None, None) when `config dump` does not answer (then no OSD's setting is known, and
+        the core changes none: ceph_recovery.settings, ceph_recovery.throttle)."""
         rc, out, _err = self.mon_command({"prefix": "config dump", "format": "json"})
         if rc != 0:
-            return None, None
+            return None, None, None
         try:
             dump = json.loads(out or "[]")
         except ValueError:
-            return None, None
-        return memory_targets(dump), recovery_configs(dump)
+            return None, None, None
+        return memory_targets(dump), recovery_configs(dump), op_queues(
+            dump, self._versions(osd_map))
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()
@@ -222,7 +225,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
             with self._lock:
                 self.engine.observed = maintcli.drill_observed(health, pgs)
         # each OSD's own settings: only a run, window or drill changes or restores them
-        config = self._osd_config() if busy else (None, None)
+        config = self._osd_config(osd_map) if busy else (None, None, None)
         self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config)
         with self._lock:
             self.engine.error = None

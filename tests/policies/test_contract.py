@@ -3,6 +3,8 @@ type, no mutation of inputs, sane bounds. Inputs are real snapshots and progress
 from a controlled run of the stepper model (not hand-made mocks)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import copy
 import inspect
 
@@ -17,6 +19,8 @@ from stepper import make_model
 MiB, GiB = 1 << 20, 1 << 30
 ARITY = {"start_order": 2, "budget": 2, "footprint": 3, "over_budget": 6, "throttle": 1}
 RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep")
+MCLOCK_KEYS = {"osd_mclock_override_recovery_settings": ("true",),
+               "osd_mclock_profile": ("high_client_ops", "balanced", "high_recovery_ops")}
 ENTRIES = [pytest.param(kind, name, id="%s-%s" % (kind, name))
            for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 
@@ -66,10 +70,11 @@ def calls(kind, fn):
             for o in snap.osds:
                 for obs in OBS:
                     yield (o, list(obs), now)
-    elif kind == "throttle":
+    elif kind == "throttle":      # each OSD under each scheduler, and not known
         for snap, _, _ in SAMPLES[::10]:
             for o in snap.osds:
-                yield (o,)
+                for q in ("wpq", "mclock_scheduler", None):
+                    yield (replace(o, op_queue=q),)
     else:
         intent = Intent(mode="controlled", run_id="c", restart_cooldown_s=60.0)
         for snap, progress, now in SAMPLES[::2]:
@@ -90,8 +95,11 @@ def check_result(kind, args, out):
         assert isinstance(out, int) and 64 * MiB <= out <= 1 << 40
     elif kind == "throttle":     # recovery settings only, each lowered to a valid number
         assert isinstance(out, tuple)
-        for name, value in out:
-            assert name in RECOVERY_KEYS and isinstance(value, str) and float(value) >= 0
+        for name, value in out:   # an mClock option only where the OSD runs mClock
+            if name in MCLOCK_KEYS:
+                assert args[0].op_queue == "mclock_scheduler" and value in MCLOCK_KEYS[name]
+            else:
+                assert name in RECOVERY_KEYS and isinstance(value, str) and float(value) >= 0
     else:
         assert out is None or isinstance(out, (HeapRelease, QueryOkToStop, RestartOsd, Wait))
         if isinstance(out, Action) and not isinstance(out, Wait):

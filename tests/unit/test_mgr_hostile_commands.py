@@ -111,6 +111,10 @@ class LabModule(module.Module):
     def get_foreign_ceph_option(self, who, name):
         return 65536
 
+    def get_metadata(self, kind, ident):     # the recorded lab ran Debian's Pacific
+        return {"ceph_version": "ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e"
+                                "60516) pacific (stable)"}
+
     def get_store(self, key):
         return self.store.get(key)
 

@@ -202,3 +202,50 @@ def test_a_host_waiting_for_memory_says_what_and_when_in_the_summary():
 def test_intent_has_no_throttle_name_and_resolve_gives_the_default():
     from ceph_recovery.policies import resolve
     assert resolve(Intent()).throttle is REGISTRY["throttle"]["recovery_min"]
+
+
+OVR, PROF = "osd_mclock_override_recovery_settings", "osd_mclock_profile"
+MCLOCK3 = replace(BACK3, op_queue="mclock_scheduler")
+
+
+def test_an_mclock_osd_gets_the_override_before_the_settings_it_makes_count():
+    """Under mClock the two settings count only behind the override on that OSD: it goes
+    first, each is recorded (none of its own), and all three come back below the line."""
+    res = run(OVER, SETTLING, MCLOCK3, *HELD45)
+    assert [sig(a) for a in res.actions] == [
+        "set_config name=%s value=true who=osd.3" % OVR,
+        "set_config name=%s value=1 who=osd.3" % ACT,
+        "set_config name=%s value=1 who=osd.3" % BF,
+        "heap_release osd=3",
+        "query_ok_to_stop osd=3"]
+    assert res.progress.saved_config == dict(SAVED, **{"osd.3 %s" % OVR: None})
+    low = run(4 * GiB, res.progress, MCLOCK3, *HELD45)
+    assert [sig(a) for a in low.actions if "config" in a.kind] == [
+        "restore_config name=%s who=osd.3" % BF,
+        "restore_config name=%s who=osd.3" % OVR,
+        "restore_config name=%s who=osd.3" % ACT]
+
+
+def test_an_mclock_osds_own_override_and_profile_are_what_comes_back():
+    own = replace(MCLOCK3, recovery_config=((OVR, "false"), (PROF, "balanced")))
+    pol = replace(POL, throttle=REGISTRY["throttle"]["recovery_min_sleep"])
+    res = run(OVER, SETTLING, own, *HELD45, pol=pol)
+    assert [sig(a) for a in res.actions if a.kind == "set_config"] == [
+        "set_config name=%s value=true who=osd.3" % OVR,
+        "set_config name=%s value=1 who=osd.3" % ACT,
+        "set_config name=%s value=1 who=osd.3" % BF,
+        "set_config name=%s value=high_client_ops who=osd.3" % PROF]
+    assert res.progress.saved_config == {"osd.3 %s" % OVR: "false", "osd.3 %s" % ACT: None,
+                                         "osd.3 %s" % BF: None, "osd.3 %s" % PROF: "balanced"}
+
+
+@pytest.mark.parametrize("op_queue", ["wpq", None])
+def test_a_wpq_or_unknown_scheduler_never_gets_an_mclock_option(op_queue):
+    """Pacific's mon does not know the override (the lab's 16.2.15: `option not found`):
+    only the settings wpq reads, which an mClock OSD would ignore."""
+    pol = replace(POL, throttle=REGISTRY["throttle"]["recovery_min_sleep"])
+    res = run(OVER, SETTLING, replace(BACK3, op_queue=op_queue), *HELD45, pol=pol)
+    assert [sig(a) for a in res.actions if a.kind == "set_config"] == [
+        "set_config name=%s value=1 who=osd.3" % ACT,
+        "set_config name=%s value=1 who=osd.3" % BF,
+        "set_config name=osd_recovery_sleep value=0.1 who=osd.3"]
