@@ -139,6 +139,10 @@ class Decision(Predictions):
     def clear_budgets(self) -> None:
         self._budgets.clear()
 
+    def grant_clock(self, osd_id: int) -> float:
+        """When a granted OSD's boot_timeout started: its boot (AllowBoot), else its grant."""
+        return self.booting.get(osd_id, self.granted[osd_id])
+
     def stopping(self) -> Set[int]:
         """OSDs counted as stopped by every later stop decision, on every host: this tick's
         restarts and the restarts of earlier ticks still in flight (view.restarting: the

@@ -84,7 +84,7 @@ def track_in_flight(t: Decision) -> None:
         if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
             _failed_start(t, o)
             continue
-        since = booted if booted is not None else t.granted[osd_id]
+        since = t.grant_clock(osd_id)
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
         if not o.up and osd_id not in t.staged and t.now - since >= t.i.boot_timeout_s:
             _timed_out(t, o, booted is not None, t.now - since)
