@@ -7,6 +7,7 @@ core and the policies (plan() raises every health check; the module only reports
 and may name what no longer exists.
 """
 import ast
+import os
 import pathlib
 import re
 import subprocess
@@ -561,3 +562,40 @@ def test_the_readme_is_an_operators_guide_of_at_most_2000_words():
     (achieves,) = [body for h, body in _tables(text) if h[0].lower() == "claim"]
     assert len(achieves) <= 8
     assert all(re.search(r"\]\(docs/[a-z-]+\.md", " ".join(r)) for r in achieves)
+
+
+# ---------------------------------------------------------------- history stays in the CHANGELOG
+HISTORY_REF = re.compile(r"\b[Ss]top[ -]#?\d+\b|\b[Ii]ssues? #?\d+\b")
+HISTORY_EXTS = (".py", ".md", ".sh", ".cfg", ".ini")
+SKIP_DIRS = {".git", ".venv", ".tox", "build", "dist", "__pycache__", ".hypothesis",
+             "node_modules"}
+
+
+def _repo_text_files():
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            path = pathlib.Path(root) / name
+            if name.endswith(HISTORY_EXTS) and path != REPO / "CHANGELOG.md":
+                yield path
+
+
+def test_no_heading_docstring_or_comment_names_a_stop_or_an_issue_number():
+    """A rule is stated as the rule and its reason; which work session or issue brought it is
+    history, and history is CHANGELOG.md's alone."""
+    found = []
+    for path in _repo_text_files():
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if HISTORY_REF.search(line):
+                found.append("%s:%d: %s" % (path.relative_to(REPO), n, line.strip()[:100]))
+    assert found == []
+
+
+def test_the_history_pattern_catches_what_it_must_and_spares_prose():
+    stop, issue = "stop", "issue"      # spelled apart: this file is scanned too
+    for bad in ("## Margins (%s 16)" % stop, "# since %s 6" % stop, "(%s 9)" % issue,
+                "%s #12" % issue, "the %s-25 drills" % stop, "%s 3's acceptance" % issue.title()):
+        assert HISTORY_REF.search(bad), bad
+    for fine in ("the brake stops 2 OSDs", "it stops 3 s later", "a stop supersedes it",
+                 "defect 8's fix"):
+        assert not HISTORY_REF.search(fine), fine
