@@ -177,7 +177,7 @@ class Snapshot:
 KERNEL_HEADROOM = 0.1
 # The default budget is the brake's line (1 - KERNEL_HEADROOM): admission may use everything
 # below the line where the brake begins to stop OSDs that outgrow their predictions. The lab's
-# controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run since stop 6).
+# controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run at that budget).
 DEFAULT_BUDGET_FRACTION = 1.0 - KERNEL_HEADROOM
 # `--budget auto` (the default) raises the budget to this fraction once the run's own starts
 # show that their predictions hold (autobudget.py): the room above it then only holds what an

@@ -2,7 +2,7 @@
 plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a table, writes JSON.
 
     ceph-recovery-bench --out bench.json
-    ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies (issue 9), see sweep.py
+    ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies, see sweep.py
     ceph-recovery-bench report                # docs/measurements.md from docs/data/*.json
     ceph-recovery-bench --mgr-scale --out DIR # the mgr module on a scale lab (mgrscale.py)
     ceph-recovery-bench --throttle-lever --out DIR  # the throttle on a real OSD (lever.py)
@@ -74,7 +74,7 @@ def sims_table(rows: List[dict]) -> Table:
 
 
 def acceptance(rows: List[dict], tick: dict) -> List[dict]:
-    """Issue 3's acceptance checks, evaluated on this run's numbers."""
+    """The bench's acceptance checks, evaluated on this run's numbers."""
     by = {(r["osds"], r["strategy"]): r for r in rows}
     checks = []
 
