@@ -7,8 +7,10 @@ run sets: ceph_recovery.policies.throttle for an mClock OSD) before the start, a
 them after; `none` sets nothing. The variants alternate, `--reps` rounds each, in one lab.
 
 Measured per round:
-  recovery_rate     objects/s: the objects degraded when the OSD came up over the seconds
-                    until none was (`ceph status` pgmap degraded_objects)
+  recovery_rate     objects/s: the recovery ops it ran as primary and the pushes it received
+                    as a replica (its admin socket's perf counters recovery_ops +
+                    subop_push) over the span they moved in (the PG stats lag by a
+                    stats period, too coarse for a recovery of seconds)
   rss_growth        its peak RSS (psutil) minus its RSS when it came up
   buffer_anon_peak  peak of its buffer_anon mempool (admin socket dump_mempools): the
                     recovery ops' data it holds
@@ -58,16 +60,26 @@ def _up(state: Dict[str, Any], osd: int) -> bool:
     return any(o["osd"] == osd and o["up"] for o in dump.get("osds", []))
 
 
-def _buffer_anon(state: Dict[str, Any], osd: int) -> Optional[int]:
+def _asok(state: Dict[str, Any], osd: int, *cmd: str) -> Optional[Dict[str, Any]]:
     sock = launch.admin_socket(state["dir"], "osd.%d" % osd)
     try:
-        out = subprocess.run(release.tool(state, "ceph") + [
-            "--admin-daemon", sock, "dump_mempools"], capture_output=True, text=True,
-            timeout=10)
-        pools = json.loads(out.stdout)["mempool"]["by_pool"]
-        return int(pools["buffer_anon"]["bytes"])
-    except (ValueError, KeyError, OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(release.tool(state, "ceph") + ["--admin-daemon", sock] +
+                             list(cmd), capture_output=True, text=True, timeout=10)
+        return json.loads(out.stdout)
+    except (ValueError, OSError, subprocess.TimeoutExpired):
         return None
+
+
+def _counters(state: Dict[str, Any], osd: int) -> Tuple[Optional[int], Optional[int]]:
+    """(recovery objects it took part in: recovery ops it ran as primary, pushes it received
+    and pulls it sent (20.2 counts a returning replica's part in neither: on the lab only
+    recovery_ops moved), its buffer_anon mempool bytes) from its admin socket."""
+    perf = (_asok(state, osd, "perf", "dump") or {}).get("osd", {})
+    pools = _asok(state, osd, "dump_mempools") or {}
+    anon = pools.get("mempool", {}).get("by_pool", {}).get("buffer_anon", {}).get("bytes")
+    done = None if not perf else int(perf.get("recovery_ops", 0)) + int(perf.get(
+        "subop_push", 0)) + int(perf.get("pull", 0))
+    return done, anon
 
 
 def _effective(state: Dict[str, Any], osd: int) -> Dict[str, str]:
@@ -93,10 +105,12 @@ def _degraded(state: Dict[str, Any], limit: float = 120) -> int:
 
 def _watch(state: Dict[str, Any], osd: int, host: str, degraded: int,
            limit: float) -> Dict[str, Any]:
-    """Sample from the start until the OSD is up and no object is degraded."""
+    """Sample from the start until the OSD is up and no object is degraded. The recovery's
+    span is read from the OSD's own counters (first to last change), not from the PG stats,
+    which lag by a stats period."""
     t0, up_at, rss_up = time.monotonic(), None, None
     rss_peak = anon_peak = host_peak = 0
-    deg = degraded
+    deg, base, last, first_t, last_t = degraded, None, None, None, None
     while time.monotonic() - t0 < limit:
         pid = launch.osd_pid(state, osd)
         rss = psutil.Process(pid).memory_info().rss if pid else 0
@@ -105,15 +119,25 @@ def _watch(state: Dict[str, Any], osd: int, host: str, degraded: int,
             up_at, rss_up = time.monotonic(), rss
         if up_at is not None:
             rss_peak = max(rss_peak, rss)
-            anon_peak = max(anon_peak, _buffer_anon(state, osd) or 0)
+            done, anon = _counters(state, osd)
+            anon_peak = max(anon_peak, anon or 0)
+            now = time.monotonic()
+            if done is not None:
+                base = done if base is None else base
+                if last is not None and done != last:
+                    first_t, last_t = first_t or now, now
+                last = done
             deg = int(_status(state).get("degraded_objects", 0))
             if deg == 0:
                 break
         time.sleep(SAMPLE_S)
-    took = time.monotonic() - up_at if up_at is not None else None
+    objects = (last - base) if last is not None and base is not None else None
+    span = (last_t - first_t + SAMPLE_S) if first_t is not None else None
     return {"boot_s": round(up_at - t0, 1) if up_at else None,
-            "recovery_s": round(took, 1) if took else None, "degraded_at_up": degraded,
-            "recovery_rate": round(degraded / took, 2) if took else None,
+            "recovery_s": round(span, 1) if span else None,
+            "until_clean_s": round(time.monotonic() - up_at, 1) if up_at else None,
+            "recovered_objects": objects, "degraded_at_up": degraded,
+            "recovery_rate": round(objects / span, 1) if objects and span else None,
             "rss_at_up": rss_up, "rss_peak": rss_peak,
             "rss_growth": rss_peak - (rss_up or 0), "buffer_anon_peak": anon_peak,
             "host_peak": host_peak, "clean": deg == 0}
@@ -147,7 +171,7 @@ def summary(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         mine = [r for r in rows if r["variant"] == name]
         med = {k: statistics.median(r[k] for r in mine if r[k] is not None)
                for k in ("recovery_rate", "recovery_s", "rss_growth", "buffer_anon_peak",
-                         "host_peak", "degraded_at_up")}
+                         "host_peak", "recovered_objects")}
         out[name] = dict(med, rounds=len(mine), effective=mine[-1]["effective"])
     base = out.get("none")
     for name, s in out.items():
@@ -171,7 +195,8 @@ def run(out_dir: str, lab_dir: str, module_dir: str, ceph: str, objects: int,
                 log("lever: round %d/%d, %s" % (k + 1, reps, name))
                 rows.append(round_once(state, objs, name, settings, objects, k))
                 log(json.dumps({x: rows[-1][x] for x in (
-                    "recovery_rate", "recovery_s", "rss_growth", "buffer_anon_peak")}))
+                    "recovery_rate", "recovery_s", "recovered_objects", "rss_growth",
+                    "buffer_anon_peak")}))
         ok, bad = objs.verify()
     finally:
         teardown.down(lab_dir)
@@ -190,9 +215,9 @@ def run(out_dir: str, lab_dir: str, module_dir: str, ceph: str, objects: int,
 def page(doc: Dict[str, Any]) -> str:
     lines = ["# The throttle lever on a real OSD (generated)", "",
              "`ceph-recovery-bench --throttle-lever` on a %s lab: one OSD stopped, %d objects "
-             "of %d MiB written while it was down, started again with each variant's settings; "
+             "of %d KiB written while it was down, started again with each variant's settings; "
              "medians of %d rounds. Effective = what `ceph config show` says the OSD runs." % (
-                 doc["ceph"], doc["objects_per_round"], doc["object_size"] // MiB,
+                 doc["ceph"], doc["objects_per_round"], doc["object_size"] // 1024,
                  min(s["rounds"] for s in doc["summary"].values())), "",
              "| variant | recovery objects/s | vs none | RSS growth MiB | vs none | "
              "buffer_anon peak MiB | effective max_active / backfills / profile |",

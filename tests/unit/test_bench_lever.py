@@ -11,7 +11,7 @@ EFF = {"osd_recovery_max_active": "1", "osd_max_backfills": "1",
 def row(variant, k, rate, growth, anon=2 * MiB):
     return {"variant": variant, "round": k, "recovery_rate": rate, "recovery_s": 10.0,
             "rss_growth": growth, "buffer_anon_peak": anon, "host_peak": 200 * MiB,
-            "degraded_at_up": 100, "effective": EFF}
+            "recovered_objects": 100, "effective": EFF}
 
 
 def test_medians_and_ratios_against_none():
@@ -23,11 +23,11 @@ def test_medians_and_ratios_against_none():
     assert s["recovery_min"]["recovery_rate"] == 5.0          # the round without a rate left out
     assert (s["recovery_min"]["rate_vs_none"], s["recovery_min"]["growth_vs_none"]) == (
         0.455, 0.556)
-    doc = {"ceph": "tentacle", "objects_per_round": 120, "object_size": 4 * MiB,
+    doc = {"ceph": "tentacle", "objects_per_round": 120, "object_size": 16 * 1024,
            "summary": s, "verified_ok": 720, "verified_bad": [], "total_wall_s": 500.0}
     text = page(doc)
     assert "| recovery_min | 5.0 | 0.455 | 50 | 0.556 | 2 | 1 / 1 / balanced |" in text
-    assert "medians of 3 rounds" in text and "720 ok, 0 bad" in text
+    assert "120 objects of 16 KiB" in text and "medians of 3 rounds" in text and "720 ok, 0 bad" in text
 
 
 def test_the_lever_variant_is_what_the_run_sets_on_an_mclock_osd():
