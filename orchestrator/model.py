@@ -99,6 +99,11 @@ class OsdState:
                                            # osd_recovery_max_active, osd_max_backfills,
                                            # osd_recovery_sleep) as (name, value) pairs,
                                            # () = none set (it inherits), None = not known
+    ceph_version: Optional[str] = None     # its release as `ceph osd metadata` names it ("ceph
+                                           # version 16.2.10 (...) pacific (stable)"), None =
+                                           # not read (dups.py)
+    pglog_dups: int = 0                    # "num of dups exceeded" warnings its helper saw in
+                                           # its log since its last start (dups.py)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ from .admission import grant_stage
 from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, ends_by, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
-from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
+from .inflight import (MAX_START_FAILURES, SETTLE_MAX_S, boots, clear_stale_noup, regrants,
+                       report_failures,
                        track_in_flight, track_restarts, track_settling)
 from .withdraw import track_stops, withdraw_grants
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
@@ -68,7 +69,7 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
-from . import autobudget, restore, shrink
+from . import autobudget, dups, restore, shrink
 
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
@@ -126,6 +127,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         regrants(t)
         room_for_boots(t)
         grant_stage(t)
+        dups.report(t, MAX_START_FAILURES)
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)
     _held_report(t)

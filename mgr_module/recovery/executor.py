@@ -153,3 +153,38 @@ def journal_facts(action: A.Action, answer: Any, snap: Any, progress: Any) -> Di
     if isinstance(action, A.AllowBoot):
         facts["load_rss_bytes"] = progress.load_rss.get(action.osd)
     return facts
+
+
+def osd_versions(metadata: Mapping[Any, Any]) -> Dict[int, str]:
+    """osd -> its `ceph_version` ("ceph version 16.2.10 (...) pacific (stable)") from the
+    per-OSD metadata (`ceph osd metadata`, the mgr's get_metadata("osd", id)); an OSD without
+    a readable one is left out (the core then knows no release for it: ceph_recovery.dups)."""
+    out: Dict[int, str] = {}
+    for key, meta in (metadata or {}).items():
+        try:
+            osd = int(key)
+        except (TypeError, ValueError):
+            continue
+        text = meta.get("ceph_version") if isinstance(meta, Mapping) else None
+        if isinstance(text, str) and text and osd >= 0:
+            out[osd] = text[:256]
+    return out
+
+
+def down_osd_versions(osd_map: Mapping[str, Any], cache: Dict[int, str],
+                      read: Any) -> Dict[int, str]:
+    """The releases of the map's down OSDs (what ceph_recovery.dups checks before they
+    start): `read(osd)` is the mgr's get_metadata("osd", str(osd)); called once per OSD
+    while it stays down (a down OSD's metadata is that of its last boot and does not change
+    until it boots again), kept in `cache`, dropped when the OSD is up (an upgrade shows at
+    its next boot). An OSD whose metadata cannot be read has no release (""), not a guess."""
+    down = {o.get("osd") for o in osd_map.get("osds", []) or [] if not o.get("up")}
+    for osd in [x for x in cache if x not in down]:
+        del cache[osd]
+    for osd in sorted(x for x in down if isinstance(x, int) and x not in cache):
+        try:
+            meta = read(osd)
+        except Exception:   # noqa: BLE001 - a missing daemon's metadata: no release known
+            meta = None
+        cache[osd] = osd_versions({osd: meta}).get(osd, "") if meta else ""
+    return {o: v for o, v in cache.items() if v}

@@ -28,7 +28,8 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
-    from .executor import memory_targets, recovery_configs
+    from .core import dry_run_text
+    from .executor import down_osd_versions, memory_targets, recovery_configs
     from .logs import make_logger
     from . import leftovers, versions
     from .drillcli import busy as drillcli_busy
@@ -100,7 +101,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         # every mon/OSD command goes out from this one thread: see sender.py
         self._sender = CommandSender(self.send_command)
         self.meter = Meter()
-        self._reads: Dict[str, Any] = {"pgs_t": 0.0}
+        self._reads: Dict[str, Any] = {"pgs_t": 0.0, "versions": {}}
         self._checks: Optional[Dict[str, Any]] = None
         self._saved = ""
         self._store = ChunkedStore(STORE_KEY, marks=marks_of, lost=lambda m: bool(
@@ -207,6 +208,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         if c.get("epoch") != epoch:
             c.update(epoch=epoch, osd_map=self._read("osd_map"),
                      tree=self._read("osd_map_tree"))
+            c["down_versions"] = down_osd_versions(c["osd_map"], c["versions"], lambda osd: (
+                self.get_metadata("osd", str(osd), default=None)))
         t = time.monotonic()
         if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
             c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
@@ -223,7 +226,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
                 self.engine.observed = maintcli.drill_observed(health, pgs)
         # each OSD's own settings: only a run, window or drill changes or restores them
         config = self._osd_config() if busy else (None, None)
-        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config,
+                         versions=self._reads.get("down_versions"))
         with self._lock:
             self.engine.error = None
             leftovers.update_check(self.engine)
@@ -288,9 +292,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
                 if dry_run:
                     intent = self.engine.prepare(budget, scope, concurrency, now, leave_out,
                                                  start_order)
-                    return _show(self.engine.dry_run(intent, now), format, lambda d: (
-                        "dry run: start order %s" % (", ".join(
-                            "osd.%s" % x["osd"] for x in d["order"]) or "(nothing down)")))
+                    return _show(self.engine.dry_run(intent, now), format, dry_run_text)
                 intent = self.engine.start(budget, scope, concurrency, now, leave_out,
                                            start_order)
                 self.engine.begin(intent, now)
