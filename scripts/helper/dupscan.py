@@ -15,7 +15,7 @@ Rules:
 - The log is read incrementally (each cycle from where the last stopped, at most
   MAX_READ_BYTES), and from its last FIRST_TAIL_BYTES when first seen: a long-running OSD's
   start may be out of reach then, its count is 0 (no guess). A file that shrank or was
-  replaced (rotation) is read again from its start.
+  replaced (rotation) is read from its start, the count going on: rotation is no start.
 - A log that is missing or unreadable counts 0: cephadm logs to journald unless
   log_to_file is set, and this helper does not read the journal.
 """
@@ -71,7 +71,9 @@ class DupsScanner(object):
         if cur is None:
             cur = _Cursor(ident, max(0, size - FIRST_TAIL_BYTES))
         elif cur.ident != ident or size < cur.offset:
-            cur = _Cursor(ident, 0)    # rotated or truncated: a new log from its start
+            count = cur.count          # rotated or truncated: a new file, the same start
+            cur = _Cursor(ident, 0)
+            cur.count = count
         self._cursors[path] = cur
         return cur
 
