@@ -48,7 +48,8 @@ def preview(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) 
     dups = [{"osd": o.id, "host": o.host, "release": o.ceph_version, "warnings": o.pglog_dups,
              "why": why_suspect(o)} for o in order if why_suspect(o) is not None]
     return {"order": [{"osd": o.id, "host": o.host, "pgs": o.pgs,
-                       "predicted_bytes": predict(o)} for o in order],
+                       "predicted_bytes": predict(o), "release": o.ceph_version,
+                       "pglog_dups": o.pglog_dups} for o in order],
             "policies": list(pol.names), "pglog_dups": dups}
 
 

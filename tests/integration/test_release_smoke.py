@@ -99,6 +99,36 @@ def test_module_commands_hold_release_dry_run_and_bad_input(release_lab):
     assert bad.value.rc == 22, bad.value       # EINVAL
 
 
+def test_the_dups_preflight_finds_no_false_positive(release_lab):
+    """The PG log dups pre-flight (orchestrator/dups.py) on a release outside the bug's range
+    (16.2.15, 18.2.x and 20.2.x all trim dups): with h3's OSDs stopped, the dry run reads each
+    one's release from its metadata, as `ceph osd metadata` shows it, names none of them,
+    and raises no RECOVERY_PGLOG_DUPS; their helper found no dups warning in their logs."""
+    from ceph_recovery import dups
+    lab = release_lab
+    down = sorted(int(o) for o in lab["hosts"]["h3"]["osds"])
+    meta = {o: launch.ceph(lab, "osd", "metadata", str(o))["ceph_version"] for o in down}
+    assert all(dups.release_affected(v) is False for v in meta.values()), meta
+    try:
+        for o in down:
+            assert launch.stop_osd(lab, o)
+
+        def dry_run():
+            return launch.ceph(lab, "recovery", "start-controlled", "--dry-run")
+        plan = wait_until(dry_run, 60, 1, done=lambda d: sorted(
+            x["osd"] for x in d["order"]) == down, what="dry run without h3's OSDs in order",
+            detail=lambda d: f"last {d['order']}")
+        assert {x["osd"]: x["release"] for x in plan["order"]} == meta, plan["order"]
+        assert [x["pglog_dups"] for x in plan["order"]] == [0] * len(down), plan["order"]
+        assert plan["pglog_dups"] == [] and "RECOVERY_PGLOG_DUPS" not in plan["health"], plan
+    finally:
+        for o in down:
+            if not launch.osd_pid(lab, o):
+                launch.start_osd(lab, o)
+        launch.wait_all_up(lab, timeout=120, require_running=True)
+        launch.wait_pgs_clean(lab, timeout=300)
+
+
 def test_failed_host_comes_back_through_start_controlled(release_lab, assert_booted_on_preboot):
     """ceph-recovery-drill of the lab's release (its Python and librados, like the helpers):
     h2's OSDs killed, written to while down, started again by the module through the helpers."""

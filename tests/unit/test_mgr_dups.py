@@ -79,6 +79,8 @@ def test_the_dry_run_names_each_suspect_and_raises_the_check(world):
 def test_the_dry_run_on_a_fixed_release_finds_nothing(world):
     out = dry_run(world, {4: PACIFIC_15, 5: PACIFIC_15}, [STOPPED(4), STOPPED(5)])
     assert out["pglog_dups"] == [] and "RECOVERY_PGLOG_DUPS" not in out["health"]
+    assert [(x["osd"], x["release"], x["pglog_dups"]) for x in out["order"]] == [
+        (4, PACIFIC_15, 0), (5, PACIFIC_15, 0)]
     assert sorted(a["osd"] for a in out["first_actions"] if a["kind"] == "grant_start") == [4, 5]
     assert core.dry_run_text(out) == "dry run: start order osd.4, osd.5"
 
