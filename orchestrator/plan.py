@@ -31,6 +31,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      abort) every setting it changed is restored, or named by RECOVERY_SETTING_KEPT.
   I10 a staged OSD (staging.py) is let boot only while fewer than PEERING_PER_HOST OSDs let
      boot on its host are still peering.
+  I11 a start that may load inflated PG log dups (dups.py) is granted only with nothing else
+     in flight on its host, and nothing is granted beside it while it is in flight.
   I8 MarkOut only with intent.leave_out, only for a down OSD, only in the tick that ends the
      run (an OSD is never removed; marking out is the operator's explicit choice).
 
