@@ -118,7 +118,7 @@ def grant_stage(t: Decision) -> None:
 
 def _failed_out(t: Decision, o: OsdState) -> bool:
     """No longer granted: as many failed starts as it may have (dups.max_failures)."""
-    return t.failures.get(o.id, 0) >= dups.max_failures(t, o, MAX_START_FAILURES)
+    return t.failures.get(o.id, 0) >= dups.max_failures(o, MAX_START_FAILURES)
 
 
 def _helper_missing(t: Decision, host: str, extra: str) -> None:

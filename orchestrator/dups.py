@@ -108,7 +108,7 @@ def alone_gate(t: "Decision", in_flight) -> Optional[str]:
     return "osd.%d starts alone (PG log dups)" % mine[0]
 
 
-def max_failures(t: "Decision", o: OsdState, default: int) -> int:
+def max_failures(o: OsdState, default: int) -> int:
     """Failed starts after which `o` is no longer granted (WARNED_MAX_FAILURES if warned)."""
     return WARNED_MAX_FAILURES if o.pglog_dups > 0 else default
 
@@ -124,7 +124,7 @@ def report(t: "Decision", default_failures: int) -> None:
     for o in sorted(t.view.candidates, key=lambda x: x.id):
         if o.id not in why:
             continue
-        held = t.failures.get(o.id, 0) >= max_failures(t, o, default_failures)
+        held = t.failures.get(o.id, 0) >= max_failures(o, default_failures)
         if o.pglog_dups > 0:
             todo = ("trim them offline, the OSD stopped: %s, for each PG of --op list-pgs"
                     % trim_command(o.id))

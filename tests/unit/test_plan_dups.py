@@ -122,6 +122,11 @@ def test_a_warned_osd_whose_start_failed_once_is_held_others_keep_their_three_tr
     assert [line.split(": ")[0] + ": " + line.split(": ")[2].split(";")[0]
             for line in dups_lines(res)] == [
         "osd.3 on h1: held after a failed start", "osd.4 on h1: it starts alone on its host"]
+    assert [line for h in res.health if h.code == "RECOVERY_START_FAILED"
+            for line in h.detail] == [
+        "osd.3: gave up after 1 failed starts in this run (see its log; start it by hand or "
+        "raise the budget)",
+        "osd.4: 1 failed start(s) in this run; started again when it fits (at most 3)"]
 
 
 def test_a_suspect_whose_plain_prediction_does_not_fit_waits_like_any_other():
@@ -129,3 +134,15 @@ def test_a_suspect_whose_plain_prediction_does_not_fit_waits_like_any_other():
     res = run(s, RUNNING.evolve(phase="idle", run_id="", held_osds=frozenset()))
     assert [sig(a) for a in res.actions] == FLAGS + HOLDS
     assert [h.code for h in res.health] == ["RECOVERY_BUDGET_TOO_SMALL", dups.CHECK]
+
+
+def test_a_warned_osd_that_dies_at_start_is_given_up_after_one_failure():
+    from ceph_recovery.inflight import GRANT_RETRY_S
+    s = snap(osd(3, flags=NOUP, pglog_dups=1), *HELD[1:], cluster_flags=RUNF)
+    p = RUNNING.evolve(granted={3: NOW - GRANT_RETRY_S - 1}, downtime={3: 3500.0})
+    res = run(s, p)
+    assert res.progress.failures == {3: 1} and 3 not in res.progress.granted
+    assert [line for h in res.health if h.code == "RECOVERY_START_FAILED"
+            for line in h.detail][0].endswith("failure 1 of 1")
+    # the host is free again: osd.4 (no sign of dups) is granted, osd.3 is not
+    assert [a.osd for a in res.actions if a.kind == "grant_start"] == [4, 5]
