@@ -119,7 +119,7 @@ class Decision(Predictions):
         self._own: Optional[Dict[int, int]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
-        self._dups: Optional[Dict[int, str]] = None   # dups.suspects()
+        self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
         self._running: Optional[int] = None
 
     # ------------------------------------------------------------------ helpers

@@ -91,13 +91,13 @@ def why_suspect(o: OsdState) -> Optional[str]:
 
 def suspects(t: "Decision") -> Dict[int, str]:
     """Every OSD of the snapshot with a sign of inflated dups -> why (cached per tick)."""
-    if t._dups is None:
-        t._dups = {}
+    if t.dups_suspects is None:
+        t.dups_suspects = {}
         for o in t.s.osds:
             why = why_suspect(o)
             if why is not None:
-                t._dups[o.id] = why
-    return t._dups
+                t.dups_suspects[o.id] = why
+    return t.dups_suspects
 
 
 def alone_gate(t: "Decision", in_flight) -> Optional[str]:

@@ -394,4 +394,3 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         ok_to_stop=oks, findings=tuple(findings),
         helpers_seen={h: t for h, (r, t) in reports.items()},
         pg_map=pg_map)
-
