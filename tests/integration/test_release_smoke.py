@@ -104,7 +104,7 @@ DUPS_WARNING = ("0 read_log_and_missing WARN num of dups exceeded 6000. You can 
                 "ceph-objectstore-tool --op trim-pg-log-dups")
 
 
-def test_the_dups_preflight_finds_no_false_positive(release_lab):
+def test_the_dups_preflight_no_false_positive_and_a_logged_warning(release_lab):
     """The PG log dups pre-flight (orchestrator/dups.py) on a release outside the bug's range
     (16.2.15, 18.2.x and 20.2.x all trim dups): with h3's OSDs stopped, the dry run reads each
     one's release from its metadata, as `ceph osd metadata` shows it, names none of them,
