@@ -105,6 +105,11 @@ class OsdState:
                                            # () = none set (it inherits), None = not known
     op_queue: Optional[str] = None         # its recovery scheduler (osd_op_queue, WPQ or MCLOCK:
                                            # scheduler.scheduler_of), None = not known
+    ceph_version: Optional[str] = None     # its release as `ceph osd metadata` names it ("ceph
+                                           # version 16.2.10 (...) pacific (stable)"), None =
+                                           # not read (dups.py)
+    pglog_dups: int = 0                    # "num of dups exceeded" warnings its helper saw in
+                                           # its log since its last start (dups.py)
 
 
 @dataclass(frozen=True)
