@@ -14,8 +14,10 @@ What each lever does to the model (sources in docs/memory-model.md, "Levers"):
       1.2 GB at runtime, and read 214,693,632 after a restart at 1.2 GB (BlueStore's
       MempoolThread runs tune_memory only with tcmalloc).
   osd_recovery_max_active / osd_max_backfills (osd.N)
-      [A] the OSD's weight in its host's shared recovery rate: min(1, value / default) over
-      both; 0 pauses its recovery. Raising them above the default gains nothing (the host's
+      [L] the OSD's weight in its host's shared recovery rate: min(1, value / default) over
+      both, to the power Params.recovery_weight_exp (fit to the lab: a returning OSD's own
+      settings bound only its part of the ops, the primaries' pushes run at theirs); 0
+      pauses its recovery. Raising them above the default gains nothing (the host's
       link is the bound). [C] They also bound the recovery ops in flight on it, whose data it
       holds while it recovers: Params.recovery_ops(max_active, max_backfills) x
       recovery_op_bytes (at the defaults 3 + 1 x 3 ops = 24 MiB; at 1 and 1, 16 MiB).
@@ -105,8 +107,9 @@ def _throttle(sim, o: Osd, who: str) -> None:
     backfills = float(own.get((who, BACKFILLS), p.max_backfills_default))
     share = p.mclock_client_profile_rate if mclock and \
         cfg.get((who, PROFILE)) == "high_client_ops" else 1.0
-    o.rec_w = share * max(0.0, min(1.0, active / p.recovery_max_active_default,
-                                   backfills / p.max_backfills_default))
+    frac = max(0.0, min(1.0, active / p.recovery_max_active_default,
+                        backfills / p.max_backfills_default))
+    o.rec_w = share * frac ** p.recovery_weight_exp
     sleep = 0.0 if mclock else float(cfg.get((who, REC_SLEEP), 0.0))
     o.rec_cap = 1.0 / sleep if sleep > 0 else 0.0
     o.rec_ops = p.recovery_ops(active, backfills)

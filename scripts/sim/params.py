@@ -57,9 +57,13 @@ class Params:
     max_backfills_default: int = 1            # osd_max_backfills
     op_queue: str = "wpq"                     # [C] 16.2's scheduler; "mclock_scheduler" models
                                               # 17+ (levers.py: what mClock honours)
-    mclock_client_profile_rate: float = 1.0   # [L] recovery rate under osd_mclock_profile=
+    mclock_client_profile_rate: float = 0.79  # [L] recovery rate under osd_mclock_profile=
                                               # high_client_ops over balanced, no client I/O
-                                              # (ceph-recovery-bench --throttle-lever)
+                                              # (docs/data/lever: 57.2 / 72.6 objects/s)
+    recovery_weight_exp: float = 0.17         # [L] a throttled OSD's recovery rate is
+                                              # (setting / default) ** this of its rate:
+                                              # the lab's 1-of-3 gave 0.855 x, 1-of-8 with
+                                              # backfills 4 -> 1 gave 0.652 x (docs/data/lever)
     recovery_op_bytes: int = 4 * MiB          # [F]/[C] data one recovery op in flight holds: a
                                               # 4 MiB object fits one push (osd_recovery_max_chunk
                                               # 8 MiB); see Params.recovery_ops
