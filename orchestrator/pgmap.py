@@ -8,10 +8,12 @@ from typing import FrozenSet, Mapping, Tuple
 
 @dataclass(frozen=True)
 class PoolInfo:
-    """A pool's replica counts (`osd dump` pools[].size / min_size)."""
+    """A pool's replica counts (`osd dump` pools[].size / min_size) and its name
+    (pools[].pool_name; "" where the shell does not know it)."""
 
     size: int
     min_size: int
+    name: str = ""
 
 
 @dataclass(frozen=True)

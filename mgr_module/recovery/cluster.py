@@ -235,7 +235,8 @@ def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
                   ) -> Optional[PgMap]:
     """The snapshot's PgMap (see the module docstring), None when the dump has no PGs."""
     pools = {int(p["pool"]): PoolInfo(size=int(p.get("size", 0) or 0),
-                                      min_size=int(p.get("min_size", 0) or 0))
+                                      min_size=int(p.get("min_size", 0) or 0),
+                                      name=str(p.get("pool_name") or ""))
              for p in osd_map.get("pools", []) or [] if "pool" in p}
     known = {o.get("osd") for o in osd_map.get("osds", []) or []}
     seen = members_seen or {}
