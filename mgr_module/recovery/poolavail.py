@@ -1,7 +1,8 @@
 """Per-pool service for `status -f json` and the drill report: Ceph's own (Tentacle's
 `osd pool availability-status`) beside ours (the core's ceph_recovery.availability).
 
-Ours is kept every tick from the snapshot's PG states (observe(), under the engine's lock).
+Ours is kept every tick from the snapshot's PG states (observe(), under the engine's lock);
+while `status` is being read the module reads the PG stats every tick (watched()).
 Ceph's is asked for rarely, in the tick before the engine decides, without the lock
 (read(), from settle.settle):
 - for a drill: while it is `requested` (before anything changed: the baseline) and once it
@@ -95,7 +96,7 @@ def read(engine: Any, now: float) -> None:
     a = of(engine)
     with engine.lock:
         needs = _drill_needs(engine)
-        wanted = a.asked_at is not None and now - a.asked_at <= ASKED_WINDOW_S
+        wanted = watched(engine, now)
         ask = bool(needs or wanted) and _stale(a, now, bool(needs))
     if ask:
         rc, out, err = engine.ceph.mon_command({"prefix": PREFIX, "format": "json"})
@@ -120,6 +121,14 @@ def _record(engine: Any, a: CephAvailability, needs: Dict[str, str]) -> None:
         elif what == "end" and d.phase in D.FINAL:
             drills[i] = replace(d, ceph_at_end=a.state, ceph_after=a.answer if tracked else None)
     engine.run.drills = drills
+
+
+def watched(engine: Any, now: float) -> bool:
+    """Whether `status` is being read: the module then reads the PG stats every tick, so
+    that ours times an outage to the tick (an idle module reads them when the OSD map
+    changes and at least every 60 s)."""
+    a = getattr(engine, "availability", None)
+    return a is not None and a.asked_at is not None and now - a.asked_at <= ASKED_WINDOW_S
 
 
 def observe(engine: Any, snap: Any, now: float) -> None:

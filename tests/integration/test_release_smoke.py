@@ -172,3 +172,71 @@ def test_osd_memory_target_sizes_the_caches_at_runtime_with_tcmalloc_at_start_wi
         launch.ceph(lab, "config", "rm", f"osd.{osd_id}", "osd_memory_target", json_out=False)
         if not tcmalloc:
             restart_osd(lab, osd_id)
+
+
+def pool_record(lab, pool):
+    """The `pool_availability` record of `pool` in `status -f json` (None: not listed yet),
+    and the document's `ceph` state."""
+    pa = launch.ceph(lab, "recovery", "status")["pool_availability"]
+    return next((r for r in pa["pools"] if r["pool"] == pool), None), pa["ceph"]
+
+
+def test_status_carries_per_pool_service_in_cephs_terms(release_lab):
+    """`status -f json` carries per pool its service in Ceph's terms. On Tentacle with
+    enable_availability_tracking on, Ceph's own (`osd pool availability-status`) beside ours;
+    before Tentacle ours alone under the same names. osd.0 and osd.2 (two hosts) stopped for
+    a while take the PGs they share below min_size: the lab pool goes down once."""
+    lab, pool, stopped = release_lab, "lab", (0, 2)
+    tentacle = lab["ceph"] == "tentacle"
+    if tentacle:
+        launch.ceph(lab, "config", "set", "mon", "enable_availability_tracking", "true",
+                    json_out=False)
+    try:
+        # a status reader makes the module read Ceph's answer (and the PG stats every tick)
+        wait_until(lambda: pool_record(lab, pool), 90, 2,
+                   done=lambda rs: rs[0] is not None and rs[1] == (
+                       "tracked" if tentacle else "unsupported"),
+                   what="status without the lab pool's record", detail=lambda rs: f"last {rs}")
+        for o in stopped:
+            assert launch.stop_osd(lab, o)
+        if tentacle:        # Ceph's own view of the outage, straight from the mons
+            down = wait_until(lambda: launch.ceph(lab, "osd", "pool", "availability-status"),
+                              60, 1, done=lambda a: not a[pool]["available"],
+                              what="the lab pool never unavailable in Ceph's tracking",
+                              detail=lambda a: f"last {a}")
+            print(f"\nosd pool availability-status -f json while down: {json.dumps(down)}")
+        else:
+            wait_until(lambda: pool_record(lab, pool), 60, 1,
+                       done=lambda rs: rs[0] is not None and not rs[0]["available"],
+                       what="the lab pool never down in ours", detail=lambda rs: f"last {rs}")
+        time.sleep(5)
+        for o in stopped:
+            launch.start_osd(lab, o)
+        launch.wait_all_up(lab, timeout=120, require_running=True)
+        rec, _ = wait_until(lambda: pool_record(lab, pool), 120, 2,
+                            done=lambda rs: rs[0] is not None and rs[0]["available"]
+                            and rs[0]["num_failures"] >= 1
+                            and (rs[0]["recovery"] or {}).get("available")
+                            and (not tentacle or (rs[0]["ceph"] or {}).get("num_failures", 0)
+                                 >= 1),
+                            what="status without the outage", detail=lambda rs: f"last {rs}")
+        print(f"{lab['ceph']}: status pool_availability record: {json.dumps(rec)}")
+        ours = rec["recovery"]
+        assert ours["num_failures"] >= 1 and ours["downtime_s"] >= 5, ours
+        assert ours["mttr_s"] == round(ours["downtime_s"] / ours["num_failures"], 1), ours
+        if tentacle:
+            assert rec["source"] == "ceph" and {k: rec[k] for k in (
+                "uptime_s", "downtime_s", "num_failures", "mtbf_s", "mttr_s", "score",
+                "available")} == rec["ceph"], rec
+            assert rec["ceph"]["downtime_s"] >= 5 and 0 < rec["ceph"]["score"] < 1, rec
+        else:
+            assert rec["source"] == "recovery" and rec["ceph"] is None, rec
+    finally:
+        if tentacle:
+            launch.ceph(lab, "config", "rm", "mon", "enable_availability_tracking",
+                        json_out=False)
+        for o in stopped:
+            if launch.osd_pid(lab, o) is None:
+                launch.start_osd(lab, o)
+        launch.wait_all_up(lab, timeout=120)
+        launch.wait_pgs_clean(lab, timeout=300)
