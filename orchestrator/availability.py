@@ -4,7 +4,8 @@ pool, from Ceph (Tentacle's `ceph osd pool availability-status`, when its
 PG states, under the same names.
 
 A pool is down while any of its PGs is not active (Ceph also counts a pool with unfound
-objects as down; the PG states the shells read do not show those). Ours (`PoolTrack`) is
+objects as down; the PG states the shells read do not show those); a PG in state unknown or
+creating says nothing either way. Ours (`PoolTrack`) is
 level triggered: each observation of a snapshot's PgMap either keeps a pool's state or
 opens or closes an outage at `now`, so its times are exact to the observation (the tick).
 A failure is an outage that began; MTBF = uptime / failures, MTTR = downtime / failures,
@@ -59,14 +60,21 @@ def track(tracks: Optional[Mapping[int, PoolTrack]], pg_map: Optional[PgMap],
     """`tracks` after one more observation. None: tracking begins now, every pool counted as
     it is (one already down has an outage from now). A pool new to an ongoing tracking is
     counted from the first observation that finds it available (a pool whose PGs are being
-    created is no failure); a pool gone from the map is dropped. Without a PgMap nothing
-    was observed: `tracks` as they are."""
+    created is no failure); a pool gone from the map is dropped. A pool with a PG in state
+    unknown or creating (PgMap.unknown: a new mgr's PGs before the OSDs report to it) is
+    not observed: its track stays as it was. Without a PgMap nothing was observed:
+    `tracks` as they are."""
     if pg_map is None:
         return dict(tracks or {})
     down = pools_down(pg_map)
+    unknown = frozenset(pg_map.pool_of[i] for i in pg_map.unknown)
     out: Dict[int, PoolTrack] = {}
     for pool, info in sorted(pg_map.pools.items()):
         t = (tracks or {}).get(pool)
+        if pool in unknown:         # not observed this time: as it was
+            if t is not None:
+                out[pool] = t
+            continue
         is_down = pool in down
         if t is None:
             if tracks is not None and is_down:
@@ -109,19 +117,23 @@ def _num(v: Any) -> Optional[float]:
 
 
 def from_ceph(answer: Any) -> Dict[str, Dict[str, Any]]:
-    """`osd pool availability-status -f json` as {pool name: values under FIELDS}; pools
-    whose entry lacks a number are left out (a shape this code does not know gives {})."""
+    """`osd pool availability-status -f json` as {pool name: values under FIELDS}. Tentacle
+    20.2 answers a list with one object per pool, seconds as integers:
+    [{"pool": "lab", "uptime": 19, "downtime": 3, "mtbf": 19, "mttr": 3, "num_failures": 1,
+      "score": 0.8636363636363636, "available": false}, ...]
+    An entry without its name or a number is left out (a shape this code does not know
+    gives {})."""
     out: Dict[str, Dict[str, Any]] = {}
-    if not isinstance(answer, Mapping):
+    if not isinstance(answer, list):
         return out
-    for name, v in answer.items():
-        if not isinstance(v, Mapping):
+    for v in answer:
+        if not isinstance(v, Mapping) or not isinstance(v.get("pool"), str):
             continue
         nums = {k: _num(v.get(k)) for k in ("uptime", "downtime", "num_failures", "mtbf",
                                              "mttr", "score")}
         if any(x is None for x in nums.values()):
             continue
-        out[str(name)] = {
+        out[v["pool"]] = {
             "uptime_s": round(nums["uptime"], 1), "downtime_s": round(nums["downtime"], 1),
             "num_failures": int(nums["num_failures"]), "mtbf_s": round(nums["mtbf"], 1),
             "mttr_s": round(nums["mttr"], 1), "score": round(nums["score"], 6),

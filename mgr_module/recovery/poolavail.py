@@ -27,7 +27,7 @@ from ceph_recovery import drill as D
 PREFIX = "osd pool availability-status"
 REFRESH_S = 30.0
 ASKED_WINDOW_S = 300.0
-DISABLED_RETRY_S = 300.0
+DISABLED_RETRY_S = 60.0
 FAILED_RETRY_S = 60.0
 NOT_AVAILABLE = (errno.EINVAL, errno.ENOENT, errno.EOPNOTSUPP)
 

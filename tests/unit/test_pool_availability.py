@@ -4,25 +4,30 @@ values in, exact records out."""
 from __future__ import annotations
 
 import json
+import os
 
 from ceph_recovery import availability as AV
 from ceph_recovery.pgmap import PgMap, PoolInfo
 
 POOLS = {1: PoolInfo(3, 2, ".mgr"), 2: PoolInfo(3, 2, "lab")}
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr",
+                       "availability_status.json")) as _f:
+    LAB = json.load(_f)       # a Tentacle lab's answers (see its "_source")
 
 
-def pg_map(inactive=(), pools=POOLS):
+def pg_map(inactive=(), pools=POOLS, unknown=()):
     """Pool 1 has PG 0, pool 2 has PGs 1 and 2 (pool 3, when listed, PG 3)."""
     pool_of = (1, 2, 2) + ((3,) if 3 in pools else ())
     return PgMap(members=((0, 1, 2),) * len(pool_of), pool_of=pool_of, pools=pools,
-                 by_osd={}, inactive=frozenset(inactive))
+                 by_osd={}, inactive=frozenset(inactive) | frozenset(unknown),
+                 unknown=frozenset(unknown))
 
 
 def run(observations, start=None):
-    """observations: [(now, inactive PG indexes, pools)]"""
+    """observations: [(now, inactive PG indexes, pools[, PGs in state unknown])]"""
     tracks = start
-    for now, inactive, pools in observations:
-        tracks = AV.track(tracks, pg_map(inactive, pools), now)
+    for now, inactive, pools, *unknown in observations:
+        tracks = AV.track(tracks, pg_map(inactive, pools, *unknown), now)
     return tracks
 
 
@@ -113,3 +118,49 @@ def test_cephs_counts_over_a_drill_are_the_difference_of_its_two_answers():
     cleared = {"lab": dict(after["lab"], downtime_s=1.0, num_failures=0)}
     assert AV.ceph_delta(before, cleared) == {}
     assert AV.ceph_delta(None, after) is None and AV.ceph_delta(before, None) is None
+
+
+def test_pgs_in_state_unknown_say_nothing():
+    # a new mgr: its PGs are unknown until the OSDs report to it: no outage
+    t = run([(0.0, (), POOLS, (0, 1, 2))])
+    assert t == {}
+    t = run([(2.0, (1,), POOLS)], t)         # once known: pools from when seen available
+    assert list(t) == [1] and t[1].since == 2.0
+    t = run([(0.0, (), POOLS), (4.0, (), POOLS, (1,))])
+    assert t[2].seen_at == 0.0 and t[2].num_failures == 0 and t[1].seen_at == 4.0
+    t = run([(5.0, (2,), POOLS, (1,)), (6.0, (2,), POOLS)], t)
+    assert (t[2].num_failures, t[2].down_since) == (1, 6.0)
+
+
+def test_cephs_answer_in_our_names():
+    assert AV.from_ceph(LAB["tracked_down"]) == {
+        ".mgr": {"uptime_s": 22.0, "downtime_s": 0.0, "num_failures": 0, "mtbf_s": 0.0,
+                 "mttr_s": 0.0, "score": 1.0, "available": True},
+        "lab": {"uptime_s": 19.0, "downtime_s": 3.0, "num_failures": 1, "mtbf_s": 19.0,
+                "mttr_s": 3.0, "score": 0.863636, "available": False}}
+    assert AV.from_ceph({"lab": LAB["tracked"][1]}) == {}        # not Tentacle's shape
+    assert AV.from_ceph([{"pool": "x", "uptime": "2s"}, 3]) == {}
+
+
+def test_records_side_by_side_where_both_count():
+    t = run([(100.0, (), POOLS), (102.0, (1,), POOLS), (106.0, (), POOLS)])
+    recs = AV.records(AV.from_ceph(LAB["tracked_later"]), t)
+    assert recs == [
+        {"pool": ".mgr", "source": "ceph", "uptime_s": 49.0, "downtime_s": 0.0,
+         "num_failures": 0, "mtbf_s": 0.0, "mttr_s": 0.0, "score": 1.0, "available": True,
+         "ceph": {"uptime_s": 49.0, "downtime_s": 0.0, "num_failures": 0, "mtbf_s": 0.0,
+                  "mttr_s": 0.0, "score": 1.0, "available": True},
+         "recovery": {"uptime_s": 6.0, "downtime_s": 0.0, "num_failures": 0, "mtbf_s": 0.0,
+                      "mttr_s": 0.0, "score": 1.0, "available": True}},
+        {"pool": "lab", "source": "ceph", "uptime_s": 29.0, "downtime_s": 20.0,
+         "num_failures": 1, "mtbf_s": 29.0, "mttr_s": 20.0, "score": 0.591837,
+         "available": True,
+         "ceph": {"uptime_s": 29.0, "downtime_s": 20.0, "num_failures": 1, "mtbf_s": 29.0,
+                  "mttr_s": 20.0, "score": 0.591837, "available": True},
+         "recovery": {"uptime_s": 2.0, "downtime_s": 4.0, "num_failures": 1, "mtbf_s": 2.0,
+                      "mttr_s": 4.0, "score": 0.333333, "available": True}}]
+    # a pool only Ceph lists (ours began after it went), and one only ours has
+    only = AV.records(AV.from_ceph(LAB["tracked"])[".mgr"] and
+                      {"gone": AV.from_ceph(LAB["tracked"])[".mgr"]}, {2: t[2]})
+    assert [(r["pool"], r["source"], r["ceph"] is None, r["recovery"] is None)
+            for r in only] == [("lab", "recovery", True, False), ("gone", "ceph", False, True)]
