@@ -185,55 +185,58 @@ def test_status_carries_per_pool_service_in_cephs_terms(release_lab):
     """`status -f json` carries per pool its service in Ceph's terms. On Tentacle with
     enable_availability_tracking on, Ceph's own (`osd pool availability-status`) beside ours;
     before Tentacle ours alone under the same names. osd.0 and osd.2 (two hosts) stopped for
-    a while take the PGs they share below min_size: the lab pool goes down once."""
+    a while take the PGs they share below min_size: ours counts the lab pool down once.
+    (Ceph's own count of that outage is printed, not asserted: on this lab it once counted
+    it and once, with 9 PGs undersized+degraded+peered for 60 s, did not.)"""
     lab, pool, stopped = release_lab, "lab", (0, 2)
     tentacle = lab["ceph"] == "tentacle"
+    fields = ("uptime_s", "downtime_s", "num_failures", "mtbf_s", "mttr_s", "score",
+              "available")
+
+    def cephs():         # Tentacle 20.2: a list, one object per pool
+        return {r["pool"]: r for r in launch.ceph(lab, "osd", "pool", "availability-status")}
     if tentacle:
         launch.ceph(lab, "config", "set", "mon", "enable_availability_tracking", "true",
                     json_out=False)
     try:
-        # a status reader makes the module read Ceph's answer (and the PG stats every tick)
-        # (a module that found the tracking disabled asks again within a minute)
+        # a status reader makes the module read Ceph's answer (and the PG stats every
+        # tick); a module that found the tracking disabled asks again within a minute
         wait_until(lambda: pool_record(lab, pool), 150, 2,
                    done=lambda rs: rs[0] is not None and rs[1] == (
                        "tracked" if tentacle else "unsupported"),
                    what="status without the lab pool's record", detail=lambda rs: f"last {rs}")
         for o in stopped:
             assert launch.stop_osd(lab, o)
-        if tentacle:        # Ceph's own view of the outage, straight from the mons
-            # Tentacle 20.2: a list, one object per pool (tests/unit/data/mgr/...json)
-            down = wait_until(lambda: {r["pool"]: r for r in launch.ceph(
-                lab, "osd", "pool", "availability-status")}, 60, 1,
-                done=lambda a: not a[pool]["available"],
-                what="the lab pool never unavailable in Ceph's tracking",
-                detail=lambda a: f"last {a}")
-            print(f"\nosd pool availability-status -f json while down: {json.dumps(down)}")
-        else:
-            wait_until(lambda: pool_record(lab, pool), 60, 1,
-                       done=lambda rs: rs[0] is not None and not rs[0]["available"],
-                       what="the lab pool never down in ours", detail=lambda rs: f"last {rs}")
-        time.sleep(5)
+        wait_until(lambda: pool_record(lab, pool), 60, 1,
+                   done=lambda rs: rs[0] is not None and (rs[0]["recovery"] or {}).get(
+                       "available") is False,
+                   what="the lab pool never down in ours", detail=lambda rs: f"last {rs}")
+        time.sleep(8)
+        if tentacle:
+            print(f"\nosd pool availability-status while down: {json.dumps(cephs())}")
         for o in stopped:
             launch.start_osd(lab, o)
         launch.wait_all_up(lab, timeout=120, require_running=True)
-        rec, _ = wait_until(lambda: pool_record(lab, pool), 120, 2,
-                            done=lambda rs: rs[0] is not None and rs[0]["available"]
-                            and rs[0]["num_failures"] >= 1
-                            and (rs[0]["recovery"] or {}).get("available")
-                            and (not tentacle or (rs[0]["ceph"] or {}).get("num_failures", 0)
-                                 >= 1),
-                            what="status without the outage", detail=lambda rs: f"last {rs}")
-        print(f"{lab['ceph']}: status pool_availability record: {json.dumps(rec)}")
+        rec, state = wait_until(
+            lambda: pool_record(lab, pool), 120, 2,
+            done=lambda rs: rs[0] is not None and (rs[0]["recovery"] or {}).get("available")
+            and rs[0]["recovery"]["num_failures"] >= 1,
+            what="status without the outage in ours", detail=lambda rs: f"last {rs}")
+        print(f"{lab['ceph']}: status pool_availability record ({state}): {json.dumps(rec)}")
         ours = rec["recovery"]
-        assert ours["num_failures"] >= 1 and ours["downtime_s"] >= 5, ours
+        assert ours["num_failures"] >= 1 and ours["downtime_s"] >= 8, ours
         assert ours["mttr_s"] == round(ours["downtime_s"] / ours["num_failures"], 1), ours
         if tentacle:
-            assert rec["source"] == "ceph" and {k: rec[k] for k in (
-                "uptime_s", "downtime_s", "num_failures", "mtbf_s", "mttr_s", "score",
-                "available")} == rec["ceph"], rec
-            assert rec["ceph"]["downtime_s"] >= 5 and 0 < rec["ceph"]["score"] < 1, rec
+            now = cephs()[pool]
+            print(f"osd pool availability-status after: {json.dumps(now)}")
+            assert state == "tracked" and rec["source"] == "ceph", rec
+            assert {k: rec[k] for k in fields} == rec["ceph"], rec
+            # the module's reading is at most REFRESH_S old: Ceph's counters only grow
+            assert rec["ceph"]["num_failures"] <= now["num_failures"], (rec, now)
+            assert rec["ceph"]["uptime_s"] <= now["uptime"], (rec, now)
         else:
             assert rec["source"] == "recovery" and rec["ceph"] is None, rec
+            assert {k: rec[k] for k in fields} == ours, rec
     finally:
         if tentacle:
             launch.ceph(lab, "config", "rm", "mon", "enable_availability_tracking",
