@@ -45,7 +45,7 @@ from .predict import PROBE_LOAD_FRACTION
 from .view import HELPER_STALE_S
 from .room import make_room, room
 from .reserve import flight as flight_now, host_margin, reserved, staged_rest
-from . import shrink
+from . import dups, shrink
 
 
 def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
@@ -57,6 +57,9 @@ def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
         return "network finding"
     if host in t.over:
         return "over budget"
+    alone = dups.alone_gate(t, in_flight)
+    if alone is not None:
+        return alone
     if len(in_flight) >= t.slots():
         return "%d in flight" % len(in_flight)
     return None
@@ -83,11 +86,11 @@ def grant_stage(t: Decision) -> None:
     _stopping(t)
     queues: Dict[str, List[OsdState]] = {}
     for o in eligible:
-        if o.id not in v.op_held and t.failures.get(o.id, 0) < MAX_START_FAILURES:
+        if o.id not in v.op_held and not _failed_out(t, o):
             queues.setdefault(o.host, []).append(o)
     hosts: Dict[str, dict] = {}
     for o in t.pol.start_order(eligible, t.s):
-        if o.id in v.op_held or t.failures.get(o.id, 0) >= MAX_START_FAILURES:
+        if o.id in v.op_held or _failed_out(t, o):
             continue
         st = hosts.get(o.host)
         if st is None:
@@ -111,6 +114,11 @@ def grant_stage(t: Decision) -> None:
                               "next_osd": st["next_osd"], "predicted": st["predicted"],
                               "gate": st["gate"],
                               "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
+
+
+def _failed_out(t: Decision, o: OsdState) -> bool:
+    """No longer granted: as many failed starts as it may have (dups.max_failures)."""
+    return t.failures.get(o.id, 0) >= dups.max_failures(o, MAX_START_FAILURES)
 
 
 def _helper_missing(t: Decision, host: str, extra: str) -> None:
@@ -151,6 +159,9 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
+    if o.id in dups.suspects(t):
+        _try_alone(t, o, st, pred, need)
+        return
     if st["in_flight"] and _staged_full(t, st):
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, _staged_why(t, st)))
@@ -176,6 +187,27 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
         if probe else "used %s + reserved %s + predicted %s <= budget %s%s" % (
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
             fmt_bytes(st["budget"]), "; " + _queue_note(t, st) if st["in_flight"] else ""))
+
+
+def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
+    """A start that may load inflated PG log dups (dups.py): only with nothing else in flight
+    on its host, where its plain prediction fits, charged the host's whole room."""
+    if st["in_flight"]:
+        st["blocked"] = True
+        t.reasons.append("waiting for in-flight OSDs: %s: osd.%d starts alone (PG log dups: "
+                         "%s)" % (o.host, o.id, dups.suspects(t)[o.id]))
+        return
+    if st["used"] + st["reserved"] + need > st["budget"]:
+        st["blocked"] = True
+        _no_fit(t, o, st, pred, need)
+        return
+    whole = max(need, st["budget"] - st["used"] - st["reserved"])
+    _grant(t, o, st, max(pred, o.rss_bytes + whole), whole, whole,
+           "alone on its host (PG log dups: %s): charged the host's whole room %s (predicted "
+           "%s), used %s + reserved %s, budget %s" % (
+               dups.suspects(t)[o.id], fmt_bytes(whole), fmt_bytes(pred),
+               fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(st["budget"])))
+    st["gate"] = "osd.%d starts alone (PG log dups)" % o.id
 
 
 def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,

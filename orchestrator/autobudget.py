@@ -20,7 +20,7 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
 A fixed budget (`--budget 90%`, `--budget 24G`) follows the same rules without moving: its
 state becomes "validated" where an auto budget's is raised (Decision.warmed_up: concurrency
 auto's warm-up margin goes), and "held" where an auto one is held (the margin stays).
-Measured (simulator, issue 9's sweep, seeds 1-3; docs/memory-model.md "The budget rises
+Measured (simulator, the hosts x RAM sweep, seeds 1-3; docs/memory-model.md "The budget rises
 where predictions hold"): failing lines 9 -> 5, the sum of the times to all PGs active -10 %,
 0 OOM kills, also without tcmalloc and with peering 4x faster.
 """

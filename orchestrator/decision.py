@@ -47,7 +47,8 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
            "RECOVERY_SETTING_KEPT": "%d setting(s) the run lowered kept: the host cannot "
                                     "hold the restored value",
            "RECOVERY_RESTORE_PENDING": "%d restore(s) of what a run changed not confirmed "
-                                       "yet"}
+                                       "yet",
+           "RECOVERY_PGLOG_DUPS": "%d OSD(s) may load inflated PG log dups (tracker 53729)"}
 SEVERITY = dict.fromkeys(SUMMARY, "warning")    # HEALTH_ERR is for data at risk: none of these
 
 
@@ -118,6 +119,7 @@ class Decision(Predictions):
         self._own: Optional[Dict[int, int]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
+        self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
         self._running: Optional[int] = None
 
     # ------------------------------------------------------------------ helpers
@@ -138,6 +140,10 @@ class Decision(Predictions):
 
     def clear_budgets(self) -> None:
         self._budgets.clear()
+
+    def grant_clock(self, osd_id: int) -> float:
+        """When a granted OSD's boot_timeout started: its boot (AllowBoot), else its grant."""
+        return self.booting.get(osd_id, self.granted[osd_id])
 
     def stopping(self) -> Set[int]:
         """OSDs counted as stopped by every later stop decision, on every host: this tick's

@@ -53,7 +53,7 @@ def _progressing(t: Decision) -> bool:
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
            t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
-            t.now - t.booting.get(x, t.granted[x]) < t.i.boot_timeout_s]
+            t.now - t.grant_clock(x) < t.i.boot_timeout_s]
     return bool(new or live or t.settling)
 
 
@@ -67,8 +67,8 @@ def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
     if t.stalled_since is not None:
         return t.stalled_since + t.i.stall_limit_s
     last = t.now
-    for x, at in t.granted.items():
-        last = max(last, t.booting.get(x, at) + t.i.boot_timeout_s)
+    for x in t.granted:
+        last = max(last, t.grant_clock(x) + t.i.boot_timeout_s)
     for x, at in t.settling.items():
         last = max(last, at + settle_max_s)
     return last + t.i.stall_limit_s

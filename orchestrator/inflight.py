@@ -37,7 +37,7 @@ from .decision import Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
 from .withdraw import stop_process
-from . import shrink
+from . import dups, shrink
 
 BOOT_OBSERVE_S = 10.0
 BOOT_OBSERVE_MAX_S = 60.0
@@ -84,7 +84,7 @@ def track_in_flight(t: Decision) -> None:
         if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
             _failed_start(t, o)
             continue
-        since = booted if booted is not None else t.granted[osd_id]
+        since = t.grant_clock(osd_id)
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
         if not o.up and osd_id not in t.staged and t.now - since >= t.i.boot_timeout_s:
             _timed_out(t, o, booted is not None, t.now - since)
@@ -307,7 +307,7 @@ def fail_start(t: Decision, o, why: str) -> None:
     t.failed_now.add(o.id)
     t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (
         o.id, o.host, why, fmt_bytes(t.peaks.get(o.id, 0)), t.failures[o.id],
-        MAX_START_FAILURES))
+        dups.max_failures(o, MAX_START_FAILURES)))
     forget(t, o.id)
     t.settling.pop(o.id, None)
     t.finished.discard(o.id)
@@ -320,9 +320,11 @@ def report_failures(t: Decision) -> None:
     for osd_id, n in sorted(t.failures.items()):
         if osd_id in t.finished or osd_id in t.failed_now:
             continue
-        if n >= MAX_START_FAILURES:
+        o = t.view.by_id.get(osd_id)
+        most = MAX_START_FAILURES if o is None else dups.max_failures(o, MAX_START_FAILURES)
+        if n >= most:
             t.health("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in this "
                      "run (see its log; start it by hand or raise the budget)" % (osd_id, n))
         elif t.state is not None:
             t.health("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; started "
-                     "again when it fits (at most %d)" % (osd_id, n, MAX_START_FAILURES))
+                     "again when it fits (at most %d)" % (osd_id, n, most))

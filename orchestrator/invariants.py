@@ -16,11 +16,12 @@ from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_DONE, PHASE_PAUSED, PH
 from .view import View, begin_run, in_restart_cooldown, osd_path, starts_run
 from .predict import PROBE_LOAD_FRACTION
 from .staging import PEERING_PER_HOST, peering_on
+from .dups import why_suspect
 
 
 def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, result,
                      policies=None, now: Optional[float] = None) -> List[str]:
-    """Violations of I1..I10 by `result` = plan(snapshot, intent, progress, policies, now)."""
+    """Violations of I1..I11 by `result` = plan(snapshot, intent, progress, policies, now)."""
     actions, newp, health, summary = result
     if snapshot.epoch < progress.epoch:
         errs = []
@@ -48,6 +49,24 @@ def check_invariants(snapshot: Snapshot, intent: Intent, progress: Progress, res
     errs += _marked_out(actions, intent, snapshot)
     errs += _settings(actions, progress, newp, health)
     errs += _staged_boots(actions, base, newp, old)
+    errs += _alone(actions, base, newp, new)
+    return errs
+
+
+def _alone(actions, progress, newp, new: View) -> List[str]:
+    """I11: a start granted this tick leaves no OSD that may load inflated PG log dups
+    (dups.why_suspect) in flight beside another on its host (dups.py)."""
+    hosts = {a.host for a in actions if isinstance(a, GrantStart)
+             and a.osd not in progress.granted}
+    flight = new.in_flight(newp.granted)
+    errs = []
+    for h in sorted(hosts):
+        ids = flight.get(h, [])
+        sus = [x for x in ids if why_suspect(new.by_id[x]) is not None]
+        if sus and len(ids) > 1:
+            errs.append("I11: osd.%s may load inflated PG log dups, in flight on %s beside "
+                        "osd.%s" % (",".join(map(str, sus)), h, ",".join(
+                            str(x) for x in ids if x not in sus) or ",".join(map(str, sus))))
     return errs
 
 

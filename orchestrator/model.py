@@ -105,6 +105,11 @@ class OsdState:
                                            # () = none set (it inherits), None = not known
     op_queue: Optional[str] = None         # its recovery scheduler (osd_op_queue, WPQ or MCLOCK:
                                            # scheduler.scheduler_of), None = not known
+    ceph_version: Optional[str] = None     # its release as `ceph osd metadata` names it ("ceph
+                                           # version 16.2.10 (...) pacific (stable)"), None =
+                                           # not read (dups.py)
+    pglog_dups: int = 0                    # "num of dups exceeded" warnings its helper saw in
+                                           # its log since its last start (dups.py)
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,7 @@ class Snapshot:
 KERNEL_HEADROOM = 0.1
 # The default budget is the brake's line (1 - KERNEL_HEADROOM): admission may use everything
 # below the line where the brake begins to stop OSDs that outgrow their predictions. The lab's
-# controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run since stop 6).
+# controlled runs use 0.9 x the cgroup limit (0 OOM kills in every CI run at that budget).
 DEFAULT_BUDGET_FRACTION = 1.0 - KERNEL_HEADROOM
 # `--budget auto` (the default) raises the budget to this fraction once the run's own starts
 # show that their predictions hold (autobudget.py): the room above it then only holds what an

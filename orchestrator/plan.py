@@ -31,6 +31,8 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
      abort) every setting it changed is restored, or named by RECOVERY_SETTING_KEPT.
   I10 a staged OSD (staging.py) is let boot only while fewer than PEERING_PER_HOST OSDs let
      boot on its host are still peering.
+  I11 a start that may load inflated PG log dups (dups.py) is granted only with nothing else
+     in flight on its host, and nothing is granted beside it while it is in flight.
   I8 MarkOut only with intent.leave_out, only for a down OSD, only in the tick that ends the
      run (an OSD is never removed; marking out is the operator's explicit choice).
 
@@ -55,7 +57,8 @@ from .admission import grant_stage
 from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, ends_by, incomplete_report, track_service
 from .settings import lower_targets, restore_settings
-from .inflight import (SETTLE_MAX_S, boots, clear_stale_noup, regrants, report_failures,
+from .inflight import (MAX_START_FAILURES, SETTLE_MAX_S, boots, clear_stale_noup, regrants,
+                       report_failures,
                        track_in_flight, track_restarts, track_settling)
 from .withdraw import track_stops, withdraw_grants
 from .invariants import check_invariants  # noqa: F401  (re-exported: plan.check_invariants)
@@ -68,7 +71,7 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
-from . import autobudget, restore, shrink
+from . import autobudget, dups, restore, shrink
 
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
@@ -126,6 +129,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         regrants(t)
         room_for_boots(t)
         grant_stage(t)
+        dups.report(t, MAX_START_FAILURES)
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)
     _held_report(t)

@@ -10,8 +10,11 @@ Report (helper -> mgr), version 1:
    "memory": {"total": B, "used": B, "available": B, "limit": B|null, "swap_total": B,
               "source": "host"|"cgroup"},
    "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
-             "started_at": T|null, "state": "preboot"}],  # state: optional, the daemon's
+             "started_at": T|null, "state": "preboot",    # state: optional, the daemon's
                                                 # own (admin socket `status`), see OsdProc
+             "pglog_dups": 2}],                 # optional, sent when > 0: "num of dups
+                                                # exceeded" warnings in its log since its
+                                                # last start (ceph_recovery.dups)
    "done": ["<instruction id>", ...],          # instructions carried out since last report
    "network": {...}}                           # optional probe results (ceph_recovery.network)
   seq: 1, 2, 3, ... per helper process; instance: that process's id (optional, "" when
@@ -60,9 +63,14 @@ class OsdProc:
     # "preboot", "booting", "active", "stopping", "waiting_for_healthy"); None = not read.
     # Optional in the report: a helper that predates it sends none.
     state: Optional[str] = None
+    # "read_log_and_missing WARN num of dups exceeded N" lines in the OSD's log since its last
+    # start (one per PG over the threshold: ceph_recovery.dups). Optional: sent when > 0, and
+    # a helper that predates it or cannot read the log sends none (0).
+    pglog_dups: int = 0
 
 
 MAX_STATE_LEN = 32
+MAX_PGLOG_DUPS = 1 << 20     # warnings counted per OSD (one per PG: more is no PG count)
 MAX_INSTANCE_LEN = 64
 MAX_HELPER_VERSION_LEN = 32
 
@@ -175,11 +183,14 @@ def parse_osd_proc(d: Any, i: int) -> OsdProc:
     if state is not None and not (isinstance(state, str) and 0 < len(state) <= MAX_STATE_LEN):
         raise ProtocolError("%s: state must be a daemon state name (at most %d characters)"
                             % (w, MAX_STATE_LEN))
+    dups = d.get("pglog_dups", 0)
+    if isinstance(dups, bool) or not isinstance(dups, int) or not 0 <= dups <= MAX_PGLOG_DUPS:
+        raise ProtocolError("%s: pglog_dups must be an integer in 0..%d" % (w, MAX_PGLOG_DUPS))
     return OsdProc(id=_nonneg(_need(d, "id", int, w), "id", w), process=process,
                    pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
                    rss=_nonneg(d.get("rss", 0) or 0, "rss", w),
                    started_at=float(started) if isinstance(started, (int, float)) else None,
-                   state=state)
+                   state=state, pglog_dups=dups)
 
 
 def parse_report(d: Any) -> Report:
@@ -225,6 +236,8 @@ def _osd_proc_dict(o: OsdProc) -> Dict[str, Any]:
            "started_at": o.started_at}
     if o.state is not None:
         out["state"] = o.state
+    if o.pglog_dups:
+        out["pglog_dups"] = o.pglog_dups
     return out
 
 

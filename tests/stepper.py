@@ -38,6 +38,8 @@ class MOsd:
     down_since: Optional[float] = None
     ok_to_stop: bool = True
     heap_release: Optional[bool] = False
+    ceph_version: Optional[str] = None   # its release (`ceph osd metadata`)
+    pglog_dups: int = 0                  # dups warnings its helper saw (ceph_recovery.dups)
 
 
 @dataclass
@@ -164,7 +166,8 @@ class Model:
             process="running" if o.running else "stopped", rss_bytes=o.rss,
             process_started_at=o.started_at if o.running else None, pgs=o.pgs,
             pgs_inactive=o.inactive,
-            pgs_degraded=o.inactive, down_since=o.down_since, heap_release=o.heap_release)
+            pgs_degraded=o.inactive, down_since=o.down_since, heap_release=o.heap_release,
+            ceph_version=o.ceph_version, pglog_dups=o.pglog_dups)
             for o in sorted(self.osds.values(), key=lambda x: x.id))
         hosts = tuple(HostMem(name=h, mem_total=ram, mem_used=self.used(h),
                               mem_available=max(0, ram - self.used(h)), reported_at=self.now)

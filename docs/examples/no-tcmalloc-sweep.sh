@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9's sweep cells (one rack down 1 h; 30, 100, 500 hosts of 12 OSDs; 40-64 GiB per host)
+# The hosts x RAM sweep's cells (one rack down 1 h; 30, 100, 500 hosts of 12 OSDs; 40-64 GiB per host)
 # x seeds 1-3, controlled with default settings, on OSDs built without tcmalloc
 # (--no-heap-release: Debian's 16.2.15 build). One line per run:
 #   seed hosts GiB  all-PGs-active-s  oom-kills  peak/budget  peak-at-s  restarts  inactive  down

@@ -318,17 +318,19 @@ def _pg_view(crush: "CrushIndex", entries: Mapping[int, Any], osd_map: Mapping[s
 
 
 def _process(fresh: Mapping[str, Tuple[Any, float]], host: str, osd: int
-             ) -> Tuple[str, int, Optional[float], Optional[str]]:
-    """(process state, rss, started_at, daemon state) of `osd` from its host's fresh helper
-    report."""
-    proc, rss, started, state = PROC_UNKNOWN, 0, None, None
+             ) -> Tuple[str, int, Optional[float], Optional[str], int]:
+    """(process state, rss, started_at, daemon state, dups warnings) of `osd` from its
+    host's fresh helper report (the warnings whether it runs or not: a stopped OSD's log
+    tells what its last start loaded)."""
+    proc, rss, started, state, dups = PROC_UNKNOWN, 0, None, None, 0
     if host in fresh:
         for p in fresh[host][0].osds:
             if p.id == osd:
                 proc = PROC_RUNNING if p.process == "running" else PROC_STOPPED
+                dups = int(getattr(p, "pglog_dups", 0) or 0)
                 if proc == PROC_RUNNING:
                     rss, started, state = p.rss, p.started_at, p.state
-    return proc, rss, started, state
+    return proc, rss, started, state, dups
 
 
 def pg_view(crush: "CrushIndex", osd_map: Mapping[str, Any], pg_dump: Mapping[str, Any],
@@ -355,11 +357,13 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    missed: Optional[Mapping[int, int]] = None,
                    crush: Optional["CrushIndex"] = None,
                    pgs: Optional[Tuple] = None,
-                   op_queues: Optional[Mapping[int, Optional[str]]] = None) -> Snapshot:
+                   op_queues: Optional[Mapping[int, Optional[str]]] = None,
+                   versions: Optional[Mapping[int, str]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
     `missed`: missed_entries() of the down OSDs the shell knows them for. `crush` and `pgs`
     (pg_view()): built from these same dumps already. `op_queues`: each OSD's scheduler
-    (OsdState.op_queue), None = not known.
+    (OsdState.op_queue), None = not known. `versions`: osd -> its `ceph_version` from its
+    metadata (executor.OsdVersions), where the shell read it.
 
     down_since: the OSD map's down_stamp when set (Pacific leaves it 0 for OSDs the mon marks
     down on failure reports), else `down_seen`: when the shell first saw the OSD down."""
@@ -376,7 +380,7 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         if e is None or host is None:
             continue
         up = bool(e.get("up"))
-        proc, rss, started, state = _process(fresh, host, o)
+        proc, rss, started, state, dups = _process(fresh, host, o)
         c = per.get(o, {})
         osds.append(OsdState(
             id=o, host=host, crush_path=crush.path(o), up=up, in_=bool(e.get("in")),
@@ -390,7 +394,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
             heap_release=heap_support.get(o),
             memory_target=None if memory_targets is None else memory_targets.get(o, 0),
             recovery_config=None if recovery_configs is None else recovery_configs.get(o, ()),
-            op_queue=(op_queues or {}).get(o)))
+            op_queue=(op_queues or {}).get(o),
+            ceph_version=(versions or {}).get(o), pglog_dups=dups))
     oks = fresh_ok_to_stop(ok_to_stop, epoch, now)
     return Snapshot(
         epoch=epoch, osds=tuple(osds),

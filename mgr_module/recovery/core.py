@@ -36,15 +36,31 @@ def call_plan(snapshot: Snapshot, intent: Intent, progress: Progress, now: float
 
 
 def preview(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) -> Dict[str, Any]:
-    """Dry-run material: start order and predicted footprints from the run's own policies."""
+    """Dry-run material: start order and predicted footprints from the run's own policies,
+    and the candidates that may load inflated PG log dups (ceph_recovery.dups: they start
+    alone on their host)."""
+    from ceph_recovery.dups import why_suspect
     from ceph_recovery.view import View
     pol = policies_for(intent)
     view = View(snapshot, intent, progress, now)
     order = pol.start_order(sorted(view.candidates, key=lambda o: o.id), snapshot)
     predict = _predictor(snapshot, intent, progress, pol, now)
+    dups = [{"osd": o.id, "host": o.host, "release": o.ceph_version, "warnings": o.pglog_dups,
+             "why": why_suspect(o)} for o in order if why_suspect(o) is not None]
     return {"order": [{"osd": o.id, "host": o.host, "pgs": o.pgs,
-                       "predicted_bytes": predict(o)} for o in order],
-            "policies": list(pol.names)}
+                       "predicted_bytes": predict(o), "release": o.ceph_version,
+                       "pglog_dups": o.pglog_dups} for o in order],
+            "policies": list(pol.names), "pglog_dups": dups}
+
+
+def dry_run_text(d: Mapping[str, Any]) -> str:
+    """`start-controlled --dry-run`'s plain-text line."""
+    line = "dry run: start order %s" % (", ".join(
+        "osd.%s" % x["osd"] for x in d["order"]) or "(nothing down)")
+    if d.get("pglog_dups"):
+        line += "; may load inflated PG log dups, each starts alone on its host: %s" % (
+            ", ".join("osd.%s (%s)" % (x["osd"], x["why"]) for x in d["pglog_dups"]))
+    return line
 
 
 def _predictor(snapshot, intent, progress, pol, now):

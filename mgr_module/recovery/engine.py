@@ -105,7 +105,8 @@ class Engine(Acting, HelperProtocol):
                 pg_dump: Mapping[str, Any], now: float,
                 memory_targets: Optional[Mapping[int, int]] = None,
                 recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
-                op_queues: Optional[Mapping[int, Optional[str]]] = None) -> Snapshot:
+                op_queues: Optional[Mapping[int, Optional[str]]] = None,
+                versions: Optional[Mapping[int, str]] = None) -> Snapshot:
         same = self.build_views(osd_map, tree, pg_dump)
         self.crush = crush = self._memo[1]
         # each host's results stamped with when they arrived: the core expires old ones
@@ -121,7 +122,7 @@ class Engine(Acting, HelperProtocol):
             core.findings_holding(findings, net, now)
             if self.options.get("network_holds_starts", True) and findings else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
-            recovery_configs, self._memo[3], crush, self._memo[2], op_queues)
+            recovery_configs, self._memo[3], crush, self._memo[2], op_queues, versions)
         if not same or self._fresh:   # the same PG stats again add nothing new
             self._fresh = False
             self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
@@ -154,7 +155,8 @@ class Engine(Acting, HelperProtocol):
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],
              memory_targets: Optional[Mapping[int, int]] = None,
              recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
-             op_queues: Optional[Mapping[int, Optional[str]]] = None) -> None:
+             op_queues: Optional[Mapping[int, Optional[str]]] = None,
+             versions: Optional[Mapping[int, str]] = None) -> None:
         """Decide under the lock, talk to the mons without it: status, abort and
         helper-report never wait for a mon command (each is bounded by its own timeout).
         First the requests the commands recorded (settle.py), on the last snapshot: one
@@ -163,7 +165,7 @@ class Engine(Acting, HelperProtocol):
         self.build_views(osd_map, tree, pg_dump)
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs,
-                                op_queues)
+                                op_queues, versions)
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
             out.actions = out.actions + maint.tick(self, snap, now)
             self.plan_out = out
@@ -376,6 +378,7 @@ class Engine(Acting, HelperProtocol):
         return {"dry_run": True, "epoch": snap.epoch, "budget": dict(intent.budget.__dict__),
                 "scope": list(intent.scope), "concurrency": intent.concurrency,
                 "order": pre["order"], "policies": pre["policies"], "hosts": hosts,
+                "pglog_dups": pre["pglog_dups"],
                 "first_actions": core.actions_list(out.actions),
                 "health": [h.code for h in out.health]}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from tenacity import (RetryError, retry, retry_if_result, stop_after_attempt,
                       wait_exponential)
@@ -85,39 +85,49 @@ def recovery_configs(config_dump: Any) -> Dict[int, Tuple[Tuple[str, str], ...]]
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
-def op_queues(config_dump: Any, versions: Mapping[int, Optional[str]]
+def op_queues(config_dump: Any, osds: Iterable[int], versions: Mapping[int, str]
               ) -> Dict[int, Optional[str]]:
-    """osd id -> its scheduler (ceph_recovery.scheduler.scheduler_of) for every OSD of
-    `versions` (osd id -> its metadata's ceph_version): osd_op_queue from `config dump`
-    (section osd.N, else osd, else global), else its release's default."""
+    """osd id -> its scheduler (ceph_recovery.scheduler.scheduler_of) for each of `osds`:
+    osd_op_queue from `config dump` (section osd.N, else osd, else global; masked entries
+    are not resolved), else the default of its release (`versions`: osd -> ceph_version)."""
     own: Dict[str, str] = {}
     for e in config_dump if isinstance(config_dump, list) else ():
         if isinstance(e, dict) and e.get("name") == "osd_op_queue" and \
                 isinstance(e.get("value"), str) and not e.get("mask"):
             own[str(e.get("section", ""))] = e["value"]
     inherited = own.get("osd") or own.get("global")
-    return {o: scheduler_of(own.get("osd.%d" % o), inherited, v) for o, v in versions.items()}
+    return {o: scheduler_of(own.get("osd.%d" % o), inherited, versions.get(o)) for o in osds}
 
 
 class OsdVersions(object):
-    """osd id -> ceph_version of its metadata (`get_metadata("osd", id)`), read again only
-    when the OSD booted (its up_from in the OSD map moved): the metadata changes only then."""
+    """osd id -> ceph_version of its metadata (`get_metadata("osd", id)`), for every OSD of
+    the map whose metadata names one, read again only when the OSD booted (its up_from in
+    the OSD map moved): the metadata changes only then (a down OSD's is that of its last
+    boot). An OSD whose metadata cannot be read has no release, not a guess."""
 
     def __init__(self, get_metadata: Any) -> None:
         self.get_metadata = get_metadata
-        self.cache: Dict[int, Tuple[Any, Optional[str]]] = {}
+        self.cache: Dict[int, Tuple[Any, str]] = {}
 
-    def __call__(self, osd_map: Mapping[str, Any]) -> Dict[int, Optional[str]]:
-        out: Dict[int, Optional[str]] = {}
-        for e in osd_map.get("osds", ()):
+    def _read(self, osd: int) -> str:
+        try:
+            meta = self.get_metadata("osd", str(osd))
+        except Exception:   # noqa: BLE001 - a missing daemon's metadata: no release known
+            meta = None
+        return osd_versions({osd: meta}).get(osd, "") if meta else ""
+
+    def __call__(self, osd_map: Mapping[str, Any]) -> Dict[int, str]:
+        seen = set()
+        for e in osd_map.get("osds", ()) or ():
             o, up_from = e.get("osd"), e.get("up_from")
             if not isinstance(o, int):
                 continue
+            seen.add(o)
             if o not in self.cache or self.cache[o][0] != up_from:
-                meta = self.get_metadata("osd", str(o)) or {}
-                self.cache[o] = (up_from, meta.get("ceph_version"))
-            out[o] = self.cache[o][1]
-        return out
+                self.cache[o] = (up_from, self._read(o))
+        for o in [x for x in self.cache if x not in seen]:   # removed from the map
+            del self.cache[o]
+        return {o: v for o, (_u, v) in self.cache.items() if v}
 
 
 class Executor(object):
@@ -190,3 +200,19 @@ def journal_facts(action: A.Action, answer: Any, snap: Any, progress: Any) -> Di
     if isinstance(action, A.AllowBoot):
         facts["load_rss_bytes"] = progress.load_rss.get(action.osd)
     return facts
+
+
+def osd_versions(metadata: Mapping[Any, Any]) -> Dict[int, str]:
+    """osd -> its `ceph_version` ("ceph version 16.2.10 (...) pacific (stable)") from the
+    per-OSD metadata (`ceph osd metadata`, the mgr's get_metadata("osd", id)); an OSD without
+    a readable one is left out (the core then knows no release for it: ceph_recovery.dups)."""
+    out: Dict[int, str] = {}
+    for key, meta in (metadata or {}).items():
+        try:
+            osd = int(key)
+        except (TypeError, ValueError):
+            continue
+        text = meta.get("ceph_version") if isinstance(meta, Mapping) else None
+        if isinstance(text, str) and text and osd >= 0:
+            out[osd] = text[:256]
+    return out

@@ -28,6 +28,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
+    from .core import dry_run_text
     from .executor import OsdVersions, memory_targets, op_queues, recovery_configs
     from .logs import make_logger
     from . import leftovers, poolavail, versions
@@ -100,7 +101,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         # every mon/OSD command goes out from this one thread: see sender.py
         self._sender = CommandSender(self.send_command)
         self.meter = Meter()
-        self._reads: Dict[str, Any] = {"pgs_t": 0.0}
+        self._reads: Dict[str, Any] = {"pgs_t": 0.0, "versions": {}}
         self._versions = OsdVersions(lambda kind, ident: self.get_metadata(kind, ident)) \
             if IMPORT_ERROR is None else None
         self._checks: Optional[Dict[str, Any]] = None
@@ -176,7 +177,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
-    def _osd_config(self, osd_map: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
+    def _osd_config(self) -> Tuple[Any, Any, Any]:
         """Each OSD's own osd_memory_target and recovery throttle settings (the core records
         them before it changes one, and restores exactly that), and its scheduler; (None,
         None, None) when `config dump` does not answer (then no OSD's setting is known, and
@@ -189,7 +190,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         except ValueError:
             return None, None, None
         return memory_targets(dump), recovery_configs(dump), op_queues(
-            dump, self._versions(osd_map))
+            dump, [e.get("osd") for e in self._reads["osd_map"].get("osds", ())],
+            self._reads["versions"])
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()
@@ -210,6 +212,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         if c.get("epoch") != epoch:
             c.update(epoch=epoch, osd_map=self._read("osd_map"),
                      tree=self._read("osd_map_tree"))
+            c["versions"] = self._versions(c["osd_map"])
         t = time.monotonic()
         if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
             c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
@@ -225,8 +228,9 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
             with self._lock:
                 self.engine.observed = maintcli.drill_observed(health, pgs)
         # each OSD's own settings: only a run, window or drill changes or restores them
-        config = self._osd_config(osd_map) if busy else (None, None, None)
-        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config)
+        config = self._osd_config() if busy else (None, None, None)
+        self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config,
+                         versions=self._reads["versions"])
         with self._lock:
             self.engine.error = None
             leftovers.update_check(self.engine)
@@ -291,9 +295,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
                 if dry_run:
                     intent = self.engine.prepare(budget, scope, concurrency, now, leave_out,
                                                  start_order)
-                    return _show(self.engine.dry_run(intent, now), format, lambda d: (
-                        "dry run: start order %s" % (", ".join(
-                            "osd.%s" % x["osd"] for x in d["order"]) or "(nothing down)")))
+                    return _show(self.engine.dry_run(intent, now), format, dry_run_text)
                 intent = self.engine.start(budget, scope, concurrency, now, leave_out,
                                            start_order)
                 self.engine.begin(intent, now)

@@ -150,6 +150,7 @@ def _check_limits(d: Mapping[str, Any]) -> None:
         _opt_number(o, "rss", w, integer=True)
         _opt_number(o, "pid", w, integer=True)
         _opt_number(o, "started_at", w)
+        _opt_number(o, "pglog_dups", w, integer=True)
     _check_ids(d, "done")
     _check_ids(d, "failed")
     net = d.get("network", {})

@@ -2,9 +2,10 @@
 plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a table, writes JSON.
 
     ceph-recovery-bench --out bench.json
-    ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies (issue 9), see sweep.py
+    ceph-recovery-bench --sweep --out DIR     # hosts x RAM x strategies, see sweep.py
     ceph-recovery-bench report                # docs/measurements.md from docs/data/*.json
     ceph-recovery-bench --mgr-scale --out DIR # the mgr module on a scale lab (mgrscale.py)
+    ceph-recovery-bench --throttle-lever --out DIR  # the throttle on a real OSD (lever.py)
 """
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def sims_table(rows: List[dict]) -> Table:
 
 
 def acceptance(rows: List[dict], tick: dict) -> List[dict]:
-    """Issue 3's acceptance checks, evaluated on this run's numbers."""
+    """The bench's acceptance checks, evaluated on this run's numbers."""
     by = {(r["osds"], r["strategy"]): r for r in rows}
     checks = []
 
@@ -160,8 +161,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--lab-dir", default="/tmp/crscale")
     ap.add_argument("--code", default="after", help="--mgr-scale: a label for this code's rows "
                     "(`before` rows are kept beside later runs)")
+    ap.add_argument("--throttle-lever", action="store_true",
+                    help="one returning OSD's recovery rate and memory growth with each "
+                    "throttle variant and without, on a lab: DIR/lever.json, DIR/lever.md")
+    ap.add_argument("--ceph", default="tentacle", help="--throttle-lever: the lab's release")
+    ap.add_argument("--lever-objects", type=int, default=120,
+                    help="--throttle-lever: objects written while the OSD is down, per round")
+    ap.add_argument("--lever-object-size", type=int, default=4 << 20)
+    ap.add_argument("--lever-reps", type=int, default=2, help="--throttle-lever: rounds")
     args = ap.parse_args(argv)
     console = Console()
+    if args.throttle_lever:
+        from .lever import run as lever
+        from ..lab.bootstrap import module_dir_from
+        doc = lever(args.out or "lever", "/tmp/crlever", module_dir_from(None, os.getcwd()),
+                    args.ceph, args.lever_objects, args.lever_object_size, args.lever_reps,
+                    console.log)
+        console.print(json.dumps(doc["summary"], indent=1, sort_keys=True))
+        return 0
     if args.mgr_scale and args.render:
         from .mgrscale_cli import render
         render(args.out or "mgr-scale")

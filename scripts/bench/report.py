@@ -1,4 +1,4 @@
-"""The sweep's outputs: an 80-column text table, issue 9's acceptance lines per cell, and the
+"""The sweep's outputs: an 80-column text table, the sweep's acceptance lines per cell, and the
 controlled / naive heatmap (PNG)."""
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
 
 
 def pg_hours(pg_s: Optional[float]) -> str:
-    """PG-seconds without client I/O as whole PG-hours; ? for a JSON from before stop 20."""
+    """PG-seconds without client I/O as whole PG-hours; ? for a JSON written before the sweep
+    recorded them."""
     return "?" if pg_s is None else "%.0f" % (pg_s / 3600.0)
 
 
@@ -92,7 +93,7 @@ def _line(name: str, ok: Optional[bool], detail: str) -> dict:
 
 
 def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dict]:
-    """Issue 9's acceptance lines for one (hosts, RAM) cell and one controlled variant."""
+    """The sweep's acceptance lines for one (hosts, RAM) cell and one controlled variant."""
     c, nv, u, o = (v.get(k) for k in (ctl_key, "naive", "unlimited", "oracle"))
     if not _ok(c):
         return [_line("%s available" % ctl_key, None, (c or {}).get("error", "not run"))]
@@ -131,7 +132,8 @@ def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dic
 
 def _same_budget_oracle(ct: Optional[float], o8: Optional[dict]) -> List[dict]:
     """The oracle at controlled's default budget (0.9 of RAM, not its own 0.95): what perfect
-    footprints alone would gain, apart from the budget. Reported beside issue 9's line."""
+    footprints alone would gain, apart from the budget. Reported beside the sweep's
+    <= 1.2 x oracle line."""
     if not _ok(o8) or o8["time_to_all_pgs_active_s"] is None:
         return []
     ot = o8["time_to_all_pgs_active_s"]
@@ -152,7 +154,8 @@ def _at_oracle_budget(c95: Optional[dict], ot: float) -> List[dict]:
 
 def service_text(rows: List[dict], ctl_key: str = "controlled") -> str:
     """Service lost (PGh) by controlled against naive and unlimited, over every cell: not one
-    of issue 9's checks, which time the last PG; this sums every PG's time without I/O."""
+    of the sweep's acceptance lines, which time the last PG; this sums every PG's time
+    without I/O."""
     out = []
     cells = _by_cell(rows)
     for other in ("naive", "unlimited"):

@@ -1,7 +1,7 @@
 """The cephx caps of every key this project uses, written once.
 
 The lab creates its keys from these; tests/unit/test_helper_caps.py checks that README.md,
-docs/install.md and docs/helper.md show exactly these.
+docs/cephadm.md, docs/install.md and docs/helper.md show exactly these.
 
 - The mgr's own key (`mgr.<id>`): the standard mgr caps. The module needs nothing more: its
   mon commands (`osd set/unset`, `osd add-noup/rm-noup`, `osd set-group/unset-group`,

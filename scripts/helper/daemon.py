@@ -22,7 +22,7 @@ import rados
 import structlog
 from ceph_recovery import protocol
 
-from . import client, gate, memory, netrun, report
+from . import client, dupscan, gate, memory, netrun, report
 from .state import StateDir
 
 log = structlog.get_logger("ceph-recovery-helper")
@@ -74,6 +74,7 @@ class Helper:
         self.reload_requested = False
         self.failed: List[Dict[str, str]] = []
         self.probe = netrun.ProbeRunner(opts.probe_budget)
+        self.dups = dupscan.DupsScanner()   # each OSD's log: dups warnings of its last start
         self.probe_request: Dict[str, Any] = {}
         self._last_problem: Tuple[Any, float] = (None, 0.0)
         self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
@@ -226,6 +227,11 @@ class Helper:
         self.state.save_view(small_dump, small_tree, self.opts.host, osds, now)
         return self.state.load_view() or {}
 
+    def _log_path(self, osd: int) -> Optional[str]:
+        """The OSD's log file, where the launcher knows one (dupscan.py)."""
+        fn = getattr(self.launcher, "log_path", None)
+        return fn(osd) if fn is not None else None
+
     def new_instance(self) -> None:
         """Name this process's reports afresh (`instance`), numbered from 1 (`seq`)."""
         self.instance = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
@@ -233,7 +239,8 @@ class Helper:
 
     # -- one cycle ------------------------------------------------------------------------
     def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
-        procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o))
+        procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o),
+                                    self.dups.count(self._log_path(o)))
                  for o in osds]
         network = self.probe.run(self.probe_context(now))
         self.seq += 1

@@ -80,8 +80,14 @@ class SystemdLauncher:
         self.timeout = timeout
         self.unit = unit
 
+    log_dir = "/var/log/ceph"        # Ceph's default log_file: /var/log/ceph/$cluster-$name.log
+
     def asok_path(self, osd_id: int) -> str:
         return os.path.join(self.asok_dir, "ceph-osd.%d.asok" % int(osd_id))
+
+    def log_path(self, osd_id: int) -> str:
+        """The OSD's own log file (dupscan.py reads its dups warnings)."""
+        return os.path.join(self.log_dir, "ceph-osd.%d.log" % int(osd_id))
 
     def _run(self, argv: List[str]) -> subprocess.CompletedProcess:
         return subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
@@ -127,6 +133,7 @@ class CephadmLauncher(SystemdLauncher):
         super().__init__(timeout, cephadm_unit_fn(fsid))
         self.fsid = fsid
         self.asok_dir = "/var/run/ceph/%s" % fsid    # cephadm mounts its run dir per fsid
+        self.log_dir = "/var/log/ceph/%s" % fsid     # with log_to_file (else journald only)
 
 
 def unit_launcher(kind: str, fsid: Optional[str] = None) -> SystemdLauncher:
@@ -162,6 +169,9 @@ class ProcessLauncher:
 
     def asok_path(self, osd_id: int) -> str:
         return self._launch.admin_socket(self.lab_dir, "osd.%d" % int(osd_id))
+
+    def log_path(self, osd_id: int) -> str:
+        return os.path.join(self.lab_dir, "log", "osd.%d.log" % int(osd_id))
 
     def start(self, osd_id: int) -> str:
         st = self.lab_state()

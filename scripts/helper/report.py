@@ -14,11 +14,19 @@ from . import asok
 
 
 def osd_process(osd_id: int, pid: Optional[int],
-                asok_path: Optional[str] = None) -> Dict[str, Any]:
+                asok_path: Optional[str] = None, pglog_dups: int = 0) -> Dict[str, Any]:
     """{"id", "process", "pid", "rss", "started_at"} for one OSD; stopped if pid is gone.
     A running OSD whose admin socket `asok_path` answers also gets "state" (asok.osd_state:
     "preboot" once its PGs are loaded); the rss is read after the state, so that an OSD
-    reported in preboot is reported with its whole load-time footprint."""
+    reported in preboot is reported with its whole load-time footprint. `pglog_dups` (the
+    dups warnings of its last start, dupscan.py) is sent when > 0, running or not."""
+    out = _process(osd_id, pid, asok_path)
+    if pglog_dups > 0:
+        out["pglog_dups"] = min(int(pglog_dups), protocol.MAX_PGLOG_DUPS)
+    return out
+
+
+def _process(osd_id: int, pid: Optional[int], asok_path: Optional[str]) -> Dict[str, Any]:
     if pid:
         try:
             proc = psutil.Process(pid)

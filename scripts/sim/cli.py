@@ -105,8 +105,11 @@ def build_params(args) -> Params:
         cur = getattr(Params(), name, None)
         if cur is None:
             raise ValueError("unknown model parameter %r" % name)
-        kw[name] = type(cur)(float(value)) if not isinstance(cur, bool) else value in (
-            "1", "true", "yes")
+        if isinstance(cur, str):
+            kw[name] = value
+        else:
+            kw[name] = type(cur)(float(value)) if not isinstance(cur, bool) else value in (
+                "1", "true", "yes")
     if args.no_heap_release:
         kw["heap_release"] = False
     return with_overrides(Params(), **kw)

@@ -76,7 +76,7 @@ class Controlled(Strategy):
                             if o.running else 0),
             down_since=o.down_since if not o.up else None,
             heap_release=sim.p.heap_release, memory_target=self._memory_target(sim, o),
-            recovery_config=self._recovery_config(sim, o))
+            recovery_config=self._recovery_config(sim, o), op_queue=sim.p.op_queue)
 
     @staticmethod
     def _memory_target(sim, o: Osd) -> int:

@@ -21,6 +21,11 @@ What each lever does to the model (sources in docs/memory-model.md, "Levers"):
       recovery_op_bytes (at the defaults 3 + 1 x 3 ops = 24 MiB; at 1 and 1, 16 MiB).
   osd_recovery_sleep (osd.N)
       [A] recovery ops serialised by the sleep: the OSD recovers at most 1 / sleep objects/s.
+  under mClock (Params.op_queue = mclock_scheduler)
+      [C] the two settings above count only on an OSD whose
+      osd_mclock_override_recovery_settings is true, else it runs mClock's own (the same
+      defaults, Params.*_default); every recovery sleep is 0. osd_mclock_profile=
+      high_client_ops weights its recovery rate by Params.mclock_client_profile_rate [L].
   norecover / nobackfill (SetFlag / UnsetFlag)
       [A] the model does not tell log recovery from backfill: either flag pauses all recovery.
   StopOsd
@@ -37,7 +42,12 @@ MEMORY_TARGET = "osd_memory_target"
 REC_ACTIVE = "osd_recovery_max_active"
 BACKFILLS = "osd_max_backfills"
 REC_SLEEP = "osd_recovery_sleep"
-KNOWN = (MEMORY_TARGET, REC_ACTIVE, BACKFILLS, REC_SLEEP)
+OVERRIDE = "osd_mclock_override_recovery_settings"
+PROFILE = "osd_mclock_profile"
+KNOWN = (MEMORY_TARGET, REC_ACTIVE, BACKFILLS, REC_SLEEP, OVERRIDE, PROFILE)
+CHOICES = {OVERRIDE: ("true", "false"),
+           PROFILE: ("balanced", "high_client_ops", "high_recovery_ops")}
+MCLOCK = "mclock_scheduler"
 PAUSE_FLAGS = ("norecover", "nobackfill")
 
 
@@ -59,7 +69,10 @@ def set_config(sim, who: str, name: str, value: Optional[str]) -> None:
     if value is None:
         sim.cl.config.pop(key, None)
     else:
-        float(value)                                   # ValueError on a non-number
+        if name in CHOICES and value not in CHOICES[name]:
+            raise ValueError("%s wants one of %s, got %r" % (name, CHOICES[name], value))
+        if name not in CHOICES:
+            float(value)                               # ValueError on a non-number
         sim.cl.config[key] = str(value)
     if name == MEMORY_TARGET:
         _memory_target(sim, o, value)
@@ -85,11 +98,16 @@ def _memory_target(sim, o: Osd, value: Optional[str]) -> None:
 
 def _throttle(sim, o: Osd, who: str) -> None:
     p, cfg = sim.p, sim.cl.config
-    active = float(cfg.get((who, REC_ACTIVE), p.recovery_max_active_default))
-    backfills = float(cfg.get((who, BACKFILLS), p.max_backfills_default))
-    o.rec_w = max(0.0, min(1.0, active / p.recovery_max_active_default,
-                           backfills / p.max_backfills_default))
-    sleep = float(cfg.get((who, REC_SLEEP), 0.0))
+    mclock = p.op_queue == MCLOCK
+    honoured = not mclock or cfg.get((who, OVERRIDE)) == "true"
+    own = cfg if honoured else {}
+    active = float(own.get((who, REC_ACTIVE), p.recovery_max_active_default))
+    backfills = float(own.get((who, BACKFILLS), p.max_backfills_default))
+    share = p.mclock_client_profile_rate if mclock and \
+        cfg.get((who, PROFILE)) == "high_client_ops" else 1.0
+    o.rec_w = share * max(0.0, min(1.0, active / p.recovery_max_active_default,
+                                   backfills / p.max_backfills_default))
+    sleep = 0.0 if mclock else float(cfg.get((who, REC_SLEEP), 0.0))
     o.rec_cap = 1.0 / sleep if sleep > 0 else 0.0
     o.rec_ops = p.recovery_ops(active, backfills)
     sim.cl.dirty_osds.add(o.id)

@@ -55,6 +55,11 @@ class Params:
     # --- recovery throttles (per-OSD `ceph config set`), ceph 16.2 wpq defaults [C]
     recovery_max_active_default: int = 3      # osd_recovery_max_active 0 -> _hdd 3
     max_backfills_default: int = 1            # osd_max_backfills
+    op_queue: str = "wpq"                     # [C] 16.2's scheduler; "mclock_scheduler" models
+                                              # 17+ (levers.py: what mClock honours)
+    mclock_client_profile_rate: float = 1.0   # [L] recovery rate under osd_mclock_profile=
+                                              # high_client_ops over balanced, no client I/O
+                                              # (ceph-recovery-bench --throttle-lever)
     recovery_op_bytes: int = 4 * MiB          # [F]/[C] data one recovery op in flight holds: a
                                               # 4 MiB object fits one push (osd_recovery_max_chunk
                                               # 8 MiB); see Params.recovery_ops

@@ -9,7 +9,7 @@ their grants, two OSDs of h2 in flight at once (the module's own count), no OOM 
 exit complete and every object read back; the drill report's h2 budget is the one the exit ran
 under (0.9 x LIMIT), not the unlimited host's.
 
-The limit is the one of the stop-25 lab drills (docs/data/staged-lab/): there the four OSDs'
+The limit is the one of the staged-start lab drills (docs/data/staged-lab/): there the four OSDs'
 predicted peaks were 154-194 MiB each (630 MiB budget) and their loads 95-107 MiB.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fault matrix of issue 11 on ONE real lab (3 hosts x 2 OSDs, BlueStore, 2 mgrs): one
+"""The fault matrix (reliability.md) on ONE real lab (3 hosts x 2 OSDs, BlueStore, 2 mgrs): one
 test per fault, each in the middle of a controlled run that brings failed OSDs back. What
 every row checks once the fault clears is in fault_row.py (Row.finish). The measured numbers
 go to $CEPH_RECOVERY_FAULT_MATRIX_OUT (default /tmp/fault-matrix.json) for

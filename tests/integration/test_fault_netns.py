@@ -1,4 +1,4 @@
-"""The fault matrix's network row (issue 11) on a `--netns` lab: 3 hosts x 1 BlueStore OSD,
+"""The fault matrix's network row (reliability.md) on a `--netns` lab: 3 hosts x 1 BlueStore OSD,
 each host in its own network namespace on a bridge, so one host can be cut off the network.
 The row checks what every row of tests/integration/test_fault_matrix.py checks (fault_row.py:
 objects, starts, flags, HEALTH_OK, command latency) and adds its results to the same

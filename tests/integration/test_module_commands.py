@@ -91,7 +91,7 @@ def test_bad_input_is_refused_and_changes_nothing(healthy_lab):
     wrong_version = json.dumps({"version": 99, "host": "h1", "time": 1.0, "seq": 1,
                                 "memory": {}, "osds": []})
     rc, err = refused(state, "recovery", "helper-report", wrong_version, "h1", **helper)
-    assert rc == errno.EINVAL and "unsupported protocol version" in err
+    assert rc == errno.EPROTONOSUPPORT and "speaks helper protocol 99" in err, (rc, err)
     # the helper's key may send reports, nothing else
     rc, err = refused(state, "recovery", "start-controlled", **helper)
     assert rc == errno.EACCES

@@ -99,6 +99,56 @@ def test_module_commands_hold_release_dry_run_and_bad_input(release_lab):
     assert bad.value.rc == 22, bad.value       # EINVAL
 
 
+DUPS_WARNING = ("0 read_log_and_missing WARN num of dups exceeded 6000. You can be hit by THE "
+                "DUPS BUG https://tracker.ceph.com/issues/53729. Consider "
+                "ceph-objectstore-tool --op trim-pg-log-dups")
+
+
+def test_the_dups_preflight_no_false_positive_and_a_logged_warning(release_lab):
+    """The PG log dups pre-flight (orchestrator/dups.py) on a release outside the bug's range
+    (16.2.15, 18.2.x and 20.2.x all trim dups): with h3's OSDs stopped, the dry run reads each
+    one's release from its metadata, as `ceph osd metadata` shows it, names none of them,
+    and raises no RECOVERY_PGLOG_DUPS; their helper found no dups warning in their logs.
+    Then Ceph's warning line (src/osd/PGLog.h) appended to one stopped OSD's log, as its
+    last start would have written it, reaches the dry run through the real helper: that OSD
+    is named, and h3 gets one start, not two. Its next start's first line resets the count."""
+    from ceph_recovery import dups
+    lab = release_lab
+    down = sorted(int(o) for o in lab["hosts"]["h3"]["osds"])
+    meta = {o: launch.ceph(lab, "osd", "metadata", str(o))["ceph_version"] for o in down}
+    assert all(dups.release_affected(v) is False for v in meta.values()), meta
+    try:
+        for o in down:
+            assert launch.stop_osd(lab, o)
+
+        def dry_run():
+            return launch.ceph(lab, "recovery", "start-controlled", "--dry-run")
+        plan = wait_until(dry_run, 60, 1, done=lambda d: sorted(
+            x["osd"] for x in d["order"]) == down, what="dry run without h3's OSDs in order",
+            detail=lambda d: f"last {d['order']}")
+        assert {x["osd"]: x["release"] for x in plan["order"]} == meta, plan["order"]
+        assert [x["pglog_dups"] for x in plan["order"]] == [0] * len(down), plan["order"]
+        assert plan["pglog_dups"] == [] and "RECOVERY_PGLOG_DUPS" not in plan["health"], plan
+        assert sorted(a["osd"] for a in plan["first_actions"] if a["kind"] == "grant_start") \
+            == down, plan["first_actions"]          # both at once: the budget holds them
+        with open(os.path.join(lab["dir"], "log", f"osd.{down[0]}.log"), "a") as f:
+            f.write(time.strftime("%Y-%m-%dT%H:%M:%S.000+0000 7f0000000000  ", time.gmtime())
+                    + DUPS_WARNING + "\n")
+        plan = wait_until(dry_run, 60, 1, done=lambda d: d["pglog_dups"],
+                          what=f"osd.{down[0]}'s dups warning in the dry run",
+                          detail=lambda d: f"last {d['order']}")
+        assert [(x["osd"], x["warnings"]) for x in plan["pglog_dups"]] == [(down[0], 1)]
+        assert "RECOVERY_PGLOG_DUPS" in plan["health"], plan["health"]
+        grants = [a["osd"] for a in plan["first_actions"] if a["kind"] == "grant_start"]
+        assert len(grants) == 1 and grants[0] in down, plan["first_actions"]
+    finally:
+        for o in down:
+            if not launch.osd_pid(lab, o):
+                launch.start_osd(lab, o)
+        launch.wait_all_up(lab, timeout=120, require_running=True)
+        launch.wait_pgs_clean(lab, timeout=300)
+
+
 def test_failed_host_comes_back_through_start_controlled(release_lab, assert_booted_on_preboot):
     """ceph-recovery-drill of the lab's release (its Python and librados, like the helpers):
     h2's OSDs killed, written to while down, started again by the module through the helpers."""

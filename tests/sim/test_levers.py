@@ -212,3 +212,32 @@ def test_a_restart_while_recovering_reloads_part_of_its_history_and_does_not_pea
     run_until(sim, o, t, lambda: o.phase == ACTIVE and o.nonhist >= o.steady)
     assert o.run_peak < before < first_peak
     assert predicted * 0.97 <= o.run_peak <= predicted
+
+
+def test_under_mclock_the_settings_count_only_behind_the_override(topo):
+    """mClock ignores an OSD's max_active/backfills until its override is true, and forces
+    every recovery sleep to 0; the throttle's order (override first) makes them count."""
+    sim = make_sim(topo, op_queue="mclock_scheduler")
+    host, a, b = recovering_pair(sim)
+    who = "osd.%d" % a.id
+    levers.set_config(sim, who, "osd_recovery_max_active", "1")
+    assert (a.rec_w, a.rec_ops) == (1.0, 3 + 1 * 3)                 # ignored
+    levers.set_config(sim, who, "osd_mclock_override_recovery_settings", "true")
+    assert a.rec_w == pytest.approx(1 / 3) and a.rec_ops == 1 + 1 * 3
+    levers.set_config(sim, who, "osd_mclock_override_recovery_settings", None)   # restored
+    assert (a.rec_w, a.rec_ops) == (1.0, 3 + 1 * 3)
+    levers.set_config(sim, "osd.%d" % b.id, "osd_recovery_sleep", "0.5")
+    assert b.rec_cap == 0.0                                          # no sleep under mClock
+    with pytest.raises(ValueError):
+        levers.set_config(sim, who, "osd_mclock_profile", "fastest")
+
+
+def test_the_client_profile_weights_recovery_by_the_measured_ratio(topo):
+    sim = make_sim(topo, op_queue="mclock_scheduler", mclock_client_profile_rate=0.5)
+    host, a, b = recovering_pair(sim)
+    levers.set_config(sim, "osd.%d" % a.id, "osd_mclock_profile", "high_client_ops")
+    assert a.rec_w == pytest.approx(0.5)
+    wpq = make_sim(topo, mclock_client_profile_rate=0.5)
+    host, a, b = recovering_pair(wpq)
+    levers.set_config(wpq, "osd.%d" % a.id, "osd_mclock_profile", "high_client_ops")
+    assert a.rec_w == 1.0                                            # wpq: no mClock profile

@@ -16,7 +16,7 @@ from ceph_recovery_tools.sim.cli import parser, run
 BASE = ["--osds", "1200", "--hosts", "100", "--racks", "10", "--fail", "rack:1",
         "--downtime", "3600", "--horizon", "86400", "--strategy", "controlled",
         "--check-invariants", "--budget", "0.9"]
-ONE = ["--concurrency", "1"]      # the module's default is auto since the sweep (issue 9)
+ONE = ["--concurrency", "1"]      # the module's default is auto since the hosts x RAM sweep
 
 
 @pytest.mark.parametrize("extra, lever", [([], "heap_releases"),

@@ -1,6 +1,7 @@
 """The caps each key needs are written once (ceph_recovery_tools.helper.caps) and the docs show
-exactly those: every `mon '...' mgr '...'` caps text in README.md, docs/install.md and
-docs/helper.md is the helper's caps or the mgr's (defect 10)."""
+exactly those: every `mon '...' mgr '...'` caps text in README.md, docs/install.md,
+docs/helper.md and docs/cephadm.md is the helper's caps or the mgr's; and no page creates or
+distributes one helper key shared by every host."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.lab import bootstrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOCS = ("README.md", "docs/install.md", "docs/helper.md")
+DOCS = ("README.md", "docs/install.md", "docs/helper.md", "docs/cephadm.md")
 CAPS_TEXT = re.compile(r"mon '[^']*'(?: (?:mgr|osd|mds) '[^']*')+")
 
 
@@ -55,3 +56,29 @@ def test_shared_default_name_finds_the_per_host_key_in_the_keyring():
     assert caps.key_name(caps.HELPER_NAME, two) == caps.HELPER_NAME
     assert caps.key_name("client.other", per_host) == "client.other"
     assert caps.key_name(caps.HELPER_NAME, None) == caps.HELPER_NAME
+
+
+SHARED_KEY = re.compile(r"client\.recovery-helper(?![.\w-])")
+
+
+def _pages():
+    return ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(ROOT, "docs"))
+                                  if f.endswith(".md"))
+
+
+@pytest.mark.parametrize("doc", _pages())
+def test_no_page_creates_or_distributes_a_shared_helper_key(doc):
+    """One key per host, pinned with `with host=`: docs/cephadm.md once distributed one shared
+    `client.recovery-helper` key to every `_admin` host."""
+    bad = [ln.strip() for ln in read(doc).splitlines()
+           if re.search(r"get-or-create|client-keyring set|auth add|auth caps", ln)
+           and SHARED_KEY.search(ln)]
+    bad += [ln.strip() for ln in read(doc).splitlines()
+            if "recovery-helper" in ln and re.search(r"label:_admin|client-keyring set \S+ '?\*", ln)]
+    assert bad == []
+
+
+def test_the_cephadm_page_gives_each_host_its_own_key():
+    text = read("docs/cephadm.md")
+    assert caps.caps_text(caps.helper_caps(caps.HOST_PLACEHOLDER)) in text
+    assert re.search(r"get-or-create client\.recovery-helper\.\$H", text)

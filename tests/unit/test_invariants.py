@@ -27,6 +27,10 @@ SNAP = Snapshot(epoch=20, osds=(osd(0, True), osd(1, True), osd(2, False), osd(3
                 hosts=tuple(HostMem(name=h, mem_total=4 * GiB, mem_used=GiB,
                                     mem_available=3 * GiB) for h in ("h0", "h1")),
                 ok_to_stop={0: True, 1: False}, cluster_flags=frozenset({"noout"}))
+# osd.3 logged the PG log dups warning at its last start (ceph_recovery.dups)
+SNAP_DUPS = Snapshot(epoch=20, osds=SNAP.osds[:3] + (osd(3, False, pglog_dups=1),),
+                     hosts=SNAP.hosts, ok_to_stop=SNAP.ok_to_stop,
+                     cluster_flags=SNAP.cluster_flags)
 INTENT = Intent(mode="controlled", run_id="r", concurrency=1)   # one at a time
 PROG = Progress(run_id="r", phase="running", epoch=20, saved_flags=frozenset(),
                 held_osds=frozenset({2, 3}))
@@ -97,6 +101,14 @@ BAD = [
                  "I6: Done is not the last", id="done_not_last"),
     pytest.param(SNAP, PROG, result([Wait(reason="t")]), "I7: 2 candidate(s) left",
                  id="stuck_without_health"),
+    pytest.param(SNAP_DUPS, PROG.evolve(granted={2: NOW - 10}),
+                 result([grant(3)], granted={2: NOW - 10, 3: NOW}),
+                 "I11: osd.3 may load inflated PG log dups, in flight on h1 beside osd.2",
+                 id="dups_suspect_granted_beside_a_start"),
+    pytest.param(SNAP_DUPS, PROG.evolve(granted={3: NOW - 10}),
+                 result([grant(2)], granted={2: NOW, 3: NOW - 10}),
+                 "I11: osd.3 may load inflated PG log dups, in flight on h1 beside osd.2",
+                 id="start_granted_beside_a_dups_suspect"),
 ]
 
 

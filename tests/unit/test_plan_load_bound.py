@@ -1,7 +1,7 @@
 """The load bound (Decision.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
 preboot rss is a floor of its predicted peak until its real peak is known (it settled).
 
-Replays the CI failure of stop 1 (tests/integration/test_drill_memory.py, lab h2 with osd.2
+Replays an early CI failure (tests/integration/test_drill_memory.py, lab h2 with osd.2
 and osd.3, budget 237 MiB, cgroup limit 263 MiB): the footprint learned on lighter drills
 predicted 107 MiB; osd.2 loaded 112 MiB in preboot and was booted (112 + 112 <= 237); two
 seconds later it was active at 82 MiB, counted "past its peak" (82 < 0.95 x 112), 30 MiB stayed

@@ -26,6 +26,7 @@ DT = 5.0
 TICKS = 160
 # model time for any run to end: SETTLE_MAX_S + stall_limit after a last progress late in it
 LIVENESS_TICKS = 480
+DUPS_RELEASE = "ceph version 16.2.10 (45fa1a083152e41a408d15505f594ec5f1b4fe17) pacific (stable)"
 
 
 @st.composite
@@ -39,6 +40,9 @@ def clusters(draw):
         o.peak = draw(st.integers(150, 900)) * MiB
         o.ok_to_stop = draw(st.booleans())
         o.heap_release = draw(st.sampled_from([None, True, False]))
+        # a few OSDs may load inflated PG log dups (ceph_recovery.dups): they start alone
+        o.ceph_version = draw(st.sampled_from([None, None, None, DUPS_RELEASE]))
+        o.pglog_dups = draw(st.sampled_from([0, 0, 0, 0, 1]))
     names = ["h%d" % h for h in range(hosts)]
     if draw(st.booleans()):
         model.dead_helpers.add(draw(st.sampled_from(names)))

@@ -39,11 +39,11 @@ def test_op_queues_from_config_dump_sections_most_specific_first():
             {"section": "osd", "name": "osd_op_queue", "value": "debug_random",
              "mask": "host:h9"},                      # masked: not resolved
             {"section": "osd.1", "name": "osd_max_backfills", "value": "2"}]
-    got = op_queues(dump, {0: TENTACLE, 1: PACIFIC, 2: PACIFIC})
-    assert got == {0: "wpq", 1: "wpq", 2: "mclock_scheduler"}
-    assert op_queues([], {0: TENTACLE, 1: PACIFIC, 3: None}) == {
+    got = op_queues(dump, [0, 1, 2, 3], {0: TENTACLE, 1: PACIFIC, 2: PACIFIC})
+    assert got == {0: "wpq", 1: "wpq", 2: "mclock_scheduler", 3: "wpq"}
+    assert op_queues([], [0, 1, 3], {0: TENTACLE, 1: PACIFIC}) == {
         0: "mclock_scheduler", 1: "wpq", 3: None}
-    assert op_queues("not a list", {0: REEF}) == {0: "mclock_scheduler"}
+    assert op_queues("not a list", [0], {0: REEF}) == {0: "mclock_scheduler"}
 
 
 def test_osd_versions_are_read_again_only_when_the_osd_booted():
@@ -52,14 +52,17 @@ def test_osd_versions_are_read_again_only_when_the_osd_booted():
 
     def get_metadata(kind, ident):
         reads.append((kind, ident))
+        if ident == "3":
+            raise RuntimeError("no such daemon")
         return meta.get(ident)
 
     versions = OsdVersions(get_metadata)
-    m1 = {"osds": [{"osd": 0, "up_from": 5}, {"osd": 1, "up_from": 7}, {"osd": 2, "up_from": 0}]}
-    assert versions(m1) == {0: PACIFIC, 1: TENTACLE, 2: None}
-    assert versions(m1) == {0: PACIFIC, 1: TENTACLE, 2: None}
-    assert len(reads) == 3                                 # the second tick read nothing
+    m1 = {"osds": [{"osd": 0, "up_from": 5}, {"osd": 1, "up_from": 7}, {"osd": 2, "up_from": 0},
+                   {"osd": 3, "up_from": 0}]}
+    assert versions(m1) == {0: PACIFIC, 1: TENTACLE}      # no metadata, or none readable: none
+    assert versions(m1) == {0: PACIFIC, 1: TENTACLE}
+    assert len(reads) == 4                                 # the second tick read nothing
     meta["0"] = {"ceph_version": TENTACLE}                  # osd.0 upgraded and booted
-    m2 = {"osds": [{"osd": 0, "up_from": 9}, {"osd": 1, "up_from": 7}, {"osd": 2, "up_from": 0}]}
-    assert versions(m2)[0] == TENTACLE
-    assert reads[3:] == [("osd", "0")]
+    m2 = {"osds": [{"osd": 0, "up_from": 9}, {"osd": 1, "up_from": 7}]}
+    assert versions(m2) == {0: TENTACLE, 1: TENTACLE}
+    assert reads[4:] == [("osd", "0")] and set(versions.cache) == {0, 1}   # 2, 3 removed

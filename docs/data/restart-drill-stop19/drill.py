@@ -1,4 +1,4 @@
-"""The two drills of docs/memory-model.md "What a restart costs service, on the lab" (stop 19),
+"""The two drills of docs/memory-model.md "What a restart costs service, on the lab",
 on a Reef lab (ceph-recovery-lab up --dir /tmp/labq --ceph reef), in this order:
     python3 drill.py warm            # the module learns this workload's footprint
     python3 drill.py squeeze 0.5     # budget = predicted peak of the 2nd OSD + 0.5 x the 1st's
