@@ -250,10 +250,12 @@ def test_status_carries_per_pool_service_in_cephs_terms(release_lab):
                     json_out=False)
     try:
         # a status reader makes the module read Ceph's answer (and the PG stats every
-        # tick); a module that found the tracking disabled asks again within a minute
+        # tick); a module that found the tracking disabled asks again within a minute, and
+        # Ceph's first answer after the enable may list no pool yet (read again in 30 s)
         wait_until(lambda: pool_record(lab, pool), 150, 2,
                    done=lambda rs: rs[0] is not None and rs[1] == (
-                       "tracked" if tentacle else "unsupported"),
+                       "tracked" if tentacle else "unsupported")
+                   and rs[0]["source"] == ("ceph" if tentacle else "recovery"),
                    what="status without the lab pool's record", detail=lambda rs: f"last {rs}")
         for o in stopped:
             assert launch.stop_osd(lab, o)
