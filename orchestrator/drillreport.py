@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Dict, Mapping, Optional, Sequence
 
+from . import availability as AV
 from . import drillload as L
 from . import maintenance as M
 
@@ -34,9 +35,19 @@ def report(d: Any) -> Dict[str, Any]:
                 "timeline": [dict(s) for s in d.samples],
                 "inactive_pg_seconds": inactive_pg_seconds(d.samples, _since(
                     d.started_at, d.exit_at or d.aborted_at)),
-                "write_load": None if d.load is None else L.report(d.load)})
-    del out["samples"]
+                "write_load": None if d.load is None else L.report(d.load),
+                "pool_availability": pool_availability(d)})
+    del out["samples"], out["availability"]
     return out
+
+
+def pool_availability(d: Any) -> Dict[str, Any]:
+    """Per-pool service over the drill: ours from its samples; Ceph's as the difference
+    between its answers at the drill's start and end (availability.ceph_delta), once both
+    were read."""
+    return {"ceph_at_start": d.ceph_at_start or AV.NOT_READ,
+            "ceph_at_end": d.ceph_at_end or AV.NOT_READ,
+            "pools": AV.records(AV.ceph_delta(d.ceph_before, d.ceph_after), d.pools)}
 
 
 def inactive_pg_seconds(samples: Sequence[Mapping[str, Any]],
@@ -86,10 +97,17 @@ def drill_to_dict(d: Any) -> Dict[str, Any]:
         "samples": [dict(s) for s in d.samples], "load": L.to_dict(d.load),
         "started": {str(k): v for k, v in sorted(d.started.items())},
         "starts": {str(k): v for k, v in sorted(d.starts.items())}, "stop": d.stop,
-        "inactive_grace_s": d.inactive_grace_s}
+        "inactive_grace_s": d.inactive_grace_s,
+        "availability": {"pools": AV.tracks_to_dict(d.pools), "ceph_at_start": d.ceph_at_start,
+                         "ceph_at_end": d.ceph_at_end, "ceph_before": _answer(d.ceph_before),
+                         "ceph_after": _answer(d.ceph_after)}}
     for k in _FLOATS:
         out[k] = getattr(d, k)
     return out
+
+
+def _answer(a: Optional[Mapping[str, Mapping[str, Any]]]) -> Optional[Dict[str, Any]]:
+    return None if a is None else {k: dict(v) for k, v in sorted(a.items())[:AV.MAX_POOLS]}
 
 
 # ------------------------------------------------------------------ timeline
@@ -114,7 +132,8 @@ def sample(d: Any, snap: Any, seen: Any, now: float) -> Any:
     samples = tuple(d.samples)
     if len(samples) >= sample_limit(len(d.hosts)):
         samples = samples[::2]
-    d = replace(d, peaks=peaks, samples=samples + (s,))
+    d = replace(d, peaks=peaks, samples=samples + (s,),
+                pools=AV.track(d.pools if d.samples else None, snap.pg_map, now))
     back = d.exit_at if d.exit_at is not None else d.aborted_at
     if back is not None and d.active_at is None and snap.pgs_active == snap.pgs_total \
             and all(o.up for o in mine):

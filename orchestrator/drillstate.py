@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
+from . import availability as AV
 from . import drillload as L
 from . import maintenance as M
 from .actions import Action
@@ -61,6 +62,14 @@ class Drill:
     load: Optional[L.Load] = None        # --write-load: its pool and counters (drillload)
     stop: str = STOP_CLEAN               # --stop: how its OSDs go down (STOP_MODES)
     inactive_grace_s: float = INACTIVE_GRACE_S   # --inactive-grace: PGs inactive this long abort
+    # per-pool service over the drill (ceph_recovery.availability): ours, sampled every tick;
+    # Ceph's `osd pool availability-status` as the shell read it at the start and at the end
+    # (its state there: "" not read yet, else availability.TRACKED, DISABLED, ...)
+    pools: Mapping[int, AV.PoolTrack] = field(default_factory=dict)
+    ceph_at_start: str = ""
+    ceph_at_end: str = ""
+    ceph_before: Optional[Mapping[str, Mapping[str, Any]]] = None
+    ceph_after: Optional[Mapping[str, Mapping[str, Any]]] = None
 
 
 @dataclass(frozen=True)
@@ -104,4 +113,15 @@ def drill_from_dict(x: Mapping[str, Any]) -> Drill:
                  starts={int(k): int(v) for k, v in (x.get("starts") or {}).items()},
                  load=L.from_dict(x.get("load")),
                  stop=STOP_KILL if x.get("stop") == STOP_KILL else STOP_CLEAN,
-                 inactive_grace_s=float(x.get("inactive_grace_s", INACTIVE_GRACE_S)), **opt)
+                 inactive_grace_s=float(x.get("inactive_grace_s", INACTIVE_GRACE_S)),
+                 **_availability(x.get("availability")), **opt)
+
+
+def _availability(x: Any) -> dict:
+    """The drill's per-pool service fields from their persisted form (absent: none yet)."""
+    x = x if isinstance(x, Mapping) else {}
+    return {"pools": AV.tracks_from_dict(x.get("pools")),
+            "ceph_at_start": str(x.get("ceph_at_start") or ""),
+            "ceph_at_end": str(x.get("ceph_at_end") or ""),
+            "ceph_before": AV.answer_from_dict(x.get("ceph_before")),
+            "ceph_after": AV.answer_from_dict(x.get("ceph_after"))}

@@ -8,10 +8,12 @@ from typing import FrozenSet, Mapping, Tuple
 
 @dataclass(frozen=True)
 class PoolInfo:
-    """A pool's replica counts (`osd dump` pools[].size / min_size)."""
+    """A pool's replica counts (`osd dump` pools[].size / min_size) and its name
+    (pools[].pool_name; "" where the shell does not know it)."""
 
     size: int
     min_size: int
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class PgMap:
     by_osd: Mapping[int, Tuple[int, ...]]    # OSD id -> indexes of its PGs
     inactive: FrozenSet[int] = frozenset()   # PG indexes whose state is not active now
     ids: Tuple[str, ...] = ()                # PG index -> "pool.seed" for messages (may be empty)
+    unknown: FrozenSet[int] = frozenset()    # PG indexes in state unknown or creating: whether
+                                             # clients reach them is not known (availability.py)
 
     def min_size(self, pg: int) -> int:
         return self.pools[self.pool_of[pg]].min_size

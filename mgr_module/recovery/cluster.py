@@ -105,6 +105,11 @@ def parse_stamp(text: Any) -> Optional[float]:
     return None
 
 
+# PG states that say nothing of whether clients reach the PG: a new mgr's PGs before the OSDs
+# report to it, and PGs being created
+UNKNOWN_STATES = frozenset(("unknown", "creating"))
+
+
 def _states(pg: Mapping[str, Any]) -> frozenset:
     return frozenset(str(pg.get("state", "")).split("+"))
 
@@ -235,21 +240,23 @@ def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
                   ) -> Optional[PgMap]:
     """The snapshot's PgMap (see the module docstring), None when the dump has no PGs."""
     pools = {int(p["pool"]): PoolInfo(size=int(p.get("size", 0) or 0),
-                                      min_size=int(p.get("min_size", 0) or 0))
+                                      min_size=int(p.get("min_size", 0) or 0),
+                                      name=str(p.get("pool_name") or ""))
              for p in osd_map.get("pools", []) or [] if "pool" in p}
     known = {o.get("osd") for o in osd_map.get("osds", []) or []}
     seen = members_seen or {}
     ids: List[str] = []
     members: List[Tuple[int, ...]] = []
     pool_of: List[int] = []
-    inactive = []
+    inactive, unknown = [], []
     by_osd: Dict[int, List[int]] = {}
     for pg in _pg_stats(pg_dump):
         pgid = str(pg.get("pgid", ""))
         pool = pgid.split(".", 1)[0]
         if not pool.isdigit() or int(pool) not in pools:
             continue
-        active = "active" in _states(pg)
+        states = _states(pg)
+        active = "active" in states
         m = _members(pg, active, tuple(seen.get(pgid, ())), known)
         i = len(ids)
         ids.append(pgid)
@@ -257,13 +264,15 @@ def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
         pool_of.append(int(pool))
         if not active:
             inactive.append(i)
+            if states & UNKNOWN_STATES:
+                unknown.append(i)
         for o in m:
             by_osd.setdefault(o, []).append(i)
     if not ids:
         return None
     return PgMap(members=tuple(members), pool_of=tuple(pool_of), pools=pools,
                  by_osd={o: tuple(v) for o, v in by_osd.items()},
-                 inactive=frozenset(inactive), ids=tuple(ids))
+                 inactive=frozenset(inactive), ids=tuple(ids), unknown=frozenset(unknown))
 
 
 def remember_members(pg_map: Optional[PgMap], seen: Dict[str, Tuple[int, ...]]) -> None:

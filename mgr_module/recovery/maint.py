@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 
+from . import poolavail
 from .inputs import InputError, check_buckets
 from .text import JSON_FORMATS, dump_json
 
@@ -42,6 +43,7 @@ def _run_view(engine: Any) -> M.RunView:
 def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     """Under the engine's lock: this tick's drill and window actions (after plan()'s)."""
     from . import drillcli         # drillcli builds on this module's command helpers
+    poolavail.observe(engine, snap, now)
     drill_actions = drillcli.tick(engine, snap, now)
     step = M.plan_windows(snap, engine.run.windows, _run_view(engine), now)
     engine.run.windows = list(step.windows)

@@ -31,7 +31,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .core import dry_run_text
     from .executor import OsdVersions, memory_targets, op_queues, recovery_configs
     from .logs import make_logger
-    from . import leftovers, versions
+    from . import leftovers, poolavail, versions
     from .drillcli import busy as drillcli_busy
     from .text import JSON_FORMATS, dump_json, status_text
     IMPORT_ERROR = None
@@ -222,7 +222,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
         with self._lock:
             self._read_options()
             busy, drills = self.engine.busy(), bool(drillcli_busy(self.engine))
-        osd_map, tree, pgs = self._cluster(busy)
+        osd_map, tree, pgs = self._cluster(busy or poolavail.watched(self.engine, time.time()))
         if drills:      # the drill's health and degraded objects
             health = self._read("health")
             with self._lock:

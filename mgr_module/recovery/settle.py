@@ -24,6 +24,8 @@ from ceph_recovery import drill as D
 from ceph_recovery import drillload as L
 from ceph_recovery import maintenance as M
 
+from . import poolavail
+
 
 def pending(engine: Any) -> List[Tuple[str, str, List[int], int]]:
     """Under the lock: (kind, key, up OSDs of its bucket, write load) per request; kind is
@@ -45,7 +47,9 @@ def pending(engine: Any) -> List[Tuple[str, str, List[int], int]]:
 
 def settle(engine: Any, now: float) -> None:
     """Ask the mons about every pending request (no lock held), then decide each one that
-    is still pending (a `maintenance exit` or `drill abort` may have withdrawn it)."""
+    is still pending (a `maintenance exit` or `drill abort` may have withdrawn it). First
+    Ceph's per-pool availability, when a drill or a status reader needs it (poolavail.py)."""
+    poolavail.read(engine, now)
     with engine.lock:
         asks = pending(engine)
     if not asks:

@@ -85,7 +85,7 @@ _DRILL_FIELDS: Dict[str, Check] = {
     "budgets": _str_map(_int), "exit_run": _str, "abort_requested": _str, "reason": _str,
     "peaks": _str_map(_int), "samples": _list(lambda s: isinstance(s, dict)), "load": _LOAD,
     "started": _id_map(_num), "starts": _id_map(_int), "stop": _str,
-    "inactive_grace_s": _num}
+    "inactive_grace_s": _num, "availability": _opt(lambda v: isinstance(v, dict))}
 _DRILL_FIELDS.update({k: _opt(_num) for k in ("down_at", "exit_at", "up_at", "active_at",
                                               "clean_at", "ended_at", "aborted_at",
                                               "inactive_since")})

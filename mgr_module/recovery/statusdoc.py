@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 from ceph_recovery.model import Intent
 
-from . import core, maint, versions
+from . import core, maint, poolavail, versions
 
 
 def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
@@ -74,6 +74,7 @@ def status(eng: Any, now: float) -> Dict[str, Any]:
         "health_detail": {h.code: list(h.detail) for h in eng.health_checks()},
         "summary": _plain(out.summary) if out else {},
         "findings": [f.__dict__ for f in eng.findings if hasattr(f, "__dict__")],
+        "pool_availability": poolavail.view(eng, now),
         "error": eng.error, "journal": list(eng.run.journal)}
 
 

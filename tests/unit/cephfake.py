@@ -9,6 +9,7 @@ import errno
 import json
 
 OK = (0, "", "")
+READS = ("osd ok-to-stop", "osd pool availability-status")
 
 
 class FakeCeph(object):
@@ -40,8 +41,9 @@ class FakeCeph(object):
         return self._scripted("tell") if "tell" in self.answers else OK
 
     def mutations(self):
-        """The mon commands that may change the cluster (not ok-to-stop, not tells)."""
-        return [c for c in self.calls if c["prefix"] != "osd ok-to-stop"
+        """The mon commands that may change the cluster (not the reads ok-to-stop and
+        availability-status, not tells)."""
+        return [c for c in self.calls if c["prefix"] not in READS
                 and not any(c is t for t in self._tells)]
 
     def _scripted(self, key):

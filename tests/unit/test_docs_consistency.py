@@ -435,13 +435,16 @@ ERRNO_NAME = re.compile(r"(?<![A-Z_])E[A-Z]{2,}(?![A-Z_])")
 
 def errnos_in_code():
     """Every errno.EXXX the module and the core can answer with. executor.TRANSIENT lists mon
-    command results it retries (EINTR, ENOTCONN), never answered to an operator."""
+    command results it retries (EINTR, ENOTCONN), poolavail.NOT_AVAILABLE the answers to
+    `osd pool availability-status` it reads as "not available" (EOPNOTSUPP): never answered
+    to an operator."""
     names = set()
     for _path, tree in _trees([MODULE_DIR, REPO / "orchestrator"]):
         skip = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == "TRANSIENT" for t in node.targets):
+                    isinstance(t, ast.Name) and t.id in ("TRANSIENT", "NOT_AVAILABLE")
+                    for t in node.targets):
                 skip |= {id(n) for n in ast.walk(node)}
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)

@@ -57,7 +57,9 @@ def test_start_refused_unless_ok_to_stop_clears_the_bucket_and_changes_nothing(w
     assert rc == 0 and out.startswith("drill d1000: requested") and mon.calls == []
     assert maint.wait(eng, None, "plain")[0] == -errno.ETIMEDOUT      # not decided yet
     tick(eng, world, 1001.0)                 # the tick asks ok-to-stop, for both together
-    assert mon.calls[0] == {"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}
+    # (after Ceph's per-pool availability, the drill's baseline: poolavail.py)
+    assert mon.calls[:2] == [{"prefix": "osd pool availability-status", "format": "json"},
+                             {"prefix": "osd ok-to-stop", "format": "json", "ids": ["2", "3"]}]
     (d,) = eng.run.drills
     assert d.phase == D.ABORTED and d.reason.startswith("refused: ") and "1.3" in d.reason
     rc, _out, err = maint.wait(eng, None, "plain")

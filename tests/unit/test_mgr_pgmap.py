@@ -25,7 +25,7 @@ def test_recorded_lab_dump_with_a_host_down():
     osd_map, pgs = load("osdmap_h3down.json"), load("pgdump_h3down.json")
     pm = cluster.pg_membership(pgs, osd_map)
     assert len(pm.members) == 33 and pm.inactive == frozenset()
-    assert pm.pools == {1: PoolInfo(3, 2), 2: PoolInfo(3, 2)}
+    assert pm.pools == {1: PoolInfo(3, 2, "device_health_metrics"), 2: PoolInfo(3, 2, "lab")}
     assert all(len(m) == 2 and not set(m) & {4, 5} for m in pm.members)
     assert set(pm.by_osd) == {0, 1, 2, 3}
     snap = cluster.build_snapshot(osd_map, load("tree_h3down.json"), pgs, {}, now=1.0,
