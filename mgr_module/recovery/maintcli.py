@@ -13,8 +13,13 @@ from .compat import read_command, write_command
 
 try:
     from . import drillcli, maint
+    from .choices import StopMode, value_of
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
     drillcli = maint = None  # type: ignore[assignment]
+    StopMode = str  # type: ignore[misc,assignment]
+
+    def value_of(choice: Any) -> Any:  # type: ignore[misc]
+        return choice
 
 
 def drill_observed(health: Any, pg_dump: Any) -> Any:
@@ -85,7 +90,7 @@ class MaintenanceCommands(object):
     @write_command("recovery drill start")
     def cmd_drill_start(self, fail: str, downtime: str, budget: Optional[str] = None,
                         concurrency: Optional[str] = None, write_load: Optional[int] = None,
-                        stop: Optional[str] = None, inactive_grace: Optional[str] = None,
+                        stop: Optional[StopMode] = None, inactive_grace: Optional[str] = None,
                         format: str = "plain") -> HandleCommandResult:
         """Drill on a real cluster (requested; the next tick refuses it unless ok-to-stop
         clears the bucket, see `wait` and `drill report`): stop the
@@ -93,7 +98,7 @@ class MaintenanceCommands(object):
         --write-load objects/s to a pool of its own), then a controlled start; aborts on PGs
         inactive longer than --inactive-grace (20s), HEALTH_ERR or `drill abort`"""
         return self._maint(drillcli.start, fail, downtime, budget, concurrency, format,
-                           time.time(), write_load, stop, inactive_grace)
+                           time.time(), write_load, value_of(stop), inactive_grace)
 
     @write_command("recovery drill abort")
     def cmd_drill_abort(self, format: str = "plain") -> HandleCommandResult:
@@ -106,7 +111,7 @@ class MaintenanceCommands(object):
         return self._maint(drillcli.budget, budget, format, time.time())
 
     @read_command("recovery drill report")
-    def cmd_drill_report(self, id: Optional[str] = None,
+    def cmd_drill_report(self, drill_id: Optional[str] = None,
                          format: str = "plain") -> HandleCommandResult:
-        """A drill's timeline and measured times (the latest drill without an id)"""
-        return self._maint(drillcli.report, id, format)
+        """A drill's timeline and measured times (the latest drill without a drill_id)"""
+        return self._maint(drillcli.report, drill_id, format)

@@ -28,6 +28,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
+    from .choices import StartOrder, value_of
     from .core import dry_run_text
     from .executor import OsdVersions, memory_targets, op_queues, recovery_configs
     from .logs import make_logger
@@ -37,6 +38,10 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     IMPORT_ERROR = None
 except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph-mgr
     IMPORT_ERROR = str(_e)
+    StartOrder = str  # type: ignore[misc,assignment]
+
+    def value_of(choice: Any) -> Any:  # type: ignore[misc]
+        return choice
 
     class InputError(Exception):  # type: ignore[no-redef]
         errno = errno.ENOSYS
@@ -283,9 +288,10 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
     @write_command("recovery start-controlled")
     def cmd_start(self, budget: Optional[str] = None, scope: Optional[List[str]] = None,
                   concurrency: Optional[str] = None, dry_run: bool = False,
-                  leave_out: bool = False, start_order: Optional[str] = None,
+                  leave_out: bool = False, start_order: Optional[StartOrder] = None,
                   format: str = "plain") -> HandleCommandResult:
         """Start the failed OSDs one at a time within a memory budget (90% or 24G per host)"""
+        start_order = value_of(start_order)
         bad = self._guard()
         if bad:
             return bad

@@ -124,7 +124,7 @@ def until_down(d: Any, drill_id: str) -> Dict[str, Any]:
     deadline = time.time() + DOWN_LIMIT_S
     while True:
         d.ensure_helpers()
-        rep = _must(d.cluster, {"prefix": "recovery drill report", "id": drill_id})
+        rep = _must(d.cluster, {"prefix": "recovery drill report", "drill_id": drill_id})
         if rep["phase"] not in ("requested", "preparing", "entering"):
             return rep
         if time.time() > deadline:
@@ -208,7 +208,7 @@ def run(d: Any) -> Dict[str, Any]:
     ok, bad = objs.verify()
     ioctx.close()
     d.result["tool_objects"] = {"written": len(objs.sums), "verified_ok": ok, "bad": bad[:50]}
-    rep = _must(d.cluster, {"prefix": "recovery drill report", "id": d.result["drill_id"]})
+    rep = _must(d.cluster, {"prefix": "recovery drill report", "drill_id": d.result["drill_id"]})
     return write(d, rep, samples, t0, t_down, failed, wait,
                  {h: oom1[h] - oom0[h] for h in oom1})
 

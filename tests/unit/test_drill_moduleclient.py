@@ -106,8 +106,9 @@ def test_naive_with_a_limit_limits_once_down_then_aborts_then_restarts_as_system
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
          "fail=h2", "write_load=5"),
-        ("mgr", "recovery drill report", "id=d1"), ("mgr", "recovery drill report", "id=d1"),
-        ("mgr", "recovery drill report", "id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
         ("objects", "during", 2000),
         DRY_RUN,
         ("limit", "h2", 3 << 30),
@@ -149,8 +150,9 @@ def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
          "fail=h2"),
-        ("mgr", "recovery drill report", "id=d1"), ("mgr", "recovery drill report", "id=d1"),
-        ("mgr", "recovery drill report", "id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
+        ("mgr", "recovery drill report", "drill_id=d1"),
         ("objects", "during", 2000),
         DRY_RUN,
         ("mgr", "recovery drill budget", "budget=%d" % budget),

@@ -182,7 +182,7 @@ PLAUSIBLE = {
     "budget": ["80%", "auto", "24G"], "concurrency": ["1", "auto"], "downtime": ["30s", "1h"],
     "max_duration": ["1h", "2d"], "reason": ["disk swap"], "stop": ["clean", "kill"],
     "inactive_grace": ["20s"], "write_load": [None], "host": ["h1", "h1", "h3"],
-    "hosts": [["h1"], None], "id": [None], "format": ["json", "plain"], "dry_run": [False],
+    "hosts": [["h1"], None], "drill_id": [None], "format": ["json", "plain"], "dry_run": [False],
     "leave_out": [False, True], "start_order": ["unblock_first", "cover_first"]}
 
 COMMANDS = sorted(n for n in dir(module.Module) if n.startswith("cmd_"))
