@@ -29,8 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ceph_recovery.drill import STOP_CLEAN, STOP_MODES
 
@@ -119,6 +121,46 @@ def render_main(argv: List[str]) -> int:
     return 0
 
 
+def relay_argv(argv: List[str], values: Dict[str, str]) -> List[str]:
+    """argv with the values of the options in `values` (e.g. --dir, --json) replaced: the
+    chroot's command starts in its own root, where only absolute lab paths are seen."""
+    out: List[str] = []
+    it = iter(argv)
+    for a in it:
+        name = a.split("=", 1)[0]
+        if name in values:
+            if "=" not in a:
+                next(it, None)
+            out += [name, values[name]]
+        else:
+            out.append(a)
+    return out
+
+
+def in_lab_release(args: argparse.Namespace, argv: List[str]) -> Optional[int]:
+    """On a lab of a chroot release (Reef, Tentacle) run from the host, the drill runs again
+    under that release's ceph-recovery-drill: a client must be of the cluster's release
+    (Debian 12's Pacific librados cannot read Tentacle's keys). Its report is written in the
+    lab's log/ and copied to --json. None: run here (the host's release, inside the chroot,
+    or no lab yet: the drill brings a Pacific one up)."""
+    from ceph_recovery_tools.lab import build, inrelease, release
+    from ceph_recovery_tools.lab.state import load_state
+    if not build.holds_cluster(args.dir):
+        return None
+    state = load_state(args.dir)
+    if not inrelease.in_chroot(state):
+        return None
+    out = os.path.abspath(args.json_out)
+    inside = os.path.join(state["dir"], "log", os.path.basename(out))
+    argv = relay_argv(argv, {"--json": inside, "--dir": state["dir"]})
+    rc = subprocess.run(release.tool_argv(state, "ceph-recovery-drill") + argv,
+                        env=release.tool_env(state)).returncode
+    if os.path.exists(inside) and inside != out:
+        shutil.copy(inside, out)
+        print("report: %s" % out)
+    return rc
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["render"]:
@@ -141,6 +183,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               "--timeout > 0",
               file=sys.stderr)
         return 2
+    relayed = in_lab_release(args, argv)
+    if relayed is not None:
+        return relayed
     configure_logging()
     module_dir = args.module_dir
     if module_dir is None:

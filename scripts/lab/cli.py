@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -41,9 +42,10 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--module-dir", default=None,
                     help="mgr_module/recovery (default: $CEPH_RECOVERY_MODULE_DIR or found "
                          "above the current directory)")
-    up.add_argument("--ceph", choices=release.RELEASES, default="pacific",
-                    help="Ceph release: pacific (host packages) or reef/tentacle (a Debian chroot "
-                         "built once by chroot.sh and cached)")
+    up.add_argument("--ceph", choices=release.RELEASES, default="tentacle",
+                    help="Ceph release: tentacle (the default, as the demo's and CI's) or reef "
+                         "(a Debian chroot built once by chroot.sh and cached), or pacific (the "
+                         "host's packages)")
     up.add_argument("--mgrs", type=int, choices=(1, 2, 3), default=1,
                     help="mgr daemons (mgr.x active, the others standby)")
     up.add_argument("--pg-num", type=_positive, default=32)
@@ -55,6 +57,11 @@ def parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="show the lab under --dir")
     status.add_argument("--dir", required=True)
     status.add_argument("--json", action="store_true")
+    cli = sub.add_parser("ceph", help="the lab release's own ceph CLI on the lab: "
+                         "ceph-recovery-lab ceph --dir D -- -s")
+    cli.add_argument("--dir", required=True)
+    cli.add_argument("args", nargs=argparse.REMAINDER,
+                     help="the ceph command's arguments (after --)")
     return p
 
 
@@ -90,10 +97,26 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 1
     print(f"lab up in {time.monotonic() - t0:.1f}s: {len(state['osds'])} OSDs on "
           f"{len(state['hosts'])} hosts, mon {state['mon_addr']}, pool {state['pool']}")
-    print(f"  export CEPH_CONF={state['conf']}")
-    print(f"  ceph -s        # admin keyring {state['admin_keyring']}")
+    print(f"  ceph-recovery-lab ceph --dir {state['dir']} -- -s   # the lab release's CLI")
     print(f"  ceph-recovery-lab down --dir {state['dir']}")
     return 0
+
+
+def lab_ceph_argv(state: Dict[str, Any], args: List[str]) -> List[str]:
+    """The lab release's ceph CLI on the lab (a client must be of the cluster's release:
+    Debian 12's Pacific client cannot read Tentacle's keys)."""
+    args = args[1:] if args[:1] == ["--"] else args
+    return release.tool(state, "ceph") + ["-c", state["conf"]] + list(args)
+
+
+def cmd_ceph(args: argparse.Namespace) -> int:
+    try:
+        state = load_state(args.dir)
+    except (OSError, ValueError) as exc:
+        print(f"ceph-recovery-lab: no lab in {args.dir}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return subprocess.run(lab_ceph_argv(state, args.args), env=release.tool_env(state)
+                          ).returncode
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -162,7 +185,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if os.geteuid() != 0:
         print("ceph-recovery-lab: must run as root (cgroups, namespaces)", file=sys.stderr)
         return EXIT_USAGE
-    return {"up": cmd_up, "down": cmd_down, "status": cmd_status}[args.command](args)
+    return {"up": cmd_up, "down": cmd_down, "status": cmd_status,
+            "ceph": cmd_ceph}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -186,3 +186,26 @@ def test_per_host_helper_key_cannot_report_for_another_host(lab, tmp_path):
         assert rc == errno.EACCES, "a pinned key must name its host"
     finally:
         launch.ceph(lab, "auth", "del", name, json_out=False)
+
+
+def test_the_tools_work_from_the_host_on_the_labs_release(healthy_lab, tmp_path):
+    """The line `ceph-recovery-lab up` prints, and the README's drill line, run from the host
+    on the lab's release (a client must be of the cluster's release: Debian 12's Pacific
+    client cannot read Tentacle's keys)."""
+    import subprocess
+    import sys
+    state = healthy_lab
+    bindir = os.path.dirname(sys.executable)
+    out = subprocess.run([os.path.join(bindir, "ceph-recovery-lab"), "ceph", "--dir",
+                          state["dir"], "--", "-s", "-f", "json"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["health"]["status"] in ("HEALTH_OK", "HEALTH_WARN")
+    report = tmp_path / "drill.json"            # outside the lab directory
+    drill = subprocess.run([os.path.join(bindir, "ceph-recovery-drill"), "--dir", state["dir"],
+                            "--fail", "host:h2", "--objects", "20", "--downtime", "5",
+                            "--json", str(report)], capture_output=True, text=True,
+                           timeout=900)
+    assert drill.returncode == 0, (drill.stdout[-2000:], drill.stderr[-3000:])
+    rep = json.loads(report.read_text())
+    assert rep["outcome"] == "done" and rep["objects_verified_ok"] == rep["objects_written"]

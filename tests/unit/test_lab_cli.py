@@ -82,3 +82,16 @@ def test_build_api_refuses_bad_options_before_making_anything(tmp_path, opts):
     with pytest.raises(build.LabUsageError):
         build.up(str(d), build.LabOptions(module_dir=str(tmp_path), **opts))
     assert not d.exists()
+
+
+def test_the_lab_ceph_command_runs_the_lab_releases_cli_on_the_lab():
+    state = {"root": "/nonexistent-root", "conf": "/t/lab/ceph.conf"}
+    args = _parse("ceph", "--dir", "/t/lab", "--", "-s", "-f", "json")
+    assert args.args == ["--", "-s", "-f", "json"]
+    # no chroot at that root: the release's tools are run as they are (the prefix is empty)
+    assert cli.lab_ceph_argv(state, args.args) == ["ceph", "-c", "/t/lab/ceph.conf", "-s",
+                                                   "-f", "json"]
+
+
+def test_up_defaults_to_the_demos_release():
+    assert _parse("up", "--dir", "/tmp/x").ceph == "tentacle"
