@@ -91,7 +91,3 @@ def test_the_lab_ceph_command_runs_the_lab_releases_cli_on_the_lab():
     # no chroot at that root: the release's tools are run as they are (the prefix is empty)
     assert cli.lab_ceph_argv(state, args.args) == ["ceph", "-c", "/t/lab/ceph.conf", "-s",
                                                    "-f", "json"]
-
-
-def test_up_defaults_to_the_demos_release():
-    assert _parse("up", "--dir", "/tmp/x").ceph == "tentacle"

@@ -70,8 +70,8 @@ def test_unmount_lab_removes_only_the_empty_dirs_it_made(tmp_path, monkeypatch):
 
 
 def test_cli_ceph_option():
-    args = cli.parser().parse_args(["up", "--dir", "/tmp/x", "--ceph", "tentacle"])
-    assert args.ceph == "tentacle"
-    assert cli.parser().parse_args(["up", "--dir", "/tmp/x"]).ceph == "pacific"
+    args = cli.parser().parse_args(["up", "--dir", "/tmp/x", "--ceph", "pacific"])
+    assert args.ceph == "pacific"
+    assert cli.parser().parse_args(["up", "--dir", "/tmp/x"]).ceph == "tentacle"
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["up", "--dir", "/tmp/x", "--ceph", "quincy"])
