@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ceph_recovery_tools.bench.report import HEAD_RULE, pg_hours
+from ceph_recovery_tools.progress import steps
 from ceph_recovery_tools.common.version import add_version
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
@@ -34,13 +35,15 @@ STRATEGIES = ("naive", "serial", "controlled", "unlimited")
 
 def run_sims(sizes, strategies, extra: List[str], console: Console) -> List[dict]:
     out = []
-    for n, h, r in sizes:
-        for s in strategies:
-            argv = ["--osds", str(n), "--hosts", str(h), "--racks", str(r), "--fail", "rack:1",
-                    "--downtime", "3600", "--strategy", s] + extra
-            console.log("sim %s" % " ".join(argv))
-            res = sim_run(sim_parser().parse_args(argv))
-            out.append(res)
+    with steps("simulations", len(sizes) * len(strategies)) as advance:
+        for n, h, r in sizes:
+            for s in strategies:
+                argv = ["--osds", str(n), "--hosts", str(h), "--racks", str(r), "--fail",
+                        "rack:1", "--downtime", "3600", "--strategy", s] + extra
+                console.log("sim %s" % " ".join(argv))
+                res = sim_run(sim_parser().parse_args(argv))
+                out.append(res)
+                advance(description="%d OSDs, %s" % (n, s))
     return out
 
 

@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ceph_recovery_tools.progress import steps
 from ceph_recovery_tools.sim.cli import build_params
 from ceph_recovery_tools.sim.cli import parser as sim_parser
 from ceph_recovery_tools.sim.cli import run as sim_run
@@ -128,12 +129,14 @@ def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, ra
     prebuild(hosts, big)
     todo = sorted(jobs(hosts, rams, seed, horizon, big, sim_args), key=_cost)
     rows = []
-    with ProcessPoolExecutor(max_workers=max(1, min(WORKERS, workers))) as pool:
+    with ProcessPoolExecutor(max_workers=max(1, min(WORKERS, workers))) as pool, \
+            steps("sweep cells", len(todo)) as advance:
         for r in pool.map(_run_cell, todo):
             log("cell %-5s %2s GiB %-10s %6.1f s%s" % (
                 r["hosts_n"], r["ram_gib"], r["variant"], r["cell_wall_s"],
                 "  " + r["error"] if "error" in r else ""))
             rows.append(r)
+            advance(description="%s hosts, %s GiB" % (r["hosts_n"], r["ram_gib"]))
     feas = {str(ram): feasibility(ram) for ram in sorted(set(rams) | set(BIG_RAM_GIB))}
     return {"rows": rows, "feasibility": feas, "seed": seed, "horizon_s": horizon,
             "sim_args": list(sim_args),

@@ -8,7 +8,7 @@ import sysconfig
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, Optional
 
 import structlog
 
@@ -156,8 +156,13 @@ def write_conf(state: Dict[str, Any], opts: LabOptions) -> None:
         f.write(text)
 
 
-def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
-    """Build the lab; on any failure tear down everything made so far and re-raise."""
+UP_STEPS = 8   # the step() calls of one up(): a progress display's total
+
+
+def up(lab_dir: str, opts: LabOptions,
+       step: Callable[[str], None] = lambda what: None) -> Dict[str, Any]:
+    """Build the lab; on any failure tear down everything made so far and re-raise.
+    `step(what)` is called as each of UP_STEPS steps is done."""
     d = os.path.abspath(lab_dir)
     longest = os.path.join(d, "run", f"osd.{opts.hosts * opts.osds_per_host - 1}.asok")
     if len(longest) > 100:
@@ -173,6 +178,7 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
         root = release.ensure_root(opts.ceph)
     except ValueError as exc:
         raise LabUsageError(str(exc)) from exc
+    step("%s chroot" % opts.ceph if root else "host packages")
     if holds_cluster(d):
         raise LabExists(f"{d} already holds a lab cluster; run `ceph-recovery-lab down --dir {d}`"
                         " first or pick another directory")
@@ -190,7 +196,7 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
         release.mount_lab(state)
         if root:
             state["pythonpath"] = release.install_core(state)
-        _build(state, opts)
+        _build(state, opts, step)
     except BaseException:
         log.error("up failed; tearing down what was made", dir=d)
         teardown.down(d)
@@ -198,19 +204,23 @@ def up(lab_dir: str, opts: LabOptions) -> Dict[str, Any]:
     return state
 
 
-def _build(state: Dict[str, Any], opts: LabOptions) -> None:
+def _build(state: Dict[str, Any], opts: LabOptions, step: Callable[[str], None]) -> None:
     t0 = time.monotonic()
     make_kernel_objects(state, opts)
     write_conf(state, opts)
     save_state(state["dir"], state)
+    step("cgroups, namespaces, ceph.conf")
     start_mon(state, opts)
+    step("mon")
     with_module = bootstrap.prepare_module_path(state)
     for ident in MGR_IDS[:opts.mgrs]:
         bootstrap.bootstrap_mgr(state, ident)
     log.info("mon and mgr started", mon=state["mon_addr"], t=round(time.monotonic() - t0, 1))
+    step("mgr")
     bootstrap.create_osds(state)
     launch.wait_all_up(state, timeout=opts.health_timeout, require_running=True)
     log.info("all OSDs up", t=round(time.monotonic() - t0, 1))
+    step("%d OSDs up" % len(state["osds"]))
     bootstrap.create_pool(state, opts.pg_num)
     bootstrap.balancer_off(state)
     bootstrap.create_helper_key(state)
@@ -220,14 +230,17 @@ def _build(state: Dict[str, Any], opts: LabOptions) -> None:
         launch.ceph(state, "mgr", "module", "disable", module, json_out=False)
     launch.keep_mgr(state, release.MGR_WATCH_S.get(state["ceph"], 0.0))
     state["module_enabled"] = with_module
+    step("pool, keys, module")
     launch.wait_pgs_clean(state, timeout=opts.health_timeout)
     launch.wait_health_ok(state, timeout=opts.health_timeout, fail_on=("MGR_MODULE_ERROR",))
     log.info("HEALTH_OK", t=round(time.monotonic() - t0, 1))
+    step("PGs clean, HEALTH_OK")
     state["phase"] = "up"
     state["up_seconds"] = round(time.monotonic() - t0, 1)
     save_state(state["dir"], state)
     if opts.helpers:
         start_helpers(state)
+    step("helpers" if opts.helpers else "no helpers")
 
 
 def start_mon(state: Dict[str, Any], opts: LabOptions, attempts: int = 3) -> None:

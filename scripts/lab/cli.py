@@ -10,6 +10,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ..common.logs import configure_logging
+from ..progress import steps
 from ..common.sizes import format_bytes, size_arg
 from ..common.version import add_version
 from . import bootstrap, build, launch, procs, release, teardown
@@ -88,7 +89,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     t0 = time.monotonic()
     try:
-        state = build.up(args.dir, opts)
+        with steps("lab up", build.UP_STEPS) as advance:
+            state = build.up(args.dir, opts, lambda what: advance(description=what))
     except (build.LabExists, build.LabUsageError) as exc:
         print(f"ceph-recovery-lab: {exc}", file=sys.stderr)
         return EXIT_USAGE
