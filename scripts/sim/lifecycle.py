@@ -125,7 +125,7 @@ class Lifecycle:
         if not self.mon.boot_in(o):
             self._up_out(o)
             return
-        if o.backfill or (o.sub == SUB_READY and self._log_moved_on(o, t)):
+        if self._backfills(o, t):
             self._boot_backfill(o, t)
             return
         if o.sub == SUB_READY:           # in again, its log still overlaps: log recovery,
@@ -142,6 +142,14 @@ class Lifecycle:
         o.phase = PEERING
         self.peering[o.host].add(o.id)
         self.cl.set_class(o, C_PEERING)
+
+    def _backfills(self, o: Osd, t: float) -> bool:
+        """In (again) at a boot at `t`: does `o` backfill rather than log-recover?"""
+        return o.backfill or (o.sub == SUB_READY and self._log_moved_on(o, t))
+
+    def will_backfill(self, o: Osd, t: float) -> bool:
+        """Would `o`, booting at `t`, be marked in and backfill (the oracle's foresight)?"""
+        return self.mon.would_mark_in(o) and self._backfills(o, t)
 
     def _log_moved_on(self, o: Osd, t: float) -> bool:
         """Its PGs went clean without it and trimmed their logs to log_entries_per_pg: more

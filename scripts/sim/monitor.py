@@ -134,13 +134,17 @@ class Monitor:
                 self.cl.set_substitute(o, SUB_READY, at)
 
     # ------------------------------------------------------------------ boot
+    def would_mark_in(self, o: Osd) -> bool:
+        """`o` is in, or would be marked in at a boot now."""
+        return not o.out or (self.p.auto_mark_in and not self.flagged(o, "noin"))
+
     def boot_in(self, o: Osd) -> bool:
         """`o` boots: True if it is (or is marked) in, False if it stays out (noin, or
         auto_mark_in off). An OSD marked in while its re-replication is still going on
         cancels it (its own copy is back)."""
         if not o.out:
             return True
-        if not self.p.auto_mark_in or self.flagged(o, "noin"):
+        if not self.would_mark_in(o):
             return False
         o.out = False
         self.n_out -= 1

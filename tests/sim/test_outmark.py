@@ -213,3 +213,18 @@ def test_in_again_before_its_re_replication_ended_it_log_recovers(topo360):
     assert o.hist_peak > 0
     others = [x for x in sim.failed if x is not o]
     assert all(x.sub == SUB_PENDING for x in others)
+
+
+def test_the_oracle_foresees_the_backfill_no_history_at_boot(topo360):
+    from ceph_recovery_tools.sim.oracle import _boot_state
+    sim = _sim(topo360)
+    sim.lc.mon.tick(0.0, sim.failed)
+    o = sim.failed[0]
+    h, objs, _nh, entries, _base = _boot_state(sim, o, 0.0)
+    assert h == 0.0 and entries == 0.0
+    t_b = sim.p.load_s + sim.p.boot_s + sim.cfg.tick_s
+    writes = sim.cl.missed_writes(o, t_b)
+    assert objs == pytest.approx(sim.p.backfill_objects(
+        writes * sim.p.distinct_object_frac, len(o.pgs)))
+    o.noin = True                       # stays out at boot: not a backfill
+    assert _boot_state(sim, o, 0.0)[0] > 0
