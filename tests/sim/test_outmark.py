@@ -226,5 +226,7 @@ def test_the_oracle_foresees_the_backfill_no_history_at_boot(topo360):
     writes = sim.cl.missed_writes(o, t_b)
     assert objs == pytest.approx(sim.p.backfill_objects(
         writes * sim.p.distinct_object_frac, len(o.pgs)))
-    o.noin = True                       # stays out at boot: not a backfill
-    assert _boot_state(sim, o, 0.0)[0] > 0
+    o.noin = True                       # stays out at boot: in no PG, nothing to recover
+    assert _boot_state(sim, o, 0.0)[:2] == (0.0, 0.0)
+    fresh = _sim(topo360, down_out_interval_s=0.0)     # never out: its log recovery
+    assert _boot_state(fresh, fresh.failed[0], 0.0)[0] > 0
