@@ -257,8 +257,10 @@ class Lifecycle:
 
     def rec_share(self, host: str) -> float:
         """Objects/s per unit of recovery weight on `host`: the host's link is shared by its
-        recovering OSDs in proportion to their weights (1 unless throttled, levers.py)."""
-        w = sum(self.cl.osds[i].rec_w for i in self.recovering[host])
+        recovering OSDs in proportion to their weights (1 unless throttled, levers.py); a
+        paused one (paused()) takes no share."""
+        w = sum(self.cl.osds[i].rec_w for i in self.recovering[host]
+                if not self.paused(self.cl.osds[i]))
         return self.p.host_objects_per_s / w if w > 0 else 0.0
 
     def rec_buffers(self, o: Osd) -> float:
