@@ -120,7 +120,8 @@ def main_sweep(args, console: Console) -> int:
         return errno.EINVAL
     os.makedirs(args.out, exist_ok=True)
     doc = run_sweep(seed=args.seed, horizon=args.horizon or DEFAULT_HORIZON_S,
-                    big=not args.no_big, log=console.log, sim_args=args.sim_arg)
+                    big=not args.no_big, log=console.log, sim_args=args.sim_arg,
+                    host_out=args.host_out)
     doc["acceptance"] = report.acceptance(doc["rows"])
     out = report.sweep_text(doc)
     console.print(out, markup=False, highlight=False)
@@ -128,6 +129,9 @@ def main_sweep(args, console: Console) -> int:
         f.write(out + "\n")
     with open(os.path.join(args.out, "sweep.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
+    if args.host_out:
+        console.print("wrote %s/sweep.json, sweep.txt" % args.out)
+        return 0
     report.heatmap(doc["rows"], os.path.join(args.out, "sweep_heatmap.png"))
     console.print("wrote %s/sweep.json, sweep.txt, sweep_heatmap.png" % args.out)
     return 0
@@ -148,6 +152,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--horizon", type=float, default=None,
                     help="--sweep: simulated seconds per run (default 6 h)")
     ap.add_argument("--no-big", action="store_true", help="--sweep: skip the 10,080-OSD table")
+    ap.add_argument("--host-out", action="store_true",
+                    help="--sweep: instead of the rack cells, one or two hosts down 1 h and "
+                    "4 h (marked out, back by a backfill), naive and controlled")
     ap.add_argument("--sizes", default="60,1200,6000", help="subset of 60,1200,6000")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--ticks", type=int, default=50, help="plan() ticks to time")

@@ -181,7 +181,8 @@ def acceptance(rows: List[dict]) -> List[dict]:
             for line in acceptance_cell(v, key):
                 line.update(hosts=h, ram_gib=ram, variant=key)
                 out.append(line)
-    return out
+    from . import hostout
+    return out + hostout.acceptance(rows)
 
 
 def acceptance_text(lines: List[dict], width: int = WIDTH) -> str:
@@ -251,16 +252,21 @@ def _ordered(rows: List[dict]) -> List[dict]:
 def sweep_text(doc: dict) -> str:
     """The sweep's tables, legend and acceptance lines as 80-column text."""
     rows = _ordered(doc["rows"])
-    text = [render(cells_table(
-        [r for r in rows if r["table"] == "sweep"],
+    sweep = [r for r in rows if r["table"] == "sweep"]
+    text = [] if not sweep else [render(cells_table(
+        sweep,
         "One rack down 1 h, 12 OSDs/host, seed %d (sim s; - = never within %.0f h)%s"
         % (doc["seed"], doc["horizon_s"] / 3600,
            "".join(" " + a for a in doc.get("sim_args") or ())), doc["feasibility"]))]
     big = [r for r in rows if r["table"] == "big"]
     if big:
         text.append(render(cells_table(big, "10,080 OSDs (840 hosts x 12)", doc["feasibility"])))
+    from . import hostout
+    host_out = hostout.text(rows, doc["feasibility"], doc["seed"])
+    if host_out:
+        text.append(host_out)
     text.append(textwrap.fill(FIT_LEGEND, width=WIDTH) + "\n")
-    text.append(service_text(rows))
+    text.append(service_text([r for r in rows if r["table"] != hostout.TABLE]))
     text.append(acceptance_text(doc.get("acceptance") or acceptance(doc["rows"])))
     text.append("total wall %.1f s, %d workers" % (doc["total_wall_s"], doc["workers"]))
     return "\n".join(text)

@@ -1,5 +1,7 @@
 """`ceph-recovery-bench --sweep --out DIR`: one rack down 1 h, 12 OSDs per host, hosts x RAM x
-strategies, run in a process pool of at most 2; plus a 10,000-OSD table.
+strategies, run in a process pool of at most 2; plus a 10,000-OSD table. With `--host-out`
+instead: one or two hosts down 1 h and 4 h, longer than mon_osd_down_out_interval (the
+monitor marks them out; they come back in by a backfill), naive against controlled.
 
 Every cell is one `ceph-recovery-sim` run (same code path as the CLI). A run that raises
 (e.g. a core that rejects `--concurrency auto`) is recorded as {"error": ...} and reported
@@ -34,14 +36,19 @@ VARIANTS = (("naive", "naive", ()), ("controlled", "controlled", ()),   # defaul
 BIG = (840, 84)                  # 10,080 OSDs: 840 hosts x 12, racks of 10 hosts like the sweep
 BIG_RAM_GIB = (48, 64)
 BIG_VARIANTS = ("naive", "controlled", "unlimited")
+# one or two hosts down past mon_osd_down_out_interval: (hosts, --fail, downtime s)
+HOST_OUT_CELLS = tuple((h, fail, down) for h in (30, 100)
+                       for fail in ("host:1", "host:1,host:2") for down in (3600, 14400))
+HOST_OUT_RAM_GIB = (48, 64)
+HOST_OUT_VARIANTS = ("naive", "controlled")
 DEFAULT_HORIZON_S = 6 * 3600.0   # every run that gets anywhere is clean within ~1 h
 WORKERS = 2
 
 
 def cell_argv(hosts: int, ram_gib: float, strategy: str, extra, seed: int,
-              horizon: float) -> List[str]:
+              horizon: float, fail: str = "rack:1", downtime: int = 3600) -> List[str]:
     return ["--osds", str(hosts * OSDS_PER_HOST), "--hosts", str(hosts),
-            "--racks", str(max(1, hosts // 10)), "--fail", "rack:1", "--downtime", "3600",
+            "--racks", str(max(1, hosts // 10)), "--fail", fail, "--downtime", str(downtime),
             "--host-ram", str(int(ram_gib * GiB)), "--strategy", strategy,
             "--seed", str(seed), "--horizon", str(horizon)] + list(extra)
 
@@ -76,6 +83,21 @@ def jobs(hosts=HOSTS, rams=RAM_GIB, seed: int = 1, horizon: float = DEFAULT_HORI
                 out.append(({"table": "big", "hosts_n": BIG[0], "ram_gib": ram,
                              "variant": strat},
                             cell_argv(BIG[0], ram, strat, tuple(sim_args), seed, horizon)))
+    return out
+
+
+def host_out_jobs(seed: int = 1, horizon: float = DEFAULT_HORIZON_S,
+                  sim_args: Sequence[str] = (), cells=HOST_OUT_CELLS,
+                  rams=HOST_OUT_RAM_GIB) -> List[Tuple[dict, List[str]]]:
+    """The host-down cells (table "host-out"): every cell's argv, naive and controlled."""
+    out = []
+    for h, fail, down in cells:
+        for ram in rams:
+            for strat in HOST_OUT_VARIANTS:
+                out.append(({"table": "host-out", "hosts_n": h, "ram_gib": ram,
+                             "variant": strat, "fail": fail, "downtime_s": down},
+                            cell_argv(h, ram, strat, tuple(sim_args), seed, horizon,
+                                      fail, down)))
     return out
 
 
@@ -124,10 +146,15 @@ def prebuild(hosts=HOSTS, big: bool = True) -> None:
 
 def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, rams=RAM_GIB,
               big: bool = True, workers: int = WORKERS, log=print,
-              sim_args: Sequence[str] = ()) -> Dict[str, object]:
+              sim_args: Sequence[str] = (), host_out: bool = False) -> Dict[str, object]:
+    """The sweep's cells (host_out: the host-down cells instead) in a process pool."""
     t0 = time.perf_counter()
+    if host_out:
+        hosts, big = sorted({h for h, _f, _d in HOST_OUT_CELLS}), False
+        rams = HOST_OUT_RAM_GIB
     prebuild(hosts, big)
-    todo = sorted(jobs(hosts, rams, seed, horizon, big, sim_args), key=_cost)
+    todo = sorted(host_out_jobs(seed, horizon, sim_args) if host_out else
+                  jobs(hosts, rams, seed, horizon, big, sim_args), key=_cost)
     rows = []
     with ProcessPoolExecutor(max_workers=max(1, min(WORKERS, workers))) as pool, \
             steps("sweep cells", len(todo)) as advance:
@@ -143,4 +170,4 @@ def run_sweep(seed: int = 1, horizon: float = DEFAULT_HORIZON_S, hosts=HOSTS, ra
             "workers": min(WORKERS, workers), "total_wall_s": round(time.perf_counter() - t0, 1)}
 
 
-__all__ = ["run_sweep", "feasibility", "jobs", "cell_argv", "check_sim_args"]
+__all__ = ["run_sweep", "feasibility", "jobs", "host_out_jobs", "cell_argv", "check_sim_args"]

@@ -4,6 +4,10 @@ PG states are kept incrementally: every PG holds how many of its up-set members 
 peering, up-and-peered, and up-peered-and-recovered; an OSD changing class touches only its
 own PGs (about 100), never the whole PG table. A PG is active when at least min_size members
 are up and peered and none is still peering; clean when every member is recovered.
+A member marked out (monitor.py) whose data was re-replicated elsewhere has a substitute: a
+complete copy on another OSD that counts as an up, recovered member. While the member, in
+again, backfills, its substitute stays in the acting set (pg_temp) and the PG is remapped:
+not degraded, and not clean either until the backfill ends.
 """
 from __future__ import annotations
 
@@ -18,6 +22,9 @@ C_DOWN, C_PEERING, C_OK, C_CLEAN = 0, 1, 2, 3
 STOPPED, LOADING, PREBOOT, BOOTING, PEERING, RECOVERING, ACTIVE, FAILED = (
     "stopped", "loading", "preboot", "booting", "peering", "recovering", "active", "failed")
 RUNNING_PHASES = (LOADING, PREBOOT, BOOTING, PEERING, RECOVERING, ACTIVE)
+# an out OSD's data elsewhere: none, being re-replicated, a substitute member, a pg_temp
+# member while the OSD, in again, backfills
+SUB_NONE, SUB_PENDING, SUB_READY, SUB_TEMP = 0, 1, 2, 3
 
 
 class Osd:
@@ -29,7 +36,7 @@ class Osd:
                  "hist_peak", "hist_keep", "nonhist", "rss", "veteran", "starts",
                  "restart_at", "inactive", "degraded", "load_bytes", "in_scope", "released",
                  "write_mult", "steady", "rec_w", "rec_cap", "run_peak", "rec_ops", "merged",
-                 "reload")
+                 "reload", "out", "noin", "up_out", "backfill", "sub")
 
     def __init__(self, osd_id: int, host: str, rack: str, pgs: List[int], load_bytes: int):
         self.id, self.host, self.rack, self.pgs = osd_id, host, rack, pgs
@@ -59,10 +66,15 @@ class Osd:
         self.rec_cap = 0.0               # recovery objects/s cap from osd_recovery_sleep; 0: none
         self.run_peak = 0.0              # largest rss since the process started
         self.rec_ops = 0.0               # recovery ops in flight while recovering (levers.py)
+        self.out = False                 # marked out (monitor.py)
+        self.noin = False                # per-OSD noin: not marked in at boot
+        self.up_out = False              # up but out (booted under noin): in no PG
+        self.backfill = False            # in again after out: its recovery is a backfill
+        self.sub = SUB_NONE              # its data's copy elsewhere while it is out
 
     @property
     def up(self) -> bool:
-        return self.cls != C_DOWN
+        return self.cls != C_DOWN or self.up_out
 
     @property
     def running(self) -> bool:
@@ -86,6 +98,9 @@ class Cluster:
         self.n_ok = [self.size] * n
         self.n_peer = [0] * n
         self.n_clean = [self.size] * n
+        self.n_sub = [0] * n          # substitutes of out members (SUB_READY or SUB_TEMP)
+        self.n_temp = [0] * n         # of those, pg_temp members of a backfilling member
+        self.remapped: Set[int] = set()   # PG indexes with a pg_temp member (backfilling)
         self.n_active = self.n_clean_total = n
         self.n_available = n          # PGs with >= min_size members up and peered
         self.inactive_pgs: Set[int] = set()   # PG indexes not active (kept incrementally)
@@ -134,8 +149,34 @@ class Cluster:
 
     # ---------------------------------------------------------------- PG bookkeeping
     def _pg_state(self, pg: int):
-        active = self.n_ok[pg] >= self.min_size and self.n_peer[pg] == 0
-        return active, self.n_clean[pg] >= len(self.members[pg])
+        """(active, not degraded): substitutes count as up, recovered members."""
+        sub = self.n_sub[pg]
+        active = self.n_ok[pg] + sub >= self.min_size and self.n_peer[pg] == 0
+        return active, self.n_clean[pg] + sub >= len(self.members[pg])
+
+    @property
+    def n_clean_pgs(self) -> int:
+        """PGs active+clean: not degraded and not remapped (no backfill going on)."""
+        return self.n_clean_total - len(self.remapped)
+
+    def set_substitute(self, o: Osd, sub: int, at: Optional[float] = None) -> None:
+        """`o`'s data elsewhere becomes `sub` at `at` (monitor.py, lifecycle.py): a substitute
+        counts in each of o's PGs as an up, recovered member (SUB_READY, SUB_TEMP); a PG it
+        makes active is without client I/O until `at`."""
+        old, o.sub = o.sub, sub
+        inactive = len(self.inactive_pgs)
+        d_sub = (sub >= SUB_READY) - (old >= SUB_READY)
+        d_temp = (sub == SUB_TEMP) - (old == SUB_TEMP)
+        if not d_sub and not d_temp:
+            return
+        for pg in o.pgs:
+            self.n_temp[pg] += d_temp
+            (self.remapped.add if self.n_temp[pg] else self.remapped.discard)(pg)
+            if d_sub:
+                self._count(pg, 0, 0, 0, d_sub)
+        if at is not None and len(self.inactive_pgs) < inactive:
+            self.inactive_until(at)
+        self.epoch += 1
 
     def set_class(self, o: Osd, new: int) -> None:
         """Move `o` to PG class `new`, updating PG, per-OSD and global counters."""
@@ -150,22 +191,28 @@ class Cluster:
         d_peer = (new == C_PEERING) - (old == C_PEERING)
         d_clean = (new == C_CLEAN) - (old == C_CLEAN)
         for pg in o.pgs:
-            a0, c0 = self._pg_state(pg)
-            if d_ok:
-                before = self.n_ok[pg] >= self.min_size
-                if (self.n_ok[pg] + d_ok >= self.min_size) != before:
-                    self.n_available += -1 if before else 1
-            self.n_ok[pg] += d_ok
-            self.n_peer[pg] += d_peer
-            self.n_clean[pg] += d_clean
-            a1, c1 = self._pg_state(pg)
-            if a0 != a1:
-                (self.inactive_pgs.discard if a1 else self.inactive_pgs.add)(pg)
-                self._flip(pg, "inactive", -1 if a1 else 1)
-                self.n_active += 1 if a1 else -1
-            if c0 != c1:
-                self._flip(pg, "degraded", -1 if c1 else 1)
-                self.n_clean_total += 1 if c1 else -1
+            self._count(pg, d_ok, d_peer, d_clean, 0)
+
+    def _count(self, pg: int, d_ok: int, d_peer: int, d_clean: int, d_sub: int) -> None:
+        """Change one PG's member counts; flip its state counters where it changes."""
+        a0, c0 = self._pg_state(pg)
+        if d_ok or d_sub:
+            ok = self.n_ok[pg] + self.n_sub[pg]
+            before = ok >= self.min_size
+            if (ok + d_ok + d_sub >= self.min_size) != before:
+                self.n_available += -1 if before else 1
+        self.n_ok[pg] += d_ok
+        self.n_peer[pg] += d_peer
+        self.n_clean[pg] += d_clean
+        self.n_sub[pg] += d_sub
+        a1, c1 = self._pg_state(pg)
+        if a0 != a1:
+            (self.inactive_pgs.discard if a1 else self.inactive_pgs.add)(pg)
+            self._flip(pg, "inactive", -1 if a1 else 1)
+            self.n_active += 1 if a1 else -1
+        if c0 != c1:
+            self._flip(pg, "degraded", -1 if c1 else 1)
+            self.n_clean_total += 1 if c1 else -1
 
     def _flip(self, pg: int, attr: str, delta: int) -> None:
         for m in self.members[pg]:
@@ -191,7 +238,8 @@ class Cluster:
         if o.cls < C_OK:
             return True
         for pg in o.pgs:
-            if self.n_peer[pg] == 0 and self.n_ok[pg] >= self.min_size > self.n_ok[pg] - 1:
+            ok = self.n_ok[pg] + self.n_sub[pg]
+            if self.n_peer[pg] == 0 and ok >= self.min_size > ok - 1:
                 return False
         return True
 
@@ -207,10 +255,12 @@ class Cluster:
             return True
         n = self.size
         for pg in o.pgs:
-            degraded = self.n_clean[pg] < n
+            sub = self.n_sub[pg]
+            degraded = self.n_clean[pg] + sub < n
             if degraded and o.cls != C_CLEAN:
                 continue
-            left = (self.n_clean[pg] if degraded else self.n_ok[pg] + self.n_peer[pg]) - 1
+            left = (self.n_clean[pg] + sub if degraded
+                    else self.n_ok[pg] + self.n_peer[pg] + sub) - 1
             if pg in self.inactive_pgs or left < self.min_size:
                 return False
         return True
@@ -233,7 +283,7 @@ class Cluster:
         """Of o's PGs, how many stay active (take client writes) without o."""
         n = 0
         for pg in o.pgs:
-            ok = self.n_ok[pg] - (1 if o.cls >= C_OK else 0)
+            ok = self.n_ok[pg] + self.n_sub[pg] - (1 if o.cls >= C_OK else 0)
             if ok >= self.min_size:
                 n += 1
         return n

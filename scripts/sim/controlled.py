@@ -67,7 +67,7 @@ class Controlled(Strategy):
         topo = sim.cl.topo
         return OsdState(
             id=o.id, host=o.host, crush_path=(topo.root, o.rack, o.host), up=o.up,
-            in_=True, flags=frozenset(("noup",)) if o.noup else frozenset(),
+            in_=not o.out, flags=self._flags(o),
             process=PROC_RUNNING if o.running else PROC_STOPPED,
             rss_bytes=int(o.rss), process_started_at=o.started_at if o.running else None,
             daemon_state=DAEMON_STATES.get(o.phase) if sim.cfg.daemon_state else None,
@@ -77,6 +77,11 @@ class Controlled(Strategy):
             down_since=o.down_since if not o.up else None,
             heap_release=sim.p.heap_release, memory_target=self._memory_target(sim, o),
             recovery_config=self._recovery_config(sim, o), op_queue=sim.p.op_queue)
+
+    @staticmethod
+    def _flags(o: Osd) -> frozenset:
+        """The OSD's own flags in the OSD map (noup, noin)."""
+        return frozenset(f for f, on in (("noup", o.noup), ("noin", o.noin)) if on)
 
     @staticmethod
     def _memory_target(sim, o: Osd) -> int:
@@ -113,7 +118,7 @@ class Controlled(Strategy):
             epoch=cl.epoch, osds=tuple(osds),
             hosts=hosts, bucket_flags={b: frozenset(("noup",)) for b in sim.lc.held_buckets},
             cluster_flags=frozenset(self.flags), buckets=self.buckets,
-            pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_total,
+            pgs_total=len(cl.members), pgs_active=cl.n_active, pgs_clean=cl.n_clean_pgs,
             ok_to_stop=answers, helpers_seen={h: sim.now for h in cl.hosts},
             pg_map=self._pg_map(sim) if sim.cfg.membership else None)
 

@@ -153,7 +153,7 @@ class Sim:
         m.t_all_available = (m.t_all_available if m.t_all_available is not None else self.now) \
             if cl.n_available == n else None
         m.t_all_clean = (m.t_all_clean if m.t_all_clean is not None else self.now) \
-            if cl.n_clean_total == n else None
+            if cl.n_clean_pgs == n else None
 
     def _all_active_since(self) -> float:
         """With every PG active now: since when, exact to the event. A PG is without client
@@ -165,25 +165,31 @@ class Sim:
             return self.cl.last_inactive_t
         return self.m.t_all_active if self.m.t_all_active is not None else self.now
 
+    def _settled(self) -> bool:
+        """Every PG clean and every OSD up (PGs of out OSDs can be clean without them)."""
+        return self.m.t_all_clean is not None and self.cl.n_down == 0
+
     def _inactive(self) -> int:
         return len(self.cl.members) - self.cl.n_active
 
     def quiescent(self) -> bool:
         """Nothing can change any more without a new decision."""
         return not self.lc.dyn and all(o.restart_at is None or o.phase == FAILED
-                                       for o in self.failed)
+                                       for o in self.failed) \
+            and not self.lc.mon.busy(self.failed)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> dict:
         t_wall = time.perf_counter()
         dt = self.cfg.tick_s
         while self.now <= self.cfg.horizon_s:
+            self.lc.mon.tick(self.now, self.failed)
             self._systemd_restarts()
             self.strategy.tick(self)
             self._oom()
             self._track_peak()
             self._milestones()
-            if self.m.t_all_clean is not None and self.strategy.finished(self):
+            if self._settled() and self.strategy.finished(self):
                 break
             if self.quiescent() and self.strategy.stuck(self):
                 break
@@ -198,7 +204,7 @@ class Sim:
 
     def result(self, wall: float) -> dict:
         m, cfg, cl = self.m, self.cfg, self.cl
-        converged = m.t_all_clean is not None and cl.n_down == 0
+        converged = m.t_all_clean is not None and cl.n_down == 0 and self.lc.mon.n_out == 0
         return {
             "strategy": cfg.strategy, "osds": len(cl.osds), "hosts": len(cl.hosts),
             "racks": len(cl.topo.racks), "pgs": len(cl.members), "fail": cfg.fail,
@@ -223,6 +229,8 @@ class Sim:
             "invariant_examples": m.violations[:5],
             "inactive_pg_s": round(cl.inactive_pg_s),
             "osds_down_at_end": cl.n_down, "pgs_inactive_at_end": self._inactive(),
+            "osds_marked_out": self.lc.mon.marked_out, "osds_marked_in": self.lc.mon.marked_in,
+            "osds_out_at_end": self.lc.mon.n_out, "pgs_remapped_at_end": len(cl.remapped),
             "plan_median_ms": _ms(m.plan_s, 0.5), "plan_p99_ms": _ms(m.plan_s, 0.99),
             "stops": m.stops, "config_sets": m.config_sets,
             "config_left_changed": sorted("%s %s" % k for k in getattr(

@@ -29,7 +29,12 @@ What each lever does to the model (sources in docs/memory-model.md, "Levers"):
       defaults, Params.*_default); every recovery sleep is 0. osd_mclock_profile=
       high_client_ops weights its recovery rate by Params.mclock_client_profile_rate [L].
   norecover / nobackfill (SetFlag / UnsetFlag)
-      [A] the model does not tell log recovery from backfill: either flag pauses all recovery.
+      [A] either flag pauses all recovery, log recovery and backfill alike.
+  norebalance (SetFlag / UnsetFlag)
+      [C] pauses the backfill of an out OSD marked in again (its PGs are misplaced, not
+      degraded: their substitutes serve), monitor.py.
+  noout / noin (SetFlag / UnsetFlag)
+      [C] the monitor marks no down OSD out / no booting out OSD in (monitor.py).
   StopOsd
       the process ends like a restart's stop; it stays down (the boot gate holds it) until
       plan() grants it again.
@@ -51,6 +56,7 @@ CHOICES = {OVERRIDE: ("true", "false"),
            PROFILE: ("balanced", "high_client_ops", "high_recovery_ops")}
 MCLOCK = "mclock_scheduler"
 PAUSE_FLAGS = ("norecover", "nobackfill")
+MON_FLAGS = ("noout", "noin")
 
 
 def target_osd(sim, who: str) -> Osd:
@@ -117,9 +123,12 @@ def _throttle(sim, o: Osd, who: str) -> None:
 
 
 def set_flags(sim, flags) -> None:
-    """Cluster flags changed: noup holds every boot, norecover/nobackfill pause recovery."""
+    """Cluster flags changed: noup holds every boot, norecover/nobackfill pause recovery,
+    norebalance an out OSD's backfill, noout / noin stop the monitor's out and in marking."""
     sim.lc.cluster_noup = "noup" in flags
     sim.lc.recovery_paused = any(f in flags for f in PAUSE_FLAGS)
+    sim.lc.norebalance = "norebalance" in flags
+    sim.lc.mon.cluster_flags = {f for f in flags if f in MON_FLAGS}
     sim.cl.epoch += 1
 
 

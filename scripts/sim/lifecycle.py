@@ -10,13 +10,20 @@ where H = missed writes (capped at what the PG log holds) * bytes_per_missed_wri
 A process stopped while recovering keeps on disk the entries its peering merged (Osd.merged):
 the next process loads restart_hist_frac of their history memory at start (Osd.reload: PG
 log, missing set) and peers only the writes it missed since, without a second peak.
+An OSD the monitor marked out (monitor.py) is marked in at its boot (unless noin) and, once
+its data was re-replicated and its PGs' logs moved past its own, backfills instead: no
+missed entries merged (no history memory), Params.backfill_objects() to push, its PGs'
+substitutes in their acting sets (pg_temp) until it is done; norebalance pauses it.
+Booted under noin it stays up and out, in no PG.
 """
 from __future__ import annotations
 
 from typing import Dict, Set
 
 from .cluster import (ACTIVE, BOOTING, C_CLEAN, C_DOWN, C_OK, C_PEERING, FAILED, LOADING,
-                      PEERING, PREBOOT, RECOVERING, STOPPED, Cluster, Osd)
+                      PEERING, PREBOOT, RECOVERING, STOPPED, SUB_NONE, SUB_READY, SUB_TEMP,
+                      Cluster, Osd)
+from .monitor import Monitor
 
 
 # A phase that ends within EPS_S of a step's end ends in that step: the step was cut at its end,
@@ -35,6 +42,8 @@ class Lifecycle:
         self.held_buckets: Set[str] = set()
         self.cluster_noup = False
         self.recovery_paused = False                     # norecover / nobackfill set
+        self.norebalance = False                         # pauses backfills of out OSDs
+        self.mon = Monitor(cl)
 
     # ------------------------------------------------------------------ transitions
     def held(self, o: Osd) -> bool:
@@ -71,6 +80,12 @@ class Lifecycle:
             o.pending_writes *= o.obj_left / o.obj_total
             # peered: its PG log and missing set hold them (what fitted the log)
             o.merged = min(o.pending_writes, cl.history_cap(o))
+        if o.backfill:
+            o.merged = 0.0                   # a backfill merges no log entries
+        if o.up_out:
+            o.up_out, o.down_since = False, now
+            cl.n_down += 1
+            cl.epoch += 1
         was_up = o.cls != C_DOWN
         self.peering[o.host].discard(o.id)
         self.recovering[o.host].discard(o.id)
@@ -107,6 +122,14 @@ class Lifecycle:
     def _boot(self, o: Osd, t: float) -> None:
         """Up in the OSD map: its PGs peer; missed writes set the peering work and memory."""
         p = self.p
+        if not self.mon.boot_in(o):
+            self._up_out(o)
+            return
+        if self._backfills(o, t):
+            self._boot_backfill(o, t)
+            return
+        if o.sub == SUB_READY:           # in again, its log still overlaps: log recovery,
+            self.cl.set_substitute(o, SUB_NONE, t)     # the substitute becomes a stray
         writes = self.cl.missed_writes(o, t)
         in_log = self.cl.unmerged_writes(o, t)
         o.pending_writes = writes
@@ -119,6 +142,48 @@ class Lifecycle:
         o.phase = PEERING
         self.peering[o.host].add(o.id)
         self.cl.set_class(o, C_PEERING)
+
+    def _backfills(self, o: Osd, t: float) -> bool:
+        """In (again) at a boot at `t`: does `o` backfill rather than log-recover?"""
+        return o.backfill or (o.sub == SUB_READY and self._log_moved_on(o, t))
+
+    def will_backfill(self, o: Osd, t: float) -> bool:
+        """Would `o`, booting at `t`, be marked in and backfill (the oracle's foresight)?"""
+        return self.mon.would_mark_in(o) and self._backfills(o, t)
+
+    def _log_moved_on(self, o: Osd, t: float) -> bool:
+        """Its PGs went clean without it and trimmed their logs to log_entries_per_pg: more
+        writes missed per PG than that leave no overlap with its own log (backfill)."""
+        per_pg = self.cl.missed_writes(o, t) / max(1, len(o.pgs))
+        return per_pg > self.p.log_entries_per_pg(len(o.pgs))
+
+    def _boot_backfill(self, o: Osd, t: float) -> None:
+        """In again after out: its PGs peer (remapped back to it), merge none of its missed
+        entries and backfill it, their substitutes serving in pg_temp until it is done."""
+        p = self.p
+        writes = self.cl.missed_writes(o, t)
+        o.backfill, o.pending_writes, o.merged = True, writes, 0.0
+        o.hist_peak = 0.0
+        o.peer_total = o.peer_left = 0.0
+        o.peer_base_left = p.peer_base_s
+        o.obj_total = o.obj_left = p.backfill_objects(writes * p.distinct_object_frac,
+                                                      len(o.pgs))
+        o.down_since = None
+        o.phase = PEERING
+        self.peering[o.host].add(o.id)
+        self.cl.set_substitute(o, SUB_TEMP, t)
+        self.cl.set_class(o, C_PEERING)
+
+    def _up_out(self, o: Osd) -> None:
+        """Booted and not marked in (noin): up, in no PG (its strays are purged once their
+        PGs are clean elsewhere); its caches refill."""
+        cl = self.cl
+        o.up_out, o.down_since, o.phase = True, None, ACTIVE
+        o.pending_writes = o.merged = o.reload = 0.0
+        o.hist_peak = o.hist_keep = 0.0
+        cl.n_down -= 1
+        cl.epoch += 1
+        cl.dirty_osds.add(o.id)
 
     def _peered(self, o: Osd, t: float) -> None:
         """`o` ends peering at `t`: its PGs, inactive while a member peers, are active again
@@ -140,6 +205,9 @@ class Lifecycle:
         self.recovering[o.host].discard(o.id)
         o.phase, o.obj_left, o.pending_writes, o.merged = ACTIVE, 0.0, 0.0, 0.0
         self.cl.set_class(o, C_CLEAN)
+        if o.backfill:                   # backfilled: its PGs' pg_temp members leave
+            o.backfill = False
+            self.cl.set_substitute(o, SUB_NONE)
 
     # ------------------------------------------------------------------ time
     def advance(self, t0: float, t1: float) -> None:
@@ -189,21 +257,28 @@ class Lifecycle:
 
     def rec_share(self, host: str) -> float:
         """Objects/s per unit of recovery weight on `host`: the host's link is shared by its
-        recovering OSDs in proportion to their weights (1 unless throttled, levers.py)."""
-        w = sum(self.cl.osds[i].rec_w for i in self.recovering[host])
+        recovering OSDs in proportion to their weights (1 unless throttled, levers.py); a
+        paused one (paused()) takes no share."""
+        w = sum(self.cl.osds[i].rec_w for i in self.recovering[host]
+                if not self.paused(self.cl.osds[i]))
         return self.p.host_objects_per_s / w if w > 0 else 0.0
 
     def rec_buffers(self, o: Osd) -> float:
         """Data of the recovery ops in flight on a recovering OSD (levers.py): none while its
         recovery is paused (norecover/nobackfill, or a throttle of 0)."""
-        if self.recovery_paused or o.rec_w <= 0:
+        if self.paused(o) or o.rec_w <= 0:
             return 0.0
         return o.rec_ops * self.p.recovery_op_bytes
 
+    def paused(self, o: Osd) -> bool:
+        """norecover/nobackfill pause every recovery; norebalance a backfill whose PGs are
+        only misplaced (their substitutes serve: not degraded)."""
+        return self.recovery_paused or (self.norebalance and o.backfill)
+
     def rec_rate(self, o: Osd, share: float) -> float:
         """Objects/s `o` recovers: its weighted share, capped by its osd_recovery_sleep, 0 while
-        norecover/nobackfill is set."""
-        if self.recovery_paused:
+        norecover/nobackfill is set (norebalance: a backfill, paused())."""
+        if self.paused(o):
             return 0.0
         rate = share * o.rec_w
         return min(rate, o.rec_cap) if o.rec_cap > 0 else rate

@@ -76,6 +76,11 @@ def _boot_state(sim, o: Osd, now: float):
     else:
         t_b = now + p.load_s + p.boot_s + sim.cfg.tick_s
     writes = sim.cl.missed_writes(o, t_b)
+    if o.out and not sim.lc.mon.would_mark_in(o):     # up and out (noin): in no PG
+        return 0.0, 0.0, float(o.load_bytes), 0.0, p.peer_base_s
+    if sim.lc.will_backfill(o, t_b):      # out and in again: no history, a backfill
+        return (0.0, p.backfill_objects(writes * p.distinct_object_frac, len(o.pgs)),
+                float(o.load_bytes), 0.0, p.peer_base_s)
     in_log = sim.cl.unmerged_writes(o, t_b)
     objs = min(writes * p.distinct_object_frac, float(p.pg_objects * len(o.pgs)))
     return in_log * p.bytes_per_missed_write, objs, float(o.load_bytes), in_log, p.peer_base_s

@@ -67,6 +67,20 @@ class Params:
     recovery_op_bytes: int = 4 * MiB          # [F]/[C] data one recovery op in flight holds: a
                                               # 4 MiB object fits one push (osd_recovery_max_chunk
                                               # 8 MiB); see Params.recovery_ops
+    # --- the monitor's out-marking (OSDMonitor::tick) [C]
+    down_out_interval_s: float = 600.0        # mon_osd_down_out_interval (0: never)
+    down_out_subtree_limit: str = "rack"      # mon_osd_down_out_subtree_limit: a whole rack
+                                              # down is not marked out ("": no exemption)
+    min_in_ratio: float = 0.75                # mon_osd_min_in_ratio: no out below it
+    auto_mark_in: bool = True                 # mon_osd_auto_mark_auto_out_in: in at boot
+    # --- an out OSD's return: backfill (see Params.backfill_objects)
+    rereplicate_share: float = 1.0            # [A] share of a receiving host's recovery rate
+                                              # (host_objects_per_s) its re-replication gets
+    backfill_scan_cost: float = 0.005         # [A] an unchanged object a backfill compares, in
+                                              # pushes of one object (versions from both
+                                              # listings, osd_backfill_scan_max 512 a round)
+    backfill_whole_pg: bool = False           # [A] True: every object is copied (the stray
+                                              # copy was purged, as for an OSD up with noin)
     # --- ok-to-stop answers
     ok_to_stop_ceph: bool = False             # [C] True: mgr's _check_offlines_pgs rule
     # --- systemd (ceph-osd@.service) [C]
@@ -107,6 +121,18 @@ class Params:
         the first return's growth (docs/data/restart-while-recovering)."""
         frac = self.restart_hist_frac if self.heap_release else self.restart_hist_frac_no_tcmalloc
         return frac * self.bytes_per_missed_write * merged
+
+    def backfill_objects(self, changed: float, pgs_on_osd: int) -> float:
+        """Work of an out OSD's backfill when it is marked in again, in object pushes: its PGs
+        map back to it, its log no longer overlaps theirs (backfill, not log recovery), and
+        the primary compares both object listings (PrimaryLogPG::recover_backfill): objects
+        changed while it was down are pushed, unchanged ones cost a comparison only. With
+        backfill_whole_pg every object of its PGs is pushed."""
+        whole = float(self.pg_objects * pgs_on_osd)
+        changed = min(changed, whole)
+        if self.backfill_whole_pg:
+            return whole
+        return changed + self.backfill_scan_cost * (whole - changed)
 
     def history_cap_per_pg(self, pgs_on_osd: int) -> int:
         """Missed writes that still fit the log (beyond: backfill, no more log memory)."""

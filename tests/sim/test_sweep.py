@@ -136,3 +136,30 @@ def test_sweep_sim_args_go_to_every_run_and_bad_ones_are_refused_before_any(tmp_
     assert bench_main(["--sweep", "--out", str(out), "--sim-arg=--param=nope=1"]) == 22
     assert "unknown model parameter 'nope'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_host_out_cells_are_hosts_down_past_the_out_interval_naive_and_controlled():
+    from ceph_recovery_tools.bench import sweep
+    todo = sweep.host_out_jobs(seed=3)
+    assert len(todo) == len(sweep.HOST_OUT_CELLS) * len(sweep.HOST_OUT_RAM_GIB) * 2
+    downs = {int(argv[argv.index("--downtime") + 1]) for _m, argv in todo}
+    assert downs == {3600, 14400} and min(downs) > Params().down_out_interval_s
+    assert {argv[argv.index("--fail") + 1] for _m, argv in todo} == {"host:1", "host:1,host:2"}
+    assert {m["variant"] for m, _a in todo} == {"naive", "controlled"}
+    assert all(m["table"] == "host-out" for m, _a in todo)
+
+
+def test_host_out_acceptance_wants_0_oom_kills_and_never_later_than_naive():
+    from ceph_recovery_tools.bench import hostout
+    cell = {"table": "host-out", "fail": "host:1,host:2", "downtime_s": 14400}
+    rows = [row("controlled", 30.0, osds_marked_out=24, **cell), row("naive", 10.0, **cell),
+            row("controlled", 20.0, ram_gib=48, **cell), row("naive", None, ram_gib=48,
+                                                             oom=5, **cell)]
+    lines = hostout.acceptance(rows)
+    assert [(ln["ram_gib"], ln["variant"], ln["check"], ln["result"]) for ln in lines] == [
+        (48, "ctl h1+2 4h", "0 OOM kills", "PASS"),
+        (48, "ctl h1+2 4h", "never worse than naive", "PASS"),
+        (64, "ctl h1+2 4h", "0 OOM kills", "PASS"),
+        (64, "ctl h1+2 4h", "never worse than naive", "FAIL")]
+    assert report.acceptance(rows) == lines          # the sweep's acceptance carries them
+    assert "acceptance: 3 pass, 1 fail, 0 n/a" in report.acceptance_text(lines)
