@@ -147,3 +147,47 @@ def test_the_report_says_rebuilding_unless_the_socket_names_a_later_state(tmp_pa
     finally:
         child.kill()
         child.wait()
+
+
+class LogLauncher:
+    """A launcher of one running OSD (osd.7, a real process) whose log is `log`."""
+    name = "logs"
+
+    def __init__(self, pid, log):
+        self._pid, self.log = pid, log
+
+    def pid(self, osd):
+        return self._pid if osd == 7 else None
+
+    def asok_path(self, osd):
+        return None
+
+    def log_path(self, osd):
+        return self.log
+
+
+def test_the_helpers_report_and_log_follow_the_phase(tmp_path):
+    import structlog
+    from ceph_recovery_tools.helper import daemon
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        log = str(tmp_path / "osd.7.log")
+        started = report.osd_process(7, child.pid)["started_at"]
+        opts = daemon.Options(host="h2", conf="/nonexistent.conf", name="client.x",
+                              keyring=None, state_dir=str(tmp_path / "state"), probe_budget=0)
+        mem = {"total": 8 << 30, "used": 1 << 30, "available": 7 << 30, "limit": None,
+               "source": "host"}
+        h = daemon.Helper(opts, LogLauncher(child.pid, log), read_memory=lambda: mem)
+        append(log, start_line(started + 0.5))
+        with structlog.testing.capture_logs() as logs:
+            states = [{o["id"]: o.get("state") for o in h.build(T0, [7, 8])["osds"]}]
+            append(log, end_line(started + 3.5, 3.0))
+            states.append({o["id"]: o.get("state") for o in h.build(T0 + 2, [7, 8])["osds"]})
+        assert states == [{7: DAEMON_REBUILDING, 8: None}, {7: None, 8: None}]
+        assert [(e["event"], e["osd"]) for e in logs] == [
+            ("osd_rebuilding_allocator", 7), ("osd_rebuild_over", 7)]
+        assert logs[1]["logged_s"] == 3.0
+        h.close()
+    finally:
+        child.kill()
+        child.wait()
