@@ -270,19 +270,58 @@ def test_restart_instruction_runs_once_across_a_helper_restart(healthy_lab, scra
 
 
 REBUILD_HOST = "h2"
-REBUILD_BENCH_S = 100      # s of small writes into a size-1 pool on REBUILD_HOST's two OSDs
+REBUILD_BENCH_S = 100      # s of small writes into a size-1 pool on the killed OSD alone
 
 
-def _bench_into_host_pool(lab, host, seconds):
-    """A size-1 pool whose PGs live on `host`'s OSDs only (a rule rooted at the host bucket),
-    filled with `rados bench` 512-byte objects for `seconds`: onodes for the allocator scan.
-    Returns the objects written."""
+def _block_on_tmpfs(lab, osd):
+    """Move `osd`'s block file to /dev/shm (a chroot release sees the same tmpfs) behind a
+    symlink. BlueStore keeps its allocator in a file (and so rebuilds it after an unclean stop)
+    only where its DB device is not rotational; the lab's sparse files sit on a rotational disk
+    (bitmap freelist: no rebuild), a file on tmpfs has no block device and counts as not
+    rotational. The OSD switches to the allocator file at its next mount."""
+    block = os.path.join(lab["osds"][str(osd)]["data"], "block")
+    shm = "/dev/shm/%s-osd.%d.block" % (os.path.basename(lab["dir"]), osd)
+    assert launch.stop_osd(lab, osd)
+    subprocess.run(["cp", "--sparse=always", block, shm], check=True)
+    os.remove(block)
+    os.symlink(shm, block)
+    launch.start_osd(lab, osd)
+    wait_for("osd.%d up on tmpfs" % osd, lambda: osd_up(lab, osd), timeout=120)
+    return block, shm
+
+
+def _block_back(lab, osd, block, shm):
+    """Undo _block_on_tmpfs (a clean stop writes the allocator file first)."""
+    if not os.path.islink(block):
+        return
+    assert launch.stop_osd(lab, osd, timeout=120)
+    subprocess.run(["cp", "--sparse=always", shm, block + ".tmp"], check=True)
+    os.remove(block)
+    os.rename(block + ".tmp", block)
+    os.remove(shm)
+    launch.start_osd(lab, osd)
+
+
+def _bench_into_osd_pool(lab, host, osd, seconds):
+    """A size-1 pool whose PGs all live on `osd` (a rule rooted at its host, the PGs CRUSH gave
+    to the host's other OSD upmapped to it), filled with `rados bench` 512-byte objects for
+    `seconds`: onodes for the allocator scan. Returns the objects written."""
     for args in (("osd", "crush", "rule", "create-replicated", "rebuild-" + host, host, "osd"),
                  ("osd", "pool", "create", "rebuild", "16", "16", "replicated", "rebuild-" + host),
                  ("osd", "pool", "set", "rebuild", "size", "1", "--yes-i-really-mean-it"),
                  ("osd", "pool", "set", "rebuild", "min_size", "1"),
                  ("osd", "pool", "application", "enable", "rebuild", "rados")):
         launch.ceph(lab, *args, json_out=False)
+
+    def elsewhere():
+        pgs = launch.ceph(lab, "pg", "ls-by-pool", "rebuild")
+        pgs = pgs.get("pg_stats", pgs) if isinstance(pgs, dict) else pgs
+        return [(p["pgid"], p["up"][0]) for p in pgs if p["up"] and p["up"][0] != osd]
+    for _ in range(3):
+        for pgid, other in elsewhere():
+            launch.ceph(lab, "osd", "pg-upmap-items", pgid, str(other), str(osd), json_out=False)
+        time.sleep(3)
+    assert not elsewhere(), elsewhere()
     out = subprocess.run(release.tool(lab, "rados") + [
         "-c", lab["conf"], "-p", "rebuild", "bench", str(seconds), "write", "-b", "512",
         "-t", "32", "--no-cleanup"], capture_output=True, text=True, timeout=seconds + 120,
@@ -332,18 +371,22 @@ def _helper_saw(lab, host, osd, since):
 
 
 def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_lab):
-    """SIGKILL one OSD full of small objects and start it again: on Reef/Tentacle
-    (bluestore_allocation_from_file) its log shows the rebuild's start and end lines, the
-    helper's scanner reads the phase from them, and the helper reports `rebuilding` when the
-    phase lasts longer than its cycle. Pacific has no allocator file: no such line."""
+    """SIGKILL one OSD full of small objects (its block on tmpfs: _block_on_tmpfs) and start
+    it again: on Reef/Tentacle (bluestore_allocation_from_file) its log shows the rebuild's
+    start and end lines, the helper's scanner reads the phase from them, and the helper
+    reports `rebuilding` when the phase lasts three of its cycles. Pacific has no allocator
+    file: no such line."""
     from ceph_recovery.model import DAEMON_REBUILDING
     from ceph_recovery_tools.helper import osdlog
     lab = healthy_lab
     osd = lab["hosts"][REBUILD_HOST]["osds"][0]
     log = lab["osds"][str(osd)]["log_file"]
+    block = shm = None
     try:
+        if lab["ceph"] != "pacific":
+            block, shm = _block_on_tmpfs(lab, osd)
         written = 0 if lab["ceph"] == "pacific" else \
-            _bench_into_host_pool(lab, REBUILD_HOST, REBUILD_BENCH_S)
+            _bench_into_osd_pool(lab, REBUILD_HOST, osd, REBUILD_BENCH_S)
         offset, killed = os.path.getsize(log), time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         assert launch.stop_osd(lab, osd, signal.SIGKILL)
         seen = _watch_restart(lab, osd, log, limit=30.0 if lab["ceph"] == "pacific" else 300.0)
@@ -372,3 +415,5 @@ def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_
             assert live, seen[:5]
     finally:
         _drop_host_pool(lab, REBUILD_HOST)
+        if block is not None:
+            _block_back(lab, osd, block, shm)
