@@ -273,32 +273,33 @@ REBUILD_HOST = "h2"
 REBUILD_BENCH_S = 100      # s of small writes into a size-1 pool on the killed OSD alone
 
 
-def _block_on_tmpfs(lab, osd):
-    """Move `osd`'s block file to /dev/shm (a chroot release sees the same tmpfs) behind a
-    symlink. BlueStore keeps its allocator in a file (and so rebuilds it after an unclean stop)
-    only where its DB device is not rotational; the lab's sparse files sit on a rotational disk
-    (bitmap freelist: no rebuild), a file on tmpfs has no block device and counts as not
-    rotational. The OSD switches to the allocator file at its next mount."""
+def _block_on_loop(lab, osd):
+    """Serve `osd`'s block file through a loop device marked not rotational. BlueStore keeps its
+    allocator in a file (and so rebuilds it after an unclean stop) only where its DB device is
+    not rotational; the lab's sparse files sit on a rotational disk (bitmap freelist: no
+    rebuild, whatever bluestore_allocation_from_file says). The OSD switches to the allocator
+    file at its next mount. A chroot release sees the device in its /dev."""
     block = os.path.join(lab["osds"][str(osd)]["data"], "block")
-    shm = "/dev/shm/%s-osd.%d.block" % (os.path.basename(lab["dir"]), osd)
     assert launch.stop_osd(lab, osd)
-    subprocess.run(["cp", "--sparse=always", block, shm], check=True)
-    os.remove(block)
-    os.symlink(shm, block)
+    dev = subprocess.run(["losetup", "--find", "--show", block], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    with open("/sys/block/%s/queue/rotational" % os.path.basename(dev), "w") as f:
+        f.write("0")
+    os.rename(block, block + ".file")
+    os.symlink(dev, block)
     launch.start_osd(lab, osd)
-    wait_for("osd.%d up on tmpfs" % osd, lambda: osd_up(lab, osd), timeout=120)
-    return block, shm
+    wait_for("osd.%d up on %s" % (osd, dev), lambda: osd_up(lab, osd), timeout=120)
+    return block, dev
 
 
-def _block_back(lab, osd, block, shm):
-    """Undo _block_on_tmpfs (a clean stop writes the allocator file first)."""
+def _block_back(lab, osd, block, dev):
+    """Undo _block_on_loop (a clean stop writes the allocator file first)."""
     if not os.path.islink(block):
         return
     assert launch.stop_osd(lab, osd, timeout=120)
-    subprocess.run(["cp", "--sparse=always", shm, block + ".tmp"], check=True)
     os.remove(block)
-    os.rename(block + ".tmp", block)
-    os.remove(shm)
+    os.rename(block + ".file", block)
+    subprocess.run(["losetup", "-d", dev], check=False)
     launch.start_osd(lab, osd)
 
 
@@ -371,7 +372,7 @@ def _helper_saw(lab, host, osd, since):
 
 
 def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_lab):
-    """SIGKILL one OSD full of small objects (its block on tmpfs: _block_on_tmpfs) and start
+    """SIGKILL one OSD full of small objects (its block on a non-rotational loop device: _block_on_loop) and start
     it again: on Reef/Tentacle (bluestore_allocation_from_file) its log shows the rebuild's
     start and end lines, the helper's scanner reads the phase from them, and the helper
     reports `rebuilding` when the phase lasts three of its cycles. Pacific has no allocator
@@ -381,10 +382,10 @@ def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_
     lab = healthy_lab
     osd = lab["hosts"][REBUILD_HOST]["osds"][0]
     log = lab["osds"][str(osd)]["log_file"]
-    block = shm = None
+    block = dev = None
     try:
         if lab["ceph"] != "pacific":
-            block, shm = _block_on_tmpfs(lab, osd)
+            block, dev = _block_on_loop(lab, osd)
         written = 0 if lab["ceph"] == "pacific" else \
             _bench_into_osd_pool(lab, REBUILD_HOST, osd, REBUILD_BENCH_S)
         offset, killed = os.path.getsize(log), time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
@@ -416,4 +417,4 @@ def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_
     finally:
         _drop_host_pool(lab, REBUILD_HOST)
         if block is not None:
-            _block_back(lab, osd, block, shm)
+            _block_back(lab, osd, block, dev)
