@@ -1,6 +1,12 @@
 """The helper reads BlueStore's allocator rebuild from an OSD's log: Ceph's own lines (prefix and
-text as a Tentacle 20.2.4 OSD wrote them on the lab after a SIGKILL), only the running
-instance's, read in bounded pieces; and the report carries it as the daemon state."""
+text as a Tentacle 20.2.4 OSD wrote them on the lab after a SIGKILL:
+  2026-11-29T10:00:56.015+0000 7ff4883ce880  0 bluestore(/tmp/lab-pytest-niovgidw/data/osd.2)
+    _init_alloc::NCB::restore_allocator() failed! Run Full Recovery from ONodes (might take a
+    while) ...
+  2026-11-29T10:00:57.315+0000 7ff4883ce880  1 bluestore::NCB::read_allocation_from_drive_on_
+    startup::::Allocation Recovery was completed in 1.303519 seconds, extent_count=278142
+each on one line), only the running instance's, read in bounded pieces; and the report
+carries it as the daemon state."""
 from __future__ import annotations
 
 import os
@@ -28,8 +34,8 @@ def start_line(t):
 
 
 def end_line(t, seconds=12.5):
-    return ("%s 7f0a6e2cb640  1 bluestore(/tmp/lab/data/osd.3) read_allocation_from_drive_on_"
-            "startup::Allocation Recovery was completed in %s seconds, extent_count=4721\n"
+    return ("%s 7f0a6e2cb640  1 bluestore::NCB::read_allocation_from_drive_on_startup::::"
+            "Allocation Recovery was completed in %s seconds, extent_count=278142\n"
             % (stamp(t), seconds))
 
 
