@@ -14,9 +14,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from ceph_recovery.model import DAEMON_REBUILDING
 from ceph_recovery_tools.common.wait import wait_until
+from ceph_recovery_tools.helper import osdlog
 from ceph_recovery_tools.helper.state import StateDir
 from ceph_recovery_tools.lab import bootstrap, inrelease, launch, release
 
@@ -274,11 +277,9 @@ REBUILD_BENCH_S = 100      # s of small writes into a size-1 pool on the killed 
 
 
 def _block_on_loop(lab, osd):
-    """Serve `osd`'s block file through a loop device marked not rotational. BlueStore keeps its
-    allocator in a file (and so rebuilds it after an unclean stop) only where its DB device is
-    not rotational; the lab's sparse files sit on a rotational disk (bitmap freelist: no
-    rebuild, whatever bluestore_allocation_from_file says). The OSD switches to the allocator
-    file at its next mount. A chroot release sees the device in its /dev."""
+    """Serve `osd`'s block file through a loop device marked not rotational: BlueStore keeps
+    its allocator in a file (and rebuilds it after an unclean stop) only on a non-rotational
+    DB, and the lab's files sit on a rotational disk. The OSD switches at its next mount."""
     block = os.path.join(lab["osds"][str(osd)]["data"], "block")
     assert launch.stop_osd(lab, osd)
     dev = subprocess.run(["losetup", "--find", "--show", block], capture_output=True,
@@ -304,9 +305,8 @@ def _block_back(lab, osd, block, dev):
 
 
 def _bench_into_osd_pool(lab, host, osd, seconds):
-    """A size-1 pool whose PGs all live on `osd` (a rule rooted at its host, the PGs CRUSH gave
-    to the host's other OSD upmapped to it), filled with `rados bench` 512-byte objects for
-    `seconds`: onodes for the allocator scan. Returns the objects written."""
+    """A size-1 pool whose PGs all live on `osd` (a rule rooted at its host, the others
+    upmapped to it), filled for `seconds` with 512-byte objects: the objects written."""
     for args in (("osd", "crush", "rule", "create-replicated", "rebuild-" + host, host, "osd"),
                  ("osd", "pool", "create", "rebuild", "16", "16", "replicated", "rebuild-" + host),
                  ("osd", "pool", "set", "rebuild", "size", "1", "--yes-i-really-mean-it"),
@@ -331,17 +331,14 @@ def _bench_into_osd_pool(lab, host, osd, seconds):
 
 
 def _drop_host_pool(lab, host):
-    launch.ceph(lab, "osd", "pool", "delete", "rebuild", "rebuild",
-                "--yes-i-really-really-mean-it", json_out=False, check=False)
-    launch.ceph(lab, "osd", "crush", "rule", "rm", "rebuild-" + host, json_out=False,
-                check=False)
+    for args in (("osd", "pool", "delete", "rebuild", "rebuild", "--yes-i-really-really-mean-it"),
+                 ("osd", "crush", "rule", "rm", "rebuild-" + host)):
+        launch.ceph(lab, *args, json_out=False, check=False)
 
 
 def _watch_restart(lab, osd, log, limit=300.0):
     """Start the killed OSD and poll its log with the helper's scanner every 50 ms until the
     rebuild's end line (or the OSD is up): [(time, phase)]."""
-    import psutil
-    from ceph_recovery_tools.helper import osdlog
     pid = launch.start_osd(lab, osd)
     started, phases, seen = psutil.Process(pid).create_time(), osdlog.StartPhases(), []
     deadline = time.time() + limit
@@ -354,13 +351,11 @@ def _watch_restart(lab, osd, log, limit=300.0):
 
 
 def _rebuild_lines(log, offset):
-    from ceph_recovery_tools.helper import osdlog
     with open(log, "rb") as f:
-        f.seek(offset)
-        text = f.read()
-    start = [ln for ln in text.splitlines() if osdlog.REBUILD_START in ln]
-    end = [ln for ln in text.splitlines() if any(e in ln for e in osdlog.REBUILD_END)]
-    return text, start, end
+        text = f.read()[offset:]
+    lines = text.splitlines()
+    return text, [ln for ln in lines if osdlog.REBUILD_START in ln], \
+        [ln for ln in lines if any(e in ln for e in osdlog.REBUILD_END)]
 
 
 def _helper_saw(lab, host, osd, since):
@@ -377,8 +372,6 @@ def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_
     start and end lines, the helper's scanner reads the phase from them, and the helper
     reports `rebuilding` when the phase lasts three of its cycles. Pacific has no allocator
     file: no such line."""
-    from ceph_recovery.model import DAEMON_REBUILDING
-    from ceph_recovery_tools.helper import osdlog
     lab = healthy_lab
     osd = lab["hosts"][REBUILD_HOST]["osds"][0]
     log = lab["osds"][str(osd)]["log_file"]
