@@ -30,6 +30,10 @@ WARMUP_MARGIN = 1.7         # below WARMUP_OBSERVATIONS (predict.py) a start bes
                             # one rack down 1 h: peaks 6.1-6.6 GiB on predictions 3.9-4.9 GiB,
                             # 6.6 / 3.9 = 1.69; docs/memory-model.md "Auto concurrency holds
                             # the budget"; lab: 2.7 x the load where 2 x was assumed, 1.35)
+# The longest an OSD's allocator rebuild holds its boot clock (Decision.rebuild_clock): 2 h,
+# the startup probe Rook had to allow for this phase (rook#10196). Long enough for the field's
+# "minutes to hours"; past it the run may end incomplete, and it still never stops the OSD.
+REBUILD_MAX_S = 7200.0
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
@@ -100,6 +104,8 @@ class Decision(Predictions):
         self.restoring = dict(progress.restoring)
         self.restoring_flags = dict(progress.restoring_flags)
         self.stopped = OsdColumn(self.osds, "stopped")
+        self.rebuild_from = OsdColumn(self.osds, "rebuild_from")
+        self.rebuild_seen = OsdColumn(self.osds, "rebuild_seen")
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.budget_state = progress.budget_state
@@ -142,8 +148,36 @@ class Decision(Predictions):
         self._budgets.clear()
 
     def grant_clock(self, osd_id: int) -> float:
-        """When a granted OSD's boot_timeout started: its boot (AllowBoot), else its grant."""
-        return self.booting.get(osd_id, self.granted[osd_id])
+        """When a granted OSD's boot_timeout started: its boot (AllowBoot), else its grant --
+        or the end of its allocator rebuild, if later (rebuild_clock)."""
+        base = self.booting.get(osd_id, self.granted[osd_id])
+        rebuilt = self.rebuild_clock(osd_id)
+        return base if rebuilt is None else max(base, rebuilt)
+
+    def rebuild_clock(self, osd_id: int) -> Optional[float]:
+        """Where a granted OSD's allocator rebuild (BlueStore's scan of every onode after an
+        unclean stop, before it loads any PG; model.DAEMON_REBUILDING) leaves its boot clock:
+        the last tick it was seen rebuilding, so the clock restarts when the rebuild ends.
+        The rebuild is the OSD's own work, minutes to hours on a large OSD, and a stop would
+        only start it again (the stop is unclean too). At most REBUILD_MAX_S after it was
+        first seen: past that the clock runs (inflight._timed_out names it, never stops it,
+        and it is no progress: the stall rule ends the run). None if it was never seen."""
+        seen = self.rebuild_seen.get(osd_id)
+        if seen is None:
+            return None
+        return min(seen, self.rebuild_from.get(osd_id, seen) + REBUILD_MAX_S)
+
+    def rebuilding(self, osd_id: int) -> bool:
+        """Seen rebuilding its allocator in this tick's snapshot."""
+        return self.rebuild_seen.get(osd_id) == self.now
+
+    def clock_bound(self, osd_id: int) -> float:
+        """The latest a granted OSD's boot clock can start if nothing else moves it: its
+        grant_clock, or for one rebuilding now the end of its REBUILD_MAX_S."""
+        clock = self.grant_clock(osd_id)
+        if self.rebuilding(osd_id):
+            clock = max(clock, self.rebuild_from.get(osd_id, self.now) + REBUILD_MAX_S)
+        return clock
 
     def stopping(self) -> Set[int]:
         """OSDs counted as stopped by every later stop decision, on every host: this tick's

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
-from .model import PHASE_DONE, PHASE_RUNNING, Intent
+from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
 from .decision import Decision, fmt_bytes
 from .withdraw import withdraw_grants
 
@@ -59,7 +59,8 @@ def _progressing(t: Decision) -> bool:
 
 def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
     """The latest time a running run can end if nothing progresses from now on: every
-    grant in flight times out boot_timeout after its grant (or its boot), settling lasts at
+    grant in flight times out boot_timeout after its grant (or its boot, or the end of its
+    allocator rebuild, which holds the clock at most REBUILD_MAX_S), settling lasts at
     most `settle_max_s` (inflight.SETTLE_MAX_S), and the stall clock then ends the run after
     stall_limit. None for a run not running (paused: the operator holds it)."""
     if t.phase != PHASE_RUNNING:
@@ -68,7 +69,7 @@ def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
         return t.stalled_since + t.i.stall_limit_s
     last = t.now
     for x in t.granted:
-        last = max(last, t.grant_clock(x) + t.i.boot_timeout_s)
+        last = max(last, t.clock_bound(x) + t.i.boot_timeout_s)
     for x, at in t.settling.items():
         last = max(last, at + settle_max_s)
     return last + t.i.stall_limit_s
@@ -84,7 +85,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
     if t.now - t.stalled_since < t.i.stall_limit_s:
         return False
     _withdraw_restarts(t)
-    withdraw_grants(t, "run ended incomplete")
+    withdraw_grants(t, "run ended incomplete", spare_rebuilds=True)
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.view.candidates)
     if t.i.leave_out:
@@ -128,9 +129,11 @@ def incomplete_report(t: Decision) -> None:
         left.setdefault(o.host, []).append(o.id)
     for host in sorted(left):
         ids = sorted(left[host])
-        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s; %s" % (
-            host, ",".join(str(x) for x in ids), _lack(t, host), _advice(t.i.leave_out)),
-            count=len(ids))
+        rebuilding = [x for x in ids if t.view.by_id[x].daemon_state == DAEMON_REBUILDING]
+        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s%s; %s" % (
+            host, ",".join(str(x) for x in ids), _lack(t, host), "".join(
+                ", osd.%d still rebuilding its allocator (left running)" % x
+                for x in rebuilding), _advice(t.i.leave_out)), count=len(ids))
 
 
 def _advice(left_out: bool) -> str:

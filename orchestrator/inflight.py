@@ -16,6 +16,13 @@ Timing constants (seconds):
   GRANT_RETRY_S    a granted OSD whose process is not running this long after its grant is a
                    failed start (it died before any report showed it, or the instruction was
                    lost): admitted again like any failed start.
+A granted OSD that reports DAEMON_REBUILDING (BlueStore rebuilding its allocator after an
+unclean stop, before it loads any PG) holds its boot clock while the rebuild lasts, at most
+decision.REBUILD_MAX_S (Decision.rebuild_clock): boot_timeout and BOOT_OBSERVE_MAX_S count from
+the rebuild's end. No timeout of the run stops it, even past that maximum (a stop only starts
+the rebuild again): it is then named in RECOVERY_BOOT_TIMEOUT and is no progress, so the
+stall rule still ends the run in bounded time (ending.py). Its rss is in its host's `used`
+all along, and its grant reserves the growth still predicted, like any start in flight.
 A granted OSD whose process died after it ran (OOM kill, crash) is a failed start: its peak so
 far becomes an Observation (so the footprint policy learns it was bigger than predicted), it
 goes back to the candidates (held, re-admitted with the new prediction), and after
@@ -31,9 +38,9 @@ from dataclasses import replace
 from typing import Tuple
 
 from .actions import AllowBoot
-from .model import (DAEMON_PREBOOT, PROC_RUNNING, PROC_STOPPED, SETTLE_MARKERS,
-                    START_MARKERS, Observation, clear_osd)
-from .decision import Decision, fmt_bytes
+from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
+                    SETTLE_MARKERS, START_MARKERS, Observation, clear_osd)
+from .decision import REBUILD_MAX_S, Decision, fmt_bytes
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
 from .withdraw import stop_process
@@ -84,10 +91,24 @@ def track_in_flight(t: Decision) -> None:
         if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
             _failed_start(t, o)
             continue
+        track_rebuild(t, o)
         since = t.grant_clock(osd_id)
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
         if not o.up and osd_id not in t.staged and t.now - since >= t.i.boot_timeout_s:
             _timed_out(t, o, booted is not None, t.now - since)
+
+
+def track_rebuild(t: Decision, o) -> None:
+    """A granted OSD down and running that reports DAEMON_REBUILDING: first and last seen so
+    (Decision.rebuild_clock holds its boot clock meanwhile)."""
+    if o.up or o.process != PROC_RUNNING or o.daemon_state != DAEMON_REBUILDING:
+        return
+    first = t.rebuild_from.setdefault(o.id, t.now)
+    t.rebuild_seen[o.id] = t.now
+    t.reasons.append("osd.%d rebuilds its allocator (unclean stop) for %.0fs: %s" % (
+        o.id, t.now - first, "its boot clock waits for the end (at most %.0fs)" % REBUILD_MAX_S
+        if t.now - first <= REBUILD_MAX_S else "past the %.0fs its boot clock waits" %
+        REBUILD_MAX_S))
 
 
 def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
@@ -95,8 +116,16 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
     not running (never started, died unseen, its helper gone): a failed start, its process
     stopped and the OSD held again (a start that will not come up must not keep the run, nor
     stay loaded outside it). Loaded and kept in preboot by the run itself (no room to peak):
-    not the OSD's fault; the stall rule ends the run if room never comes (ending.py)."""
+    not the OSD's fault; the stall rule ends the run if room never comes (ending.py). Still
+    rebuilding its allocator past REBUILD_MAX_S: named, never stopped (a stop only starts the
+    rebuild again); the stall rule ends the run."""
     what = "allowed to boot" if booted else "granted"
+    if t.rebuilding(o.id):
+        t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: still rebuilding its allocator %.0fs "
+                 "after it began (unclean stop), past the %.0fs the run waits for it: not "
+                 "stopped (a stop starts the rebuild again), no longer progress" % (
+                     o.id, o.host, t.now - t.rebuild_from.get(o.id, t.now), REBUILD_MAX_S))
+        return
     if booted or o.process != PROC_RUNNING:
         t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s): "
                  "counted a failed start, stopped and held" % (o.id, o.host, what, age,
@@ -186,8 +215,10 @@ def boots(t: Decision) -> None:
         if "noup" not in o.flags:
             t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
             continue
+        if t.rebuilding(osd_id):                    # no PG loaded yet, whatever its rss
+            continue
         started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        ran = t.now - started
+        ran = t.now - max(started, t.rebuild_clock(osd_id) or started)
         known = _loaded(t, o, ran)
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:

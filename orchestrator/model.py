@@ -25,6 +25,11 @@ PROC_STATES = (PROC_STOPPED, PROC_RUNNING, PROC_UNKNOWN)
 # OsdState.daemon_state once init() has loaded every PG and the OSD waits to boot (Ceph's
 # OSDState PREBOOT, as its admin socket's `status` names it)
 DAEMON_PREBOOT = "preboot"
+# OsdState.daemon_state while BlueStore rebuilds its allocator after an unclean stop (scanning
+# every onode inside its mount, before init() loads any PG: minutes to hours on large OSDs).
+# Not one of Ceph's OSDStates: the helper reads it from the OSD's log (its admin socket does
+# not answer `status` yet) and reports it in the same field.
+DAEMON_REBUILDING = "rebuilding"
 
 # osd_op_queue values: the recovery scheduler an OSD runs (ceph_recovery.scheduler)
 WPQ = "wpq"
@@ -86,8 +91,9 @@ class OsdState:
     rss_bytes: int = 0                     # resident memory of the daemon, 0 when not running
     process_started_at: Optional[float] = None   # when the helper saw the process start
     daemon_state: Optional[str] = None     # the daemon's own state (admin socket `status`):
-                                           # DAEMON_PREBOOT once its PGs are loaded; None =
-                                           # not reported
+                                           # DAEMON_PREBOOT once its PGs are loaded,
+                                           # DAEMON_REBUILDING while its allocator is rebuilt
+                                           # (from its log); None = not reported
     pgs: int = 0                           # PGs mapped to this OSD (up or acting set)
     pgs_inactive: int = 0                  # of those, PGs not active (this OSD's start helps)
     pgs_degraded: int = 0                  # of those, degraded/undersized PGs

@@ -32,6 +32,8 @@ class OsdRun:
     staged: Optional[float] = None         # granted beside others as staged (admission.py)
     stopped: Optional[float] = None        # a start the run withdrew: its process is being
                                            # stopped (instructed at; inflight.withdraw)
+    rebuild_from: Optional[float] = None   # granted, first seen rebuilding its allocator
+    rebuild_seen: Optional[float] = None   # ... and last seen so (Decision.grant_clock)
 
 
 NO_RUN = OsdRun()
@@ -43,10 +45,11 @@ OSD_FIELDS = {"granted": "granted", "booting": "booting", "restarted": "restarte
               "fresh_rss": "fresh_rss", "failures": "failures", "load_rss": "load_rss",
               "missed": "missed", "heap_rss": "heap_rss",
               "restart_rss": "restart_rss", "shrink_at": "shrink_at",
-              "shrink_rss": "shrink_rss", "staged": "staged", "stopped": "stopped"}
+              "shrink_rss": "shrink_rss", "staged": "staged", "stopped": "stopped",
+              "rebuild_from": "rebuild_from", "rebuild_seen": "rebuild_seen"}
 # what a start measured: cleared when the start is forgotten and when the OSD settled
 START_MEASURES = ("peaks", "downtime", "missed", "load_rss")
-START_MARKERS = ("granted", "booting", "staged") + START_MEASURES
+START_MARKERS = ("granted", "booting", "staged", "rebuild_from", "rebuild_seen") + START_MEASURES
 SETTLE_MARKERS = ("settling", "grew_at") + START_MEASURES
 
 

@@ -17,7 +17,7 @@ from .model import BUDGET_STATES, PHASE_IDLE, Budget, Intent, Observation, Progr
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
-                   "grew_at", "shrink_at", "staged", "stopped")
+                   "grew_at", "shrink_at", "staged", "stopped", "rebuild_from", "rebuild_seen")
 _OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
 
 
@@ -151,6 +151,7 @@ def progress_from_dict(d: Any) -> Progress:
         heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
         shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
         staged=_osd_map(d, "staged"), stopped=_osd_map(d, "stopped"),
+        rebuild_from=_osd_map(d, "rebuild_from"), rebuild_seen=_osd_map(d, "rebuild_seen"),
         saved_config=_saved_config(d), restoring=_restoring(d),
         restoring_flags=_restoring_flags(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),

@@ -11,7 +11,8 @@ Report (helper -> mgr), version 1:
               "source": "host"|"cgroup"},
    "osds": [{"id": 3, "process": "running"|"stopped", "pid": 1234|null, "rss": B,
              "started_at": T|null, "state": "preboot",    # state: optional, the daemon's
-                                                # own (admin socket `status`), see OsdProc
+                                                # own (admin socket `status`), or
+                                                # "rebuilding" (from its log), see OsdProc
              "pglog_dups": 2}],                 # optional, sent when > 0: "num of dups
                                                 # exceeded" warnings in its log since its
                                                 # last start (ceph_recovery.dups)
@@ -60,8 +61,11 @@ class OsdProc:
     rss: int = 0
     started_at: Optional[float] = None
     # the daemon's own state from its admin socket (Ceph's OSDState: "initializing",
-    # "preboot", "booting", "active", "stopping", "waiting_for_healthy"); None = not read.
-    # Optional in the report: a helper that predates it sends none.
+    # "preboot", "booting", "active", "stopping", "waiting_for_healthy"), or "rebuilding"
+    # (model.DAEMON_REBUILDING: its log shows BlueStore rebuilding the allocator after an
+    # unclean stop, before its admin socket answers); None = not read. Any name of at most
+    # MAX_STATE_LEN characters is taken (a receiver that does not know one treats it as "not
+    # preboot"). Optional in the report: a helper that predates it sends none.
     state: Optional[str] = None
     # "read_log_and_missing WARN num of dups exceeded N" lines in the OSD's log since its last
     # start (one per PG over the threshold: ceph_recovery.dups). Optional: sent when > 0, and

@@ -10,7 +10,9 @@ Rules:
   meanwhile (admission.py);
 - a run that ends leaves no grant: the helpers' boot gate reads the grants. An OSD already
   allowed to boot is left to come up; every other OSD of the run ends up, or down, held and
-  stopped, never loaded and held.
+  stopped, never loaded and held -- except one still rebuilding its allocator when the run
+  ends incomplete: a stop would only start the rebuild again at its next start, so it is left
+  running, held by its noup, and named (an abort, the operator's word, stops it too).
 """
 from __future__ import annotations
 
@@ -43,10 +45,15 @@ def track_stops(t: Decision) -> None:
                 t.now - sent))
 
 
-def withdraw_grants(t: Decision, why: str) -> None:
-    """A run that ends (incomplete, aborted) leaves no grant behind (module docstring)."""
+def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None:
+    """A run that ends (incomplete, aborted) leaves no grant behind (module docstring);
+    `spare_rebuilds`: leave an OSD rebuilding its allocator running (held)."""
     for osd_id in sorted(t.granted):
         o = t.view.by_id.get(osd_id)
-        if osd_id not in t.booting and o is not None and not o.up:
+        if spare_rebuilds and t.rebuilding(osd_id):
+            t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
+                             "(a stop would start the rebuild again)" % osd_id)
+        elif osd_id not in t.booting and o is not None and not o.up:
             stop_process(t, o, why)
-        clear_osd(t.osds, osd_id, ("granted", "booting", "staged"))
+        clear_osd(t.osds, osd_id, ("granted", "booting", "staged", "rebuild_from",
+                                   "rebuild_seen"))

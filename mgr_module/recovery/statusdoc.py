@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from ceph_recovery.model import Intent
+from ceph_recovery.model import DAEMON_REBUILDING, Intent
 
 from . import core, maint, poolavail, versions
 
 
 def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str, Any]]:
-    """Per host: OSDs, down, in flight, budget, used, next OSD (plan summary if any)."""
+    """Per host: OSDs, down, in flight, staged, rebuilding (down, its process rebuilding its
+    allocator: the helper's daemon state), budget, used, next OSD (plan summary if any)."""
     snap, p = eng.snapshot, eng.run.progress
     intent = intent or eng.run.intent
     planned: Dict[str, Any] = {}
@@ -21,10 +22,13 @@ def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str,
     if snap is None:
         return table
     for o in snap.osds:
-        h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": [], "staged": []})
+        h = table.setdefault(o.host, {"osds": [], "down": [], "in_flight": [], "staged": [],
+                                      "rebuilding": []})
         h["osds"].append(o.id)
         if not o.up:
             h["down"].append(o.id)
+            if o.daemon_state == DAEMON_REBUILDING:   # its allocator, after an unclean stop
+                h["rebuilding"].append(o.id)
         if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
             h["in_flight"].append(o.id)
             if o.id in p.staged:        # loaded, waits in preboot for its turn to peer

@@ -20,16 +20,24 @@ def _mib(n: Optional[float]) -> str:
     return "-" if n is None else "%.0f MiB" % (n / 1048576.0)
 
 
-def _ids(xs: Any) -> str:
-    return ",".join("osd.%s" % x for x in xs) if xs else "-"
-
-
 def _in_flight(h: Mapping[str, Any]) -> str:
     """IN FLIGHT: the host's OSDs in flight, a staged one (waiting in preboot for its turn to
-    peer) marked so."""
+    peer) and one rebuilding its allocator (after an unclean stop) marked so."""
     staged = set(h.get("staged") or ())
+    rebuilding = set(h.get("rebuilding") or ())
     xs = h.get("in_flight") or []
-    return ",".join("osd.%s%s" % (x, " (staged)" if x in staged else "") for x in xs) or "-"
+    return ",".join("osd.%s%s%s" % (x, " (staged)" if x in staged else "",
+                                    " (rebuilding)" if x in rebuilding else "")
+                    for x in xs) or "-"
+
+
+def _down(h: Mapping[str, Any]) -> str:
+    """DOWN: the host's down OSDs, one rebuilding its allocator outside the run's starts
+    marked so (those in flight are marked in IN FLIGHT)."""
+    rebuilding = set(h.get("rebuilding") or ()) - set(h.get("in_flight") or ())
+    xs = h.get("down") or []
+    return ",".join("osd.%s%s" % (x, " (rebuilding)" if x in rebuilding else "")
+                    for x in xs) or "-"
 
 
 def _table(rows: List[List[str]]) -> List[str]:
@@ -118,7 +126,7 @@ def status_text(st: Mapping[str, Any]) -> str:
         rows = [["HOST", "USED", "BUDGET", "DOWN", "IN FLIGHT", "NEXT", "PREDICTED", "WAITING ON"]]
         for name in sorted(hosts):
             h = hosts[name]
-            rows.append([name, _mib(h.get("used")), _mib(h.get("budget")), _ids(h.get("down")),
+            rows.append([name, _mib(h.get("used")), _mib(h.get("budget")), _down(h),
                          _in_flight(h),
                          "osd.%s" % h["next_osd"] if h.get("next_osd") is not None else "-",
                          _mib(h.get("predicted_next_bytes")),

@@ -21,8 +21,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import rados
 import structlog
 from ceph_recovery import protocol
+from ceph_recovery.model import DAEMON_REBUILDING
 
-from . import client, dupscan, gate, memory, netrun, report
+from . import client, dupscan, gate, memory, netrun, osdlog, report
 from .state import StateDir
 
 log = structlog.get_logger("ceph-recovery-helper")
@@ -75,6 +76,8 @@ class Helper:
         self.failed: List[Dict[str, str]] = []
         self.probe = netrun.ProbeRunner(opts.probe_budget)
         self.dups = dupscan.DupsScanner()   # each OSD's log: dups warnings of its last start
+        self.phases = osdlog.StartPhases()     # the allocator rebuild, from each OSD's log
+        self.rebuilding: Dict[int, float] = {}  # osd -> when this helper first saw it rebuild
         self.probe_request: Dict[str, Any] = {}
         self._last_problem: Tuple[Any, float] = (None, 0.0)
         self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
@@ -240,8 +243,10 @@ class Helper:
     # -- one cycle ------------------------------------------------------------------------
     def build(self, now: float, osds: List[int]) -> Dict[str, Any]:
         procs = [report.osd_process(o, self.launcher.pid(o), self.launcher.asok_path(o),
-                                    self.dups.count(self._log_path(o)))
-                 for o in osds]
+                                    self._log_path(o), self.phases,
+                                    self.dups.count(self._log_path(o))) for o in osds]
+        self.phases.keep(osds)
+        self._log_phases(procs)
         network = self.probe.run(self.probe_context(now))
         self.seq += 1
         rep = report.build_report(self.opts.host, self.seq, now, self.read_memory(),
@@ -249,6 +254,21 @@ class Helper:
         if self.failed:
             rep["failed"] = list(self.failed)     # the mgr closes these instructions
         return rep
+
+    def _log_phases(self, procs: List[Dict[str, Any]]) -> None:
+        """Log each OSD's allocator rebuild as it begins and ends (with the duration its own
+        end line gives, when the log shows one)."""
+        for p in procs:
+            osd, now = p["id"], time.time()
+            if p.get("state") == DAEMON_REBUILDING:
+                if osd not in self.rebuilding:
+                    self.rebuilding[osd] = now
+                    log.warning("osd_rebuilding_allocator", osd=osd, pid=p["pid"])
+            elif osd in self.rebuilding:
+                seen = self.rebuilding.pop(osd)
+                log.info("osd_rebuild_over", osd=osd, process=p["process"],
+                         state=p.get("state"), seen_s=round(now - seen, 1),
+                         logged_s=self.phases.last_seconds(osd))
 
     def probe_context(self, now: float) -> Dict[str, Any]:
         """The dict netprobe.probe_cycle takes (see ProbeContext.from_mapping there)."""

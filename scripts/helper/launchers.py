@@ -75,6 +75,7 @@ def parse_main_pid(out: str) -> Optional[int]:
 class SystemdLauncher:
     name = "systemd"
     asok_dir = "/var/run/ceph"       # Ceph's default admin_socket: $run_dir/$cluster-$name.asok
+    log_dir = "/var/log/ceph"        # Ceph's default log_file: /var/log/ceph/$cluster-$name.log
 
     def __init__(self, timeout: float = 120.0, unit: UnitFn = osd_unit) -> None:
         self.timeout = timeout
@@ -86,7 +87,8 @@ class SystemdLauncher:
         return os.path.join(self.asok_dir, "ceph-osd.%d.asok" % int(osd_id))
 
     def log_path(self, osd_id: int) -> str:
-        """The OSD's own log file (dupscan.py reads its dups warnings)."""
+        """The OSD's own log file (dupscan.py reads its dups warnings, osdlog.py its start
+        phases)."""
         return os.path.join(self.log_dir, "ceph-osd.%d.log" % int(osd_id))
 
     def _run(self, argv: List[str]) -> subprocess.CompletedProcess:
@@ -133,7 +135,9 @@ class CephadmLauncher(SystemdLauncher):
         super().__init__(timeout, cephadm_unit_fn(fsid))
         self.fsid = fsid
         self.asok_dir = "/var/run/ceph/%s" % fsid    # cephadm mounts its run dir per fsid
-        self.log_dir = "/var/log/ceph/%s" % fsid     # with log_to_file (else journald only)
+        # only with `log_to_file` true: cephadm's daemons log to journald by default, and then
+        # neither the dups warnings nor the allocator rebuild are seen (docs/helper.md)
+        self.log_dir = "/var/log/ceph/%s" % fsid
 
 
 def unit_launcher(kind: str, fsid: Optional[str] = None) -> SystemdLauncher:
@@ -170,8 +174,10 @@ class ProcessLauncher:
     def asok_path(self, osd_id: int) -> str:
         return self._launch.admin_socket(self.lab_dir, "osd.%d" % int(osd_id))
 
-    def log_path(self, osd_id: int) -> str:
-        return os.path.join(self.lab_dir, "log", "osd.%d.log" % int(osd_id))
+    def log_path(self, osd_id: int) -> Optional[str]:
+        """The lab's OSD log (conf.py: D/log/$name.log), None for an OSD not in the lab."""
+        info = self.lab_state().get("osds", {}).get(str(int(osd_id)))
+        return info.get("log_file") if info else None
 
     def start(self, osd_id: int) -> str:
         st = self.lab_state()

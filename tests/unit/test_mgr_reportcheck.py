@@ -155,3 +155,28 @@ def test_any_mutated_report_is_taken_or_refused_cleanly(r):
     assert m.used <= m.total and m.available <= m.total
     assert all(o.rss >= 0 and o.id >= 0 for o in rep.osds)
     assert rep.time == rep.time and rep.time >= 0 and rep.time != float("inf")
+
+
+def test_a_rebuilding_osd_is_taken_and_reaches_the_snapshot():
+    """The allocator rebuild ("rebuilding", from the OSD's log) is a daemon state like the
+    admin socket's: any name within MAX_STATE_LEN is taken, this one reaches OsdState."""
+    from ceph_recovery.model import DAEMON_REBUILDING
+    from recovery import cluster
+    eng = engine()
+    r = valid()
+    r["osds"][0]["state"] = DAEMON_REBUILDING
+    eng.handle_report(json.dumps(r), "h1", 1000.0)
+    parsed, _ = reportcheck.check_report(json.dumps(r), "h1")
+    assert parsed.osds[0].state == DAEMON_REBUILDING
+    osd_map, tree, pgs = load("osdmap_h3down.json"), load("tree_h3down.json"), \
+        load("pgdump_h3down.json")
+    r = dict(valid(host="h3", osds=((4, 90 << 20),)), time=100.0)
+    r["osds"][0]["state"] = DAEMON_REBUILDING
+    rep, _ = reportcheck.check_report(json.dumps(r), "h3")
+    snap = cluster.build_snapshot(osd_map, tree, pgs, {"h3": (rep, 100.0)}, now=101.0,
+                                  stale_after=30.0)
+    assert (snap.osd(4).daemon_state, snap.osd(4).rss_bytes) == (DAEMON_REBUILDING, 90 << 20)
+    r["osds"][0]["state"] = "r" * 33                   # not a state name: refused whole
+    with pytest.raises(InputError) as e:
+        reportcheck.check_report(json.dumps(r), "h3")
+    assert e.value.errno == errno.EINVAL

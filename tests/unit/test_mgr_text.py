@@ -114,3 +114,32 @@ def test_the_budget_line_shows_a_fixed_budgets_state():
     assert text._budget({"kind": "fraction", "value": 0.9, "state": None}) == "90%"
     assert text._budget({"kind": "auto", "value": 0.9, "now": 0.95, "state": "raised"}) == \
         "auto at 95% (raised)"
+
+
+def test_a_rebuilding_osd_shows_in_the_status():
+    """h3's helper reports osd.4 rebuilding its allocator: `-f json` lists it under the host's
+    `rebuilding`, the text marks it where it stands (IN FLIGHT if the run granted it, else
+    DOWN)."""
+    m, tree, pgs = load("osdmap_h3down.json"), load("tree_h3down.json"), load("pgdump_h3down.json")
+    eng = engine_mod.Engine(FakeCeph(), lambda *a, **k: None)
+    up = [{"id": i, "process": "running", "rss": 70 << 20, "started_at": 990.0}
+          for i in range(4)]
+    for now in (1000.0, 1002.0):
+        four = {"id": 4, "process": "stopped"} if now == 1000.0 else {
+            "id": 4, "process": "running", "rss": 90 << 20, "started_at": 1001.0,
+            "state": "rebuilding"}
+        eng.helper_report(report("h1", up[:2], now), now)
+        eng.helper_report(report("h2", up[2:], now), now)
+        eng.helper_report(report("h3", [four, {"id": 5, "process": "stopped"}], now), now)
+        if now == 1000.0:
+            eng.observe(m, tree, pgs, now)
+            eng.begin(eng.start("80%", [], 1, now), now)
+        eng.tick(m, tree, pgs, now + 1, lambda: m["epoch"])
+    st = eng.status(1004.0)
+    h = st["hosts"]["h3"]
+    assert h["rebuilding"] == [4] and st["hosts"]["h1"]["rebuilding"] == []
+    row = next(ln for ln in text.status_text(st).splitlines() if ln.startswith("h3 "))
+    assert ("osd.4 (rebuilding)" in row) and row.count("(rebuilding)") == 1
+    h.update(in_flight=[])                  # not the run's: marked in DOWN
+    row = next(ln for ln in text.status_text(st).splitlines() if ln.startswith("h3 "))
+    assert "osd.4 (rebuilding),osd.5" in row

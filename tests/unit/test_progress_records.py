@@ -49,7 +49,8 @@ def test_old_state_document_loads_into_records():
                                                    shrink_at={}, shrink_rss={}, staged={},
                                                    inactive_pg_s=0.0, inactive_seen=None,
                                                    budget_state="", stopped={}, restoring={},
-                                                   restoring_flags={})
+                                                   restoring_flags={}, rebuild_from={},
+                                                   rebuild_seen={})
 
 
 @pytest.mark.parametrize("bad", ['"inactive_seen":[1.0]', '"inactive_seen":[1.0,"3"]',
