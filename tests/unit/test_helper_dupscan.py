@@ -102,7 +102,7 @@ def test_a_stopped_osd_reports_its_warnings(tmp_path):
 def test_the_report_carries_pglog_dups_and_an_older_report_reads_as_zero():
     mem = {"total": 8 << 30, "used": 1 << 30, "available": 7 << 30, "limit": None,
            "swap_total": 0, "source": "host"}
-    rep = report.build_report("h1", 1, 1000.0, mem, [report.osd_process(3, None, None, 2),
+    rep = report.build_report("h1", 1, 1000.0, mem, [report.osd_process(3, None, None, pglog_dups=2),
                                                       report.osd_process(4, None, None)])
     parsed = protocol.parse_report(rep)
     assert [(o.id, o.pglog_dups) for o in parsed.osds] == [(3, 2), (4, 0)]
