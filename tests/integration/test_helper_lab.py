@@ -1,27 +1,22 @@
 """The node helper against a real lab cluster: reports reach the mgr module, the helper key's
 caps, the boot gate (per-OSD noup, `set-group noup <host>`, release), its cache fallback when
-the mon is unreachable, `start-osd` of a held OSD leaving it down, and an OSD's allocator
-rebuild after a SIGKILL read from its log. The helper runs as the lab release's client
-(inrelease): the host venv's on Pacific, the chroot's on Reef/Tentacle."""
+the mon is unreachable, and `start-osd` of a held OSD leaving it down. The helper runs as the
+lab release's client (inrelease): the host venv's on Pacific, the chroot's on Reef/Tentacle."""
 from __future__ import annotations
 
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from ceph_recovery.model import DAEMON_REBUILDING
 from ceph_recovery_tools.common.wait import wait_until
-from ceph_recovery_tools.helper import osdlog
 from ceph_recovery_tools.helper.state import StateDir
-from ceph_recovery_tools.lab import bootstrap, inrelease, launch, release
+from ceph_recovery_tools.lab import bootstrap, inrelease, launch
 
 pytestmark = pytest.mark.integration
 
@@ -270,148 +265,3 @@ def test_restart_instruction_runs_once_across_a_helper_restart(healthy_lab, scra
     assert launch.osd_pid(lab, osd) == after
     assert StateDir(state_dir).pending_done() == ["itest:1"]
     wait_for("osd.%d up again" % osd, lambda: osd_up(lab, osd), timeout=90)
-
-
-REBUILD_HOST = "h2"
-REBUILD_BENCH_S = 100      # s of small writes into a size-1 pool on the killed OSD alone
-
-
-def _block_on_loop(lab, osd):
-    """Serve `osd`'s block file through a loop device marked not rotational: BlueStore keeps
-    its allocator in a file (and rebuilds it after an unclean stop) only on a non-rotational
-    DB, and the lab's files sit on a rotational disk. The OSD switches at its next mount."""
-    block = os.path.join(lab["osds"][str(osd)]["data"], "block")
-    assert launch.stop_osd(lab, osd)
-    dev = subprocess.run(["losetup", "--find", "--show", block], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    with open("/sys/block/%s/queue/rotational" % os.path.basename(dev), "w") as f:
-        f.write("0")
-    os.rename(block, block + ".file")
-    os.symlink(dev, block)
-    launch.start_osd(lab, osd)
-    wait_for("osd.%d up on %s" % (osd, dev), lambda: osd_up(lab, osd), timeout=120)
-    return block, dev
-
-
-def _block_back(lab, osd, block, dev):
-    """Undo _block_on_loop (a clean stop writes the allocator file first)."""
-    if not os.path.islink(block):
-        return
-    assert launch.stop_osd(lab, osd, timeout=120)
-    os.remove(block)
-    os.rename(block + ".file", block)
-    subprocess.run(["losetup", "-d", dev], check=False)
-    launch.start_osd(lab, osd)
-
-
-def _bench_into_osd_pool(lab, host, osd, seconds):
-    """A size-1 pool whose PGs all live on `osd` (a rule rooted at its host, the others
-    upmapped to it), filled for `seconds` with 512-byte objects: the objects written."""
-    for args in (("osd", "crush", "rule", "create-replicated", "rebuild-" + host, host, "osd"),
-                 ("osd", "pool", "create", "rebuild", "16", "16", "replicated", "rebuild-" + host),
-                 ("osd", "pool", "set", "rebuild", "size", "1", "--yes-i-really-mean-it"),
-                 ("osd", "pool", "set", "rebuild", "min_size", "1"),
-                 ("osd", "pool", "application", "enable", "rebuild", "rados")):
-        launch.ceph(lab, *args, json_out=False)
-
-    def elsewhere():
-        pgs = launch.ceph(lab, "pg", "ls-by-pool", "rebuild")
-        pgs = pgs.get("pg_stats", pgs) if isinstance(pgs, dict) else pgs
-        return [(p["pgid"], p["up"][0]) for p in pgs if p["up"] and p["up"][0] != osd]
-    for _ in range(3):
-        for pgid, other in elsewhere():
-            launch.ceph(lab, "osd", "pg-upmap-items", pgid, str(other), str(osd), json_out=False)
-        time.sleep(3)
-    assert not elsewhere(), elsewhere()
-    out = subprocess.run(release.tool(lab, "rados") + [
-        "-c", lab["conf"], "-p", "rebuild", "bench", str(seconds), "write", "-b", "512",
-        "-t", "32", "--no-cleanup"], capture_output=True, text=True, timeout=seconds + 120,
-        stdin=subprocess.DEVNULL, check=True).stdout
-    return int(re.search(r"Total writes made:\s+(\d+)", out).group(1))
-
-
-def _drop_host_pool(lab, host):
-    for args in (("osd", "pool", "delete", "rebuild", "rebuild", "--yes-i-really-really-mean-it"),
-                 ("osd", "crush", "rule", "rm", "rebuild-" + host)):
-        launch.ceph(lab, *args, json_out=False, check=False)
-
-
-def _watch_restart(lab, osd, log, limit=300.0):
-    """Start the killed OSD and poll its log with the helper's scanner every 50 ms until the
-    rebuild's end line (or the OSD is up): [(time, phase)]."""
-    pid = launch.start_osd(lab, osd)
-    started, phases, seen = psutil.Process(pid).create_time(), osdlog.StartPhases(), []
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        seen.append((time.time(), phases.phase(osd, log, pid, started)))
-        if phases.last_seconds(osd) is not None:
-            break
-        time.sleep(0.05)
-    return seen
-
-
-def _rebuild_lines(log, offset):
-    with open(log, "rb") as f:
-        text = f.read()[offset:]
-    lines = text.splitlines()
-    return text, [ln for ln in lines if osdlog.REBUILD_START in ln], \
-        [ln for ln in lines if any(e in ln for e in osdlog.REBUILD_END)]
-
-
-def _helper_saw(lab, host, osd, since):
-    """The helper's own log events about `osd`'s rebuild after `since`."""
-    with open(os.path.join(lab["dir"], "log", "helper.%s.log" % host)) as f:
-        events = [json.loads(ln) for ln in f if ln.startswith("{")]
-    return [e for e in events if e.get("osd") == osd and e["event"] in (
-        "osd_rebuilding_allocator", "osd_rebuild_over") and e.get("timestamp", "") >= since]
-
-
-@pytest.mark.skipif(not os.environ.get("CEPH_RECOVERY_REBUILD_LAB"),
-                    reason="by hand (CEPH_RECOVERY_REBUILD_LAB=1): 100 s of writes on a loop "
-                           "device, and one of its two lab runs had the killed OSD come up only "
-                           "after 300 s, not yet understood; out of CI until it is")
-def test_an_osd_killed_rebuilds_its_allocator_and_the_helper_reports_it(healthy_lab):
-    """SIGKILL one OSD full of small objects (its block on a non-rotational loop device: _block_on_loop) and start
-    it again: on Reef/Tentacle (bluestore_allocation_from_file) its log shows the rebuild's
-    start and end lines, the helper's scanner reads the phase from them, and the helper
-    reports `rebuilding` when the phase lasts three of its cycles. Pacific has no allocator
-    file: no such line."""
-    lab = healthy_lab
-    osd = lab["hosts"][REBUILD_HOST]["osds"][0]
-    log = lab["osds"][str(osd)]["log_file"]
-    block = dev = None
-    try:
-        if lab["ceph"] != "pacific":
-            block, dev = _block_on_loop(lab, osd)
-        written = 0 if lab["ceph"] == "pacific" else \
-            _bench_into_osd_pool(lab, REBUILD_HOST, osd, REBUILD_BENCH_S)
-        offset, killed = os.path.getsize(log), time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        assert launch.stop_osd(lab, osd, signal.SIGKILL)
-        seen = _watch_restart(lab, osd, log, limit=30.0 if lab["ceph"] == "pacific" else 300.0)
-        wait_for("osd.%d up again" % osd, lambda: osd_up(lab, osd), timeout=300)
-        text, start, end = _rebuild_lines(log, offset)
-        if lab["ceph"] == "pacific":
-            assert not start and DAEMON_REBUILDING not in [p for _, p in seen]
-            return
-        assert len(start) == 1 and len(end) == 1, text[-3000:]
-        began, ended = osdlog.line_time(start[0]), osdlog.line_time(end[0])
-        logged = float(re.search(rb"completed in ([0-9.]+) seconds", end[0]).group(1))
-        live = [t for t, p in seen if p == DAEMON_REBUILDING]
-        time.sleep(6)                                       # the helper's next cycles
-        helper = _helper_saw(lab, REBUILD_HOST, osd, killed)
-        print("\nrebuild: %s" % json.dumps({
-            "objects_written": written, "start_line": start[0].decode(),
-            "end_line": end[0].decode(), "log_span_s": round(ended - began, 3),
-            "logged_s": logged, "scanner_saw_rebuilding_s": round(live[-1] - live[0], 2)
-            if live else None, "helper_events": helper}))
-        # the helper's scanner on the real lines: rebuilding after the start, over after the end
-        upto = text[:text.index(start[0]) + len(start[0]) + 1]
-        assert osdlog.scan(upto, began - 1, None) == (DAEMON_REBUILDING, None)
-        assert osdlog.scan(text, began - 1, None) == (None, logged)
-        if ended - began >= 6.0:      # three helper cycles: the helper must have reported it
-            assert [e["event"] for e in helper][:1] == ["osd_rebuilding_allocator"], helper
-            assert live, seen[:5]
-    finally:
-        _drop_host_pool(lab, REBUILD_HOST)
-        if block is not None:
-            _block_back(lab, osd, block, dev)

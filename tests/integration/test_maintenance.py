@@ -177,8 +177,10 @@ def test_maintenance_window_enter_exit_abort_and_mgr_restart(maint_lab):
         for args in (("hold", "h3"), ("release", "h3"), ("start-controlled", "--dry-run")):
             out = launch.ceph(state, "recovery", *args, json_out=False).strip()
             assert out and "\n" not in out and not out.startswith("{"), (args, out)
-        assert launch.ceph(state, "recovery", "maintenance", "ls", json_out=False).strip() \
-            == "no maintenance window"
+        # no window, and the refused enter named with its reason, on one line
+        ls = launch.ceph(state, "recovery", "maintenance", "ls", json_out=False).strip()
+        assert ls.startswith("%s: refused" % RACK) and "would become inactive" in ls \
+            and "\n" not in ls, ls
 
         enter_h2(state, "kernel update")
         # a start as systemd would make it goes through the gate: refused, nothing runs
