@@ -111,11 +111,18 @@ def lab_ceph_argv(state: Dict[str, Any], args: List[str]) -> List[str]:
     return release.tool(state, "ceph") + ["-c", state["conf"]] + list(args)
 
 
-def cmd_ceph(args: argparse.Namespace) -> int:
+def _lab(lab_dir: str) -> Optional[Dict[str, Any]]:
+    """The lab's state, or None after saying on stderr why there is none."""
     try:
-        state = load_state(args.dir)
+        return load_state(lab_dir)
     except (OSError, ValueError) as exc:
-        print(f"ceph-recovery-lab: no lab in {args.dir}: {exc}", file=sys.stderr)
+        print(f"ceph-recovery-lab: no lab in {lab_dir}: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_ceph(args: argparse.Namespace) -> int:
+    state = _lab(args.dir)
+    if state is None:
         return EXIT_USAGE
     return subprocess.run(lab_ceph_argv(state, args.args), env=release.tool_env(state)
                           ).returncode
@@ -168,10 +175,8 @@ def _print_status(st: Dict[str, Any]) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    try:
-        state = load_state(args.dir)
-    except (OSError, ValueError) as exc:
-        print(f"ceph-recovery-lab: no lab in {args.dir}: {exc}", file=sys.stderr)
+    state = _lab(args.dir)
+    if state is None:
         return EXIT_USAGE
     st = collect_status(state)
     if args.json:
