@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from typing import Dict, List, Optional
@@ -151,12 +150,11 @@ def in_lab_release(args: argparse.Namespace, argv: List[str]) -> Optional[int]:
     if not inrelease.in_chroot(state):
         return None
     out = os.path.abspath(args.json_out)
-    inside = os.path.join(state["dir"], "log", os.path.basename(out))
+    inside = inrelease.report_inside(state, out)
     argv = relay_argv(argv, {"--json": inside, "--dir": state["dir"]})
     rc = subprocess.run(release.tool_argv(state, "ceph-recovery-drill") + argv,
                         env=release.tool_env(state)).returncode
-    if os.path.exists(inside) and inside != out:
-        shutil.copy(inside, out)
+    if inrelease.copy_report(inside, out):
         print("report: %s" % out)
     return rc
 

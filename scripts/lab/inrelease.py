@@ -104,6 +104,21 @@ def drill_argv(out: str, **kw: Any) -> List[str]:
     return argv
 
 
+def report_inside(state: Dict[str, Any], out: str) -> str:
+    """Where a release's drill writes the report meant for `out`: the lab's log/, the one
+    directory the chroot sees too."""
+    return os.path.join(state["dir"], "log", os.path.basename(out))
+
+
+def copy_report(inside: str, out: str) -> bool:
+    """The report written at `inside` copied to `out` (True when there was one to copy)."""
+    if not os.path.exists(inside):
+        return False
+    if os.path.abspath(inside) != os.path.abspath(out):
+        shutil.copy(inside, out)
+    return True
+
+
 def run_drill(state: Dict[str, Any], out: str, **kw: Any) -> Dict[str, Any]:
     """One drill of the lab (kw: DrillOptions fields), its report written to `out` and returned:
     Drill(...).run() in this process on the host's release; on a chroot release the release's
@@ -112,14 +127,13 @@ def run_drill(state: Dict[str, Any], out: str, **kw: Any) -> Dict[str, Any]:
     if not in_chroot(state):
         from ceph_recovery_tools.drill.runner import Drill, DrillOptions
         return Drill(DrillOptions(lab_dir=state["dir"], json_out=out, **kw)).run()
-    inside = os.path.join(state["dir"], "log", os.path.basename(out))
+    inside = report_inside(state, out)
     proc = run_tool(state, "ceph-recovery-drill", *drill_argv(inside, lab_dir=state["dir"], **kw),
                     timeout=float(kw.get("timeout") or 600) + 900)
     if proc.returncode not in (0, 3):
         raise ReleaseCallError("ceph-recovery-drill rc %d: %s" % (proc.returncode,
                                                                    proc.stderr[-3000:]))
-    if os.path.abspath(inside) != os.path.abspath(out):
-        shutil.copy(inside, out)
+    copy_report(inside, out)
     with open(out) as f:
         return json.load(f)
 
