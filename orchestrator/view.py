@@ -12,6 +12,7 @@ Shared by plan() and check_invariants() so both agree on what "candidate", "in f
   another run's restart as if it were still in progress);
 - in flight on a host: granted (and not finished) OSDs plus restarting OSDs of that host;
 - operator-held: an `intent.holds` bucket is on the OSD's CRUSH path (or is its host);
+- an OSD that returns by a backfill (outreturn.py) is seen with no missed history;
 - helper missing: no HostMem for the host, or its last report (helpers_seen, else
   HostMem.reported_at) is older than HELPER_STALE_S.
 """
@@ -21,6 +22,7 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tupl
 
 from .model import (MODE_CONTROLLED, PHASE_ABORTED, PHASE_ABORTING, PHASE_IDLE, PHASE_PAUSED,
                     PHASE_RUNNING, HostMem, Intent, OsdState, Progress, Snapshot)
+from .outreturn import as_returning
 
 HELPER_STALE_S = 30.0      # a helper that has not reported for this long is missing
 RESTART_SETTLE_S = 30.0    # a restart occupies its host's slot at least this long
@@ -93,7 +95,7 @@ class View:
         self.in_scope: Set[int] = set()
         self.scope_seen: Set[str] = set()         # scope buckets that match some OSD
         self.op_held: Dict[int, str] = {}          # osd -> the operator-held bucket over it
-        for o in snapshot.osds:
+        for o in map(as_returning, snapshot.osds):
             self.by_id[o.id] = o
             self.by_host.setdefault(o.host, []).append(o)
             path = osd_path(o)
@@ -112,7 +114,7 @@ class View:
             if age < RESTART_SETTLE_S or (age < intent.boot_timeout_s and not o.up):
                 self.restarting.add(osd_id)
         self.candidates: List[OsdState] = [
-            o for o in snapshot.osds
+            o for o in self.by_id.values()
             if o.id in self.in_scope and not o.up and o.id not in self.restarting]
 
     # ------------------------------------------------------------------ queries

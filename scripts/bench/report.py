@@ -17,7 +17,8 @@ WIDTH = 80
 HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
 ABBR = {"naive": "naive", "controlled": "ctl", "ctl-1": "ctl-1", "ctl-cover": "ctl-cover",
         "ctl-auto": "ctl-auto", "unlimited": "unlim", "oracle": "oracle",
-        "oracle-0.9": "orc-0.9", "ctl-0.95": "ctl-.95"}
+        "oracle-0.9": "orc-0.9", "ctl-0.95": "ctl-.95",
+        "ctl-together": "ctl-tog"}
 
 
 def _t(v) -> str:

@@ -11,6 +11,7 @@ from ceph_recovery.model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, DEFAULT_BUDG
 
 from .cluster import C_DOWN, FAILED, Cluster, Osd
 from .lifecycle import Lifecycle
+from .outreturn import OutReturn
 from .params import Params
 from .topology import Topology
 
@@ -100,6 +101,7 @@ class Sim:
                              else cfg.budget)
         self.now = 0.0
         self.strategy = strategy
+        self.out_return = OutReturn(params.out_return)
         self.lc.fail(self.failed, -cfg.downtime_s)
         self._track_peak()
 
@@ -184,6 +186,7 @@ class Sim:
         dt = self.cfg.tick_s
         while self.now <= self.cfg.horizon_s:
             self.lc.mon.tick(self.now, self.failed)
+            self.out_return.tick(self)
             self._systemd_restarts()
             self.strategy.tick(self)
             self._oom()

@@ -157,17 +157,19 @@ class Lifecycle:
         per_pg = self.cl.missed_writes(o, t) / max(1, len(o.pgs))
         return per_pg > self.p.log_entries_per_pg(len(o.pgs))
 
-    def _boot_backfill(self, o: Osd, t: float) -> None:
+    def _boot_backfill(self, o: Osd, t: float, whole: bool = False) -> None:
         """In again after out: its PGs peer (remapped back to it), merge none of its missed
-        entries and backfill it, their substitutes serving in pg_temp until it is done."""
+        entries and backfill it, their substitutes serving in pg_temp until it is done.
+        `whole`: its copies were purged, every object of its PGs is pushed."""
         p = self.p
         writes = self.cl.missed_writes(o, t)
         o.backfill, o.pending_writes, o.merged = True, writes, 0.0
         o.hist_peak = 0.0
         o.peer_total = o.peer_left = 0.0
         o.peer_base_left = p.peer_base_s
-        o.obj_total = o.obj_left = p.backfill_objects(writes * p.distinct_object_frac,
-                                                      len(o.pgs))
+        o.obj_total = o.obj_left = (float(p.pg_objects * len(o.pgs)) if whole else
+                                    p.backfill_objects(writes * p.distinct_object_frac,
+                                                       len(o.pgs)))
         o.down_since = None
         o.phase = PEERING
         self.peering[o.host].add(o.id)
@@ -184,6 +186,19 @@ class Lifecycle:
         cl.n_down -= 1
         cl.epoch += 1
         cl.dirty_osds.add(o.id)
+
+    def mark_in(self, o: Osd, t: float) -> None:
+        """`ceph osd in` of an OSD that booted out (noin): its PGs map back to it and peer. Its
+        stray copies were purged while their PGs were clean without it (PG::purge_strays), so
+        every object of its PGs is backfilled to it."""
+        if not o.up_out:
+            return
+        o.noin = False
+        self.mon.boot_in(o, explicit=True)
+        o.up_out = False
+        self.cl.n_down += 1              # still C_DOWN: the class change below counts it up
+        self.cl.dirty_osds.add(o.id)
+        self._boot_backfill(o, t, whole=True)
 
     def _peered(self, o: Osd, t: float) -> None:
         """`o` ends peering at `t`: its PGs, inactive while a member peers, are active again

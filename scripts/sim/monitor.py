@@ -138,13 +138,13 @@ class Monitor:
         """`o` is in, or would be marked in at a boot now."""
         return not o.out or (self.p.auto_mark_in and not self.flagged(o, "noin"))
 
-    def boot_in(self, o: Osd) -> bool:
+    def boot_in(self, o: Osd, explicit: bool = False) -> bool:
         """`o` boots: True if it is (or is marked) in, False if it stays out (noin, or
         auto_mark_in off). An OSD marked in while its re-replication is still going on
-        cancels it (its own copy is back)."""
+        cancels it (its own copy is back). `explicit`: `ceph osd in`, whatever the flags."""
         if not o.out:
             return True
-        if not self.would_mark_in(o):
+        if not explicit and not self.would_mark_in(o):
             return False
         o.out = False
         self.n_out -= 1

@@ -81,6 +81,10 @@ class Params:
                                               # listings, osd_backfill_scan_max 512 a round)
     backfill_whole_pg: bool = False           # [A] True: every object is copied (the stray
                                               # copy was purged, as for an OSD up with noin)
+    out_return: str = "boot"                  # how out OSDs come back (outreturn.py): "boot",
+                                              # the monitor marks each in at its boot;
+                                              # "together", noin while they start, then one
+                                              # `osd in` of them all once every one is up
     # --- ok-to-stop answers
     ok_to_stop_ceph: bool = False             # [C] True: mgr's _check_offlines_pgs rule
     # --- systemd (ceph-osd@.service) [C]

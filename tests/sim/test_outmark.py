@@ -10,7 +10,7 @@ from ceph_recovery_tools.sim.cluster import C_DOWN, SUB_NONE, SUB_PENDING, SUB_R
 from ceph_recovery_tools.sim.engine import RunConfig, Sim
 from ceph_recovery_tools.sim.lifecycle import RECOVERING
 from ceph_recovery_tools.sim.params import Params
-from ceph_recovery_tools.sim.strategies import Unlimited
+from ceph_recovery_tools.sim.strategies import Unlimited, make
 
 
 def _sim(topo, fail="host:1", downtime=3600.0, **params):
@@ -230,3 +230,41 @@ def test_the_oracle_foresees_the_backfill_no_history_at_boot(topo360):
     assert _boot_state(sim, o, 0.0)[:2] == (0.0, 0.0)
     fresh = _sim(topo360, down_out_interval_s=0.0)     # never out: its log recovery
     assert _boot_state(fresh, fresh.failed[0], 0.0)[0] > 0
+
+
+def test_together_holds_them_out_with_noin_and_marks_them_in_at_once_to_backfill_whole_pgs(
+        topo360):
+    """out_return=together: noin on each out OSD of the failure; they boot out (up, in no
+    PG); the tick that sees all of them up marks them in together, and each backfills every
+    object of its PGs (its strays were purged)."""
+    sim = _sim(topo360, out_return="together")
+    sim.lc.mon.tick(0.0, sim.failed)
+    sim.out_return.tick(sim)
+    assert all(o.noin and o.out for o in sim.failed)
+    for o in sim.failed[:-1]:
+        sim.lc.start(o, 0.0)
+    sim.lc.advance(0.0, 10.0)
+    sim.out_return.tick(sim)                          # one still down: nobody is marked in
+    assert all(o.up_out for o in sim.failed[:-1]) and sim.lc.mon.marked_in == 0
+    last = sim.failed[-1]
+    sim.lc.start(last, 10.0)
+    sim.lc.advance(10.0, 20.0)
+    sim.out_return.tick(sim)
+    assert sim.lc.mon.marked_in == 12 and not any(o.out or o.noin for o in sim.failed)
+    assert all(o.backfill and o.obj_total == float(sim.p.pg_objects * len(o.pgs))
+               for o in sim.failed)
+    assert sim.cl.n_down == 0
+
+
+def test_the_controlled_start_returns_an_out_host_as_fast_as_naive_without_oom(topo360):
+    """Host 1 down 1 h and marked out, 48 GiB hosts: the controlled start admits its OSDs on
+    their backfill (no missed history), all in the first tick, like starting them all."""
+    cfg = dict(fail="host:1", downtime_s=3600.0, host_ram=48 << 30)
+    res = {}
+    for name in ("naive", "controlled"):
+        c = RunConfig(strategy=name, **cfg)
+        res[name] = Sim(topo360, Params(), c, make(c)).run()
+    ctl, naive = res["controlled"], res["naive"]
+    assert ctl["osds_marked_out"] == 12 and ctl["oom_kills"] == 0
+    assert ctl["time_to_all_up_s"] == naive["time_to_all_up_s"] == 10.0
+    assert ctl["time_to_all_pgs_active_s"] == naive["time_to_all_pgs_active_s"]

@@ -138,14 +138,17 @@ def test_sweep_sim_args_go_to_every_run_and_bad_ones_are_refused_before_any(tmp_
     assert not out.exists()
 
 
-def test_host_out_cells_are_hosts_down_past_the_out_interval_naive_and_controlled():
+def test_host_out_cells_are_hosts_down_past_the_out_interval_naive_controlled_and_together():
     from ceph_recovery_tools.bench import sweep
     todo = sweep.host_out_jobs(seed=3)
-    assert len(todo) == len(sweep.HOST_OUT_CELLS) * len(sweep.HOST_OUT_RAM_GIB) * 2
+    assert len(todo) == len(sweep.HOST_OUT_CELLS) * len(sweep.HOST_OUT_RAM_GIB) * 3
     downs = {int(argv[argv.index("--downtime") + 1]) for _m, argv in todo}
     assert downs == {3600, 14400} and min(downs) > Params().down_out_interval_s
     assert {argv[argv.index("--fail") + 1] for _m, argv in todo} == {"host:1", "host:1,host:2"}
-    assert {m["variant"] for m, _a in todo} == {"naive", "controlled"}
+    assert {m["variant"] for m, _a in todo} == {"naive", "controlled", "ctl-together"}
+    together = [a for m, a in todo if m["variant"] == "ctl-together"]
+    assert all(a[a.index("--strategy") + 1] == "controlled" and
+               a[a.index("--param") + 1] == "out_return=together" for a in together)
     assert all(m["table"] == "host-out" for m, _a in todo)
 
 
