@@ -17,10 +17,10 @@ from ceph_recovery.model import (MODE_ABORT, MODE_CONTROLLED, MODE_IDLE, MODE_PA
 from ceph_recovery.protocol import Report
 
 from . import core
-from .cluster import (CrushIndex, build_snapshot, missed_entries, pg_view, remember_members,
-                      remember_versions)
+from .cluster import CrushIndex, build_snapshot, pg_view
 from .executor import Executor, journal_facts, mon_cmd_for
 from .helperproto import HelperProtocol
+from .pgtrack import missed_entries, remember_members, remember_versions
 from . import drillcli, maint, settle, statusdoc
 from .batch import REPEATABLE, Acting
 from .runverbs import RunVerbs
@@ -67,7 +67,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         # checks raised by the shell itself (state store, ...): code -> (summary, detail)
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
         self.members_seen: Dict[str, Tuple[int, ...]] = {}   # pgid -> members while complete
-        # missed entries (cluster.missed_entries): the last tick's PG versions, and per down
+        # missed entries (pgtrack.missed_entries): the last tick's PG versions, and per down
         # OSD its PGs' versions when it was first seen down (in memory: lost on failover)
         self.pg_versions: Dict[str, int] = {}
         self.down_versions: Dict[int, Dict[str, int]] = {}
