@@ -1,15 +1,15 @@
 """ceph-mgr module `recovery`: controlled start of a failed failure domain.
 
 A thin shell: commands change the run's intent and wake serve(); serve() polls the cluster
-every tick, asks the pure core (`ceph_recovery.plan.plan`) what to do, and carries it out
-(engine.py). No `from __future__ import annotations` here: ceph-mgr reads the command
-arguments from the real annotation objects.
+every tick (what it reads: tickreads.py), asks the pure core (`ceph_recovery.plan.plan`) what
+to do, and carries it out (engine.py). No `from __future__ import annotations` here: ceph-mgr
+reads the command arguments from the real annotation objects.
 """
 import errno
 import json
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from mgr_module import CommandResult, HandleCommandResult, MgrModule, Option
 
@@ -20,6 +20,7 @@ from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
 from .meter import Meter, timed
 from .storeio import StateIO
+from .tickreads import TickReads
 
 try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
     from ceph_recovery.model import health_dict
@@ -30,7 +31,7 @@ try:  # everything below needs the core (PYTHONPATH); report clearly if it is mi
     from .engine import Engine
     from .choices import StartOrder, value_of
     from .core import dry_run_text
-    from .executor import OsdVersions, memory_targets, op_queues, recovery_configs
+    from .executor import OsdVersions
     from .logs import make_logger
     from . import leftovers, poolavail, versions
     from .drillcli import busy as drillcli_busy
@@ -48,10 +49,6 @@ except ImportError as _e:  # pragma: no cover - only inside a misconfigured ceph
         message = "unavailable"
 
 
-# an idle module re-reads the PG stats at least this often (a dry run's view of them)
-IDLE_PG_REFRESH_S = 60.0
-
-
 def _ok(obj: Any) -> HandleCommandResult:
     return HandleCommandResult(0, json.dumps(obj, sort_keys=True, default=str), "")
 
@@ -67,7 +64,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
+class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -149,17 +146,6 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
                 cmd_dict.get("prefix"), timeout)
         return result.r, result.outb, result.outs
 
-    def _epoch_now(self) -> int:
-        return int(self.get_osdmap().get_epoch())
-
-    # ------------------------------------------------------------ options, store
-    def _read_options(self) -> None:
-        eng = self.engine
-        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout", "instruction_ttl",
-                     "auto_hold", "budget_default", "network_holds_starts", "stall_limit"):
-            eng.options[name] = self.get_module_option(name)
-        eng.run.resize_journal(int(self.get_module_option("journal_length")))
-
     # ------------------------------------------------------------ serve loop
     def serve(self) -> None:
         if IMPORT_ERROR is not None:
@@ -181,47 +167,6 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, MgrModule):
                                 if self.engine.plan_out is not None else 0)
             self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
-
-    def _osd_config(self) -> Tuple[Any, Any, Any]:
-        """Each OSD's own osd_memory_target and recovery throttle settings (the core records
-        them before it changes one, and restores exactly that), and its scheduler; (None,
-        None, None) when `config dump` does not answer (then no OSD's setting is known, and
-        the core changes none: ceph_recovery.settings, ceph_recovery.throttle)."""
-        rc, out, _err = self.mon_command({"prefix": "config dump", "format": "json"})
-        if rc != 0:
-            return None, None, None
-        try:
-            dump = json.loads(out or "[]")
-        except ValueError:
-            return None, None, None
-        return memory_targets(dump), recovery_configs(dump), op_queues(
-            dump, [e.get("osd") for e in self._reads["osd_map"].get("osds", ())],
-            self._reads["versions"])
-
-    def _read(self, what: str) -> Any:
-        t0 = time.monotonic()
-        try:
-            return self.get(what)
-        finally:
-            self.meter.read(what, time.monotonic() - t0)
-
-    def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
-        """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
-        the map and tree when the map's epoch moved; the PG stats every tick while a run, a
-        window or a drill needs them, else when the epoch moved (what an OSD's PGs were
-        when it went down) and at least every IDLE_PG_REFRESH_S (a dry run's view). An
-        unchanged read is handed over as the same object (the engine reuses what it built
-        from it)."""
-        c = self._reads
-        epoch = self._epoch_now()
-        if c.get("epoch") != epoch:
-            c.update(epoch=epoch, osd_map=self._read("osd_map"),
-                     tree=self._read("osd_map_tree"))
-            c["versions"] = self._versions(c["osd_map"])
-        t = time.monotonic()
-        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
-            c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
-        return c["osd_map"], c["tree"], c["pgs"]
 
     def _tick(self) -> None:
         with self._lock:

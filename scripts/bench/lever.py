@@ -12,11 +12,8 @@ one lab.
 Measured per round:
   pg_rate           objects/s: the objects recovered in the PGs that hold it (pg dump:
                     num_objects_recovered) over the seconds from its boot to the last of
-                    those PGs' last_clean stamp (the OSDs' own clocks)
-  recovery_rate     objects/s: the recovery ops it ran as primary and the pushes it received
-                    as a replica (its admin socket's perf counters recovery_ops +
-                    subop_push) over the span they moved in (the PG stats lag by a
-                    stats period, too coarse for a recovery of seconds)
+                    those PGs' last_clean stamp (the OSDs' own clocks, not the sampled PG
+                    stats, which lag by a stats period)
   rss_growth        its peak RSS (psutil) minus its RSS when it came up
   buffer_anon_peak  peak of its buffer_anon mempool (admin socket dump_mempools): the
                     recovery ops' data it holds
@@ -92,16 +89,10 @@ def _asok(state: Dict[str, Any], osd: int, *cmd: str) -> Optional[Dict[str, Any]
         return None
 
 
-def _counters(state: Dict[str, Any], osd: int) -> Tuple[Optional[int], Optional[int]]:
-    """(recovery objects it took part in: recovery ops it ran as primary, pushes it received
-    and pulls it sent (20.2 counts a returning replica's part in neither: on the lab only
-    recovery_ops moved), its buffer_anon mempool bytes) from its admin socket."""
-    perf = (_asok(state, osd, "perf", "dump") or {}).get("osd", {})
+def _buffer_anon(state: Dict[str, Any], osd: int) -> Optional[int]:
+    """Its buffer_anon mempool bytes, from its admin socket (None when it does not answer)."""
     pools = _asok(state, osd, "dump_mempools") or {}
-    anon = pools.get("mempool", {}).get("by_pool", {}).get("buffer_anon", {}).get("bytes")
-    done = None if not perf else int(perf.get("recovery_ops", 0)) + int(perf.get(
-        "subop_push", 0)) + int(perf.get("pull", 0))
-    return done, anon
+    return pools.get("mempool", {}).get("by_pool", {}).get("buffer_anon", {}).get("bytes")
 
 
 def _effective(state: Dict[str, Any], osd: int) -> Dict[str, str]:
@@ -149,12 +140,12 @@ def _stamp(text: str) -> float:
 
 def _watch(state: Dict[str, Any], osd: int, host: str, degraded: int,
            limit: float) -> Dict[str, Any]:
-    """Sample from the start until the OSD is up and no object is degraded. The recovery's
-    span is read from the OSD's own counters (first to last change), not from the PG stats,
-    which lag by a stats period."""
+    """Sample from the start until the OSD is up and no object is degraded: its boot time and
+    the peaks of its RSS, buffer_anon mempool and host cgroup (the rate comes from the PGs'
+    stamps afterwards: round_once)."""
     t0, up_at, rss_up = time.monotonic(), None, None
     rss_peak = anon_peak = host_peak = 0
-    deg, base, last, first_t, last_t = degraded, None, None, None, None
+    deg = degraded
     while time.monotonic() - t0 < limit:
         pid = launch.osd_pid(state, osd)
         rss = psutil.Process(pid).memory_info().rss if pid else 0
@@ -163,25 +154,14 @@ def _watch(state: Dict[str, Any], osd: int, host: str, degraded: int,
             up_at, rss_up = time.monotonic(), rss
         if up_at is not None:
             rss_peak = max(rss_peak, rss)
-            done, anon = _counters(state, osd)
-            anon_peak = max(anon_peak, anon or 0)
-            now = time.monotonic()
-            if done is not None:
-                base = done if base is None else base
-                if last is not None and done != last:
-                    first_t, last_t = first_t or now, now
-                last = done
+            anon_peak = max(anon_peak, _buffer_anon(state, osd) or 0)
             deg = int(_status(state).get("degraded_objects", 0))
             if deg == 0:
                 break
         time.sleep(SAMPLE_S)
-    objects = (last - base) if last is not None and base is not None else None
-    span = (last_t - first_t + SAMPLE_S) if first_t is not None else None
     return {"boot_s": round(up_at - t0, 1) if up_at else None,
-            "recovery_s": round(span, 1) if span else None,
             "until_clean_s": round(time.monotonic() - up_at, 1) if up_at else None,
-            "recovered_objects": objects, "degraded_at_up": degraded,
-            "recovery_rate": round(objects / span, 1) if objects and span else None,
+            "degraded_at_up": degraded,
             "rss_at_up": rss_up, "rss_peak": rss_peak,
             "rss_growth": rss_peak - (rss_up or 0), "buffer_anon_peak": anon_peak,
             "host_peak": host_peak, "clean": deg == 0}
@@ -222,12 +202,12 @@ def summary(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     for name in dict.fromkeys(r["variant"] for r in rows):
         mine = [r for r in rows if r["variant"] == name]
         med = {k: statistics.median(r[k] for r in mine if r.get(k) is not None)
-               for k in ("recovery_rate", "recovery_s", "rss_growth", "buffer_anon_peak",
-                         "host_peak", "recovered_objects", "pg_rate", "pg_span_s",
-                         "pg_recovered") if any(r.get(k) is not None for r in mine)}
+               for k in ("rss_growth", "buffer_anon_peak", "host_peak", "pg_rate",
+                         "pg_span_s", "pg_recovered")
+               if any(r.get(k) is not None for r in mine)}
         out[name] = dict(med, rounds=len(mine), effective=mine[-1]["effective"])
-    for s in out.values():       # the PG stamps' rate where read, else the counters'
-        s["rate"] = s.get("pg_rate", s.get("recovery_rate"))
+    for s in out.values():       # the page's rate: the PG stamps' (pg_rate)
+        s["rate"] = s.get("pg_rate")
     for name, s in out.items():
         base = out.get("raised/none" if name.startswith("raised/") else "none")
         if base and base["rate"] and base["rss_growth"]:
@@ -252,7 +232,7 @@ def run(out_dir: str, lab_dir: str, module_dir: str, ceph: str, objects: int,
                 log("lever: round %d/%d, %s" % (k + 1, reps, name))
                 rows.append(round_once(state, objs, name, settings, objects, k))
                 log(json.dumps({x: rows[-1][x] for x in (
-                    "pg_rate", "pg_span_s", "pg_recovered", "recovery_s", "rss_growth",
+                    "pg_rate", "pg_span_s", "pg_recovered", "rss_growth",
                     "buffer_anon_peak")}))
         ok, bad = objs.verify()
     finally:

@@ -3,7 +3,8 @@
 Probes (bounded counts and time, only to the peer addresses of the cluster's own OSD map):
 - DF-set ICMP echo at 84 B, 1,500 B and the interface MTU to every peer host (loss per size);
 - the mon: a timed mon command (callable from the helper) and a TCP banner round trip to each
-  mon address (connect, wait for the messenger's first bytes);
+  mon address (connect, wait for the messenger's first bytes), on a thread of its own
+  (netprobe_mon.py);
 - kernel counters from /proc/net/netstat and /proc/net/snmp, as deltas since the last cycle;
 - `ss -tinop` for the host's ceph-osd connections (SACK / window scaling negotiated, cwnd);
 - on request (`{"throughput_to": ["h2"]}` from the mgr's instructions), a TCP send of at most
@@ -19,21 +20,17 @@ import ipaddress
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import netprobe_icmp, netprobe_parse, netprobe_tput
+from . import netprobe_icmp, netprobe_mon, netprobe_parse, netprobe_tput
 
 NETWORK_VERSION = 1
 PEER_RESULT_MAX_AGE_S = 60.0        # carried-forward peer results older than this are dropped
 THROUGHPUT_KEEP_S = 600.0           # throughput results are carried forward this long
 _LAST: Dict[str, Dict[str, Any]] = {}   # host -> last result (previous counters, rotation)
-_MON_INFLIGHT: Dict[str, float] = {}    # host -> monotonic start of a mon probe still running
-_MON_LATE: Dict[str, float] = {}        # host -> RTT of a mon probe that outlived its cycle
-_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass
@@ -88,26 +85,13 @@ class ProbeContext:
         return cls(host=host, peers=dict(peers or {}), **kw)
 
 
-def _ip_of(addr: str) -> Optional[str]:
-    """'v2:10.0.0.1:6800/123', '10.0.0.1:6800/0', '[::1]:6800' -> the IP; None if unset."""
-    a = addr.split("/", 1)[0]
-    for pre in ("v1:", "v2:", "any:"):
-        if a.startswith(pre):
-            a = a[len(pre):]
-    if a.startswith("["):
-        ip = a[1:a.find("]")]
-    else:
-        ip = a.rsplit(":", 1)[0] if ":" in a else a
-    return None if ip in ("", "-", "0.0.0.0", "::") else ip
-
-
 def _osd_ip(osd: Mapping) -> Optional[str]:
     for vec_key, str_key in (("cluster_addrs", "cluster_addr"), ("public_addrs", "public_addr")):
         for a in (osd.get(vec_key) or {}).get("addrvec", ()) or ():
-            ip = _ip_of(str(a.get("addr", "")))
+            ip = netprobe_parse.ip_of(str(a.get("addr", "")))
             if ip:
                 return ip
-        ip = _ip_of(str(osd.get(str_key) or ""))
+        ip = netprobe_parse.ip_of(str(osd.get(str_key) or ""))
         if ip:
             return ip
     return None
@@ -164,93 +148,6 @@ def read_tcp(proc_names: Sequence[str], timeout: float = 2.0) -> Dict[str, Any]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": "ss: %s" % exc}
     return netprobe_parse.tcp_summary(netprobe_parse.parse_ss(out.stdout), proc_names)
-
-
-def banner_rtt(addr: str, timeout: float) -> float:
-    """Seconds from connect() to the mon messenger's first bytes (both msgr v1 and v2 send
-    their banner at once). Raises OSError on failure."""
-    ip = _ip_of(addr)
-    port = int(addr.split("/", 1)[0].rsplit(":", 1)[1])
-    t0 = time.monotonic()
-    with socket.create_connection((ip, port), timeout=timeout) as s:
-        s.settimeout(max(0.05, timeout - (time.monotonic() - t0)))
-        if not s.recv(16):
-            raise OSError("mon closed the connection before its banner")
-    return time.monotonic() - t0
-
-
-def _mon_probe(ctx: ProbeContext, out: Dict[str, Any]) -> None:
-    key = ctx.host
-    try:
-        banners = {}
-        for a in ctx.mon_addrs:
-            try:
-                banners[a] = round(banner_rtt(a, max(1.0, ctx.budget_s * 4)), 6)
-            except (OSError, ValueError, IndexError) as exc:
-                out.setdefault("errors", []).append("%s: %s" % (a, exc))
-        if banners:
-            out["banner_rtt_s"] = banners
-        if ctx.mon_rtt is not None:
-            t0 = time.monotonic()
-            try:
-                ctx.mon_rtt()
-                out["command_rtt_s"] = round(time.monotonic() - t0, 6)
-            except Exception as exc:  # noqa: BLE001 - any failure is a finding
-                out["command_rtt_s"] = round(time.monotonic() - t0, 6)
-                out.setdefault("errors", []).append("mon command: %s" % exc)
-    finally:
-        with _LOCK:
-            _MON_INFLIGHT.pop(key, None)
-            if out.get("abandoned"):          # its cycle gave up: report it next cycle
-                samples = list((out.get("banner_rtt_s") or {}).values())
-                samples += [out["command_rtt_s"]] if "command_rtt_s" in out else []
-                if samples:
-                    _MON_LATE[key] = max(samples)
-
-
-def _mon_start(ctx: ProbeContext) -> Tuple[Optional[threading.Thread], Dict[str, Any], float]:
-    out: Dict[str, Any] = {"host": ctx.host}
-    with _LOCK:
-        started = _MON_INFLIGHT.get(ctx.host)
-        if started is not None:              # the previous cycle's probe has not returned yet
-            return None, out, started       # _mon_result reports how long it has been running
-        started = time.monotonic()
-        _MON_INFLIGHT[ctx.host] = started
-    if not ctx.mon_addrs and ctx.mon_rtt is None:
-        with _LOCK:
-            _MON_INFLIGHT.pop(ctx.host, None)
-        return None, {"skip": True, "host": ctx.host}, started
-    t = threading.Thread(target=_mon_probe, args=(ctx, out), name="netprobe-mon", daemon=True)
-    t.start()
-    return t, out, started
-
-
-def _mon_result(thread, out: Dict[str, Any], started: float, deadline: float) -> Optional[Dict]:
-    if out.get("skip"):
-        return None
-    if thread is not None:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    done = thread is not None and not thread.is_alive()
-    samples = list((out.get("banner_rtt_s") or {}).values())
-    if "command_rtt_s" in out:
-        samples.append(out["command_rtt_s"])
-    errors = list(out.get("errors", ()))
-    with _LOCK:
-        late = _MON_LATE.pop(out.get("host", ""), None)
-        if not done:
-            out["abandoned"] = True
-    if late is not None:
-        samples.append(late)
-        errors.append("previous mon round trip took %.2f s" % late)
-    if not done:
-        rtt = max([time.monotonic() - started] + samples)
-        errors.append("mon round trip still running after %.2f s"
-                      % (time.monotonic() - started))
-        return {"rtt_s": round(rtt, 6), "ok": False, "error": "; ".join(errors)}
-    res = {"rtt_s": max(samples) if samples else None, "ok": bool(samples),
-           "error": "; ".join(errors)}
-    res.update({k: out[k] for k in ("banner_rtt_s", "command_rtt_s") if k in out})
-    return res
 
 
 def _pick_peers(ctx: ProbeContext, prev: Mapping[str, Any]) -> List[str]:
@@ -332,7 +229,7 @@ def probe_cycle(context: Any) -> Dict[str, Any]:
         counters = read_counters()
     except (OSError, ValueError) as exc:
         counters, errors = {}, errors + ["counters: %s" % exc]
-    mon_thread, mon_out, mon_started = _mon_start(ctx)
+    mon_thread, mon_out, mon_started = netprobe_mon.start(ctx)
     ss, tcp_box = _start_ss(ctx)              # /proc scan of `ss -p` overlaps the ICMP probes
     peers = _pick_peers(ctx, prev)
     send_s = ctx.count * ctx.interval_s
@@ -345,7 +242,7 @@ def probe_cycle(context: Any) -> Dict[str, Any]:
                if p in ctx.peers and p not in probed
                and now - float(r.get("time", 0)) <= PEER_RESULT_MAX_AGE_S}
     throughput = _throughput(ctx, prev, deadline, now)
-    mon = _mon_result(mon_thread, mon_out, mon_started, deadline)
+    mon = netprobe_mon.result(mon_thread, mon_out, mon_started, deadline)
     elapsed_ms = (time.monotonic() - m0) * 1000.0
     all_peers = dict(sorted({**carried, **probed}.items()))
     result: Dict[str, Any] = {

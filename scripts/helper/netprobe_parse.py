@@ -1,4 +1,5 @@
-"""Pure parsers for the network probes: ping summaries, /proc/net/{netstat,snmp}, `ss -tinop`.
+"""Pure parsers for the network probes: ping summaries, /proc/net/{netstat,snmp}, `ss -tinop`,
+Ceph addresses.
 
 Text in, plain values out; tested against fixture files captured on the lab
 (tests/unit/fixtures/network/). No I/O here.
@@ -180,3 +181,16 @@ def _port(addr: str) -> int:
         return int(addr.rsplit(":", 1)[1])
     except (IndexError, ValueError):
         return -1
+
+
+def ip_of(addr: str) -> Optional[str]:
+    """'v2:10.0.0.1:6800/123', '10.0.0.1:6800/0', '[::1]:6800' -> the IP; None if unset."""
+    a = addr.split("/", 1)[0]
+    for pre in ("v1:", "v2:", "any:"):
+        if a.startswith(pre):
+            a = a[len(pre):]
+    if a.startswith("["):
+        ip = a[1:a.find("]")]
+    else:
+        ip = a.rsplit(":", 1)[0] if ":" in a else a
+    return None if ip in ("", "-", "0.0.0.0", "::") else ip

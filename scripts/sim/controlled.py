@@ -124,7 +124,7 @@ class Controlled(Strategy):
 
     def _with_missed(self, sim, st: OsdState) -> OsdState:
         """A down OSD's missed PG log entries, as the mgr reads them from its PGs' versions
-        (cluster.missed_entries: how far each advanced since the OSD was seen down): the
+        (pgtrack.missed_entries: how far each advanced since the OSD was seen down): the
         writes its PGs took that an earlier peering did not merge, capped by what the log
         holds (the same numbers Lifecycle._boot turns into its history memory)."""
         if st.up:

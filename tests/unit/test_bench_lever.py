@@ -9,9 +9,9 @@ EFF = {"osd_recovery_max_active": "1", "osd_max_backfills": "1",
 
 
 def row(variant, k, rate, growth, anon=2 * MiB):
-    return {"variant": variant, "round": k, "recovery_rate": rate, "recovery_s": 10.0,
-            "rss_growth": growth, "buffer_anon_peak": anon, "host_peak": 200 * MiB,
-            "recovered_objects": 100, "effective": EFF}
+    return {"variant": variant, "round": k, "pg_rate": rate, "pg_span_s": 2.0,
+            "pg_recovered": 100, "rss_growth": growth, "buffer_anon_peak": anon,
+            "host_peak": 200 * MiB, "effective": EFF}
 
 
 def test_medians_and_ratios_against_none():
@@ -19,8 +19,9 @@ def test_medians_and_ratios_against_none():
             row("none", 1, 12.0, 80 * MiB), row("recovery_min", 1, 6.0, 40 * MiB),
             row("none", 2, 11.0, 90 * MiB), row("recovery_min", 2, None, 50 * MiB)]
     s = summary(rows)
-    assert s["none"]["recovery_rate"] == 11.0 and s["none"]["rss_growth"] == 90 * MiB
-    assert s["recovery_min"]["recovery_rate"] == 5.0          # the round without a rate left out
+    assert s["none"]["pg_rate"] == 11.0 and s["none"]["rss_growth"] == 90 * MiB
+    assert s["recovery_min"]["pg_rate"] == 5.0          # the round without a rate left out
+    assert s["recovery_min"]["rate"] == 5.0             # the page's rate: the PG stamps'
     assert (s["recovery_min"]["rate_vs_none"], s["recovery_min"]["growth_vs_none"]) == (
         0.455, 0.556)
     doc = {"ceph": "tentacle", "objects_per_round": 120, "object_size": 16 * 1024,

@@ -107,10 +107,10 @@ def test_peers_from_the_osd_map_by_crush_host():
 
 
 def test_addr_forms():
-    assert netprobe._ip_of("v2:10.0.0.1:6800/123") == "10.0.0.1"
-    assert netprobe._ip_of("10.0.0.1:6801/0") == "10.0.0.1"
-    assert netprobe._ip_of("[fd00::1]:6800/0") == "fd00::1"
-    assert netprobe._ip_of("-") is None and netprobe._ip_of("0.0.0.0:0/0") is None
+    assert P.ip_of("v2:10.0.0.1:6800/123") == "10.0.0.1"
+    assert P.ip_of("10.0.0.1:6801/0") == "10.0.0.1"
+    assert P.ip_of("[fd00::1]:6800/0") == "fd00::1"
+    assert P.ip_of("-") is None and P.ip_of("0.0.0.0:0/0") is None
 
 
 def test_probe_sizes_and_echo_packet():

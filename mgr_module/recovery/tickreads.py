@@ -1,0 +1,72 @@
+"""What the Module reads for each tick (TickReads, a mixin, so that module.py stays the Ceph
+API shell): its options into the engine, the OSD map's epoch, the cluster's dumps, each read
+only as often as it changes, and each OSD's own settings from `config dump`.
+
+No `from __future__ import annotations` and no mgr_module import: module.py mixes this in.
+"""
+import json
+import time
+from typing import Any, Dict, Tuple
+
+try:
+    from .executor import memory_targets, op_queues, recovery_configs
+except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
+    memory_targets = op_queues = recovery_configs = None  # type: ignore[assignment]
+
+# an idle module re-reads the PG stats at least this often (a dry run's view of them)
+IDLE_PG_REFRESH_S = 60.0
+
+
+class TickReads(object):
+    _reads: Dict[str, Any]      # module.py: what the last reads returned, and when
+
+    def _epoch_now(self) -> int:
+        return int(self.get_osdmap().get_epoch())
+
+    def _read_options(self) -> None:
+        eng = self.engine
+        for name in ("helper_stale_timeout", "restart_cooldown", "boot_timeout", "instruction_ttl",
+                     "auto_hold", "budget_default", "network_holds_starts", "stall_limit"):
+            eng.options[name] = self.get_module_option(name)
+        eng.run.resize_journal(int(self.get_module_option("journal_length")))
+
+    def _osd_config(self) -> Tuple[Any, Any, Any]:
+        """Each OSD's own osd_memory_target and recovery throttle settings (the core records
+        them before it changes one, and restores exactly that), and its scheduler; (None,
+        None, None) when `config dump` does not answer (then no OSD's setting is known, and
+        the core changes none: ceph_recovery.settings, ceph_recovery.throttle)."""
+        rc, out, _err = self.mon_command({"prefix": "config dump", "format": "json"})
+        if rc != 0:
+            return None, None, None
+        try:
+            dump = json.loads(out or "[]")
+        except ValueError:
+            return None, None, None
+        return memory_targets(dump), recovery_configs(dump), op_queues(
+            dump, [e.get("osd") for e in self._reads["osd_map"].get("osds", ())],
+            self._reads["versions"])
+
+    def _read(self, what: str) -> Any:
+        t0 = time.monotonic()
+        try:
+            return self.get(what)
+        finally:
+            self.meter.read(what, time.monotonic() - t0)
+
+    def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
+        """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
+        the map and tree when the map's epoch moved; the PG stats every tick while a run, a
+        window or a drill needs them, else when the epoch moved (what an OSD's PGs were
+        when it went down) and at least every IDLE_PG_REFRESH_S (a dry run's view). An
+        unchanged read is handed over as the same object (the engine reuses what it built
+        from it)."""
+        c = self._reads
+        epoch = self._epoch_now()
+        if c.get("epoch") != epoch:
+            c.update(epoch=epoch, osd_map=self._read("osd_map"),
+                     tree=self._read("osd_map_tree"))
+            c["versions"] = self._versions(c["osd_map"])
+        t = time.monotonic()
+        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
+            c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
+        return c["osd_map"], c["tree"], c["pgs"]
