@@ -6,6 +6,8 @@ plus plan()'s decision-tick time on a synthetic 10,000-OSD snapshot. Prints a ta
     ceph-recovery-bench report                # docs/measurements.md from docs/data/*.json
     ceph-recovery-bench --mgr-scale --out DIR # the mgr module on a scale lab (mgrscale.py)
     ceph-recovery-bench --throttle-lever --out DIR  # the throttle on a real OSD (lever.py)
+    ceph-recovery-bench --crush-return --out DIR    # a host's OSDs back one at a time, in
+                                                    # crushtool (crushreturn_run.py)
 """
 from __future__ import annotations
 
@@ -174,13 +176,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--throttle-lever", action="store_true",
                     help="one returning OSD's recovery rate and memory growth with each "
                     "throttle variant and without, on a lab: DIR/lever.json, DIR/lever.md")
-    ap.add_argument("--ceph", default="tentacle", help="--throttle-lever: the lab's release")
+    ap.add_argument("--crush-return", action="store_true",
+                    help="PGs per OSD while a marked-out host's OSDs return one at a time, in "
+                    "crushtool --test (no daemons): DIR/crush-return.json, DIR/crush-return.md")
+    ap.add_argument("--ceph", default="tentacle", help="--throttle-lever, --crush-return: the "
+                    "lab's release")
     ap.add_argument("--lever-objects", type=int, default=120,
                     help="--throttle-lever: objects written while the OSD is down, per round")
     ap.add_argument("--lever-object-size", type=int, default=4 << 20)
     ap.add_argument("--lever-reps", type=int, default=2, help="--throttle-lever: rounds")
     args = ap.parse_args(argv)
     console = Console()
+    if args.crush_return:
+        from .crushreturn_run import run as crush_return
+        doc = crush_return(args.out or "crush-return", args.ceph, console.log)
+        console.print("wrote %s/crush-return.json, crush-return.md (hard limit %g PGs per OSD)"
+                      % (args.out or "crush-return", doc["hard_limit"]))
+        return 0
     if args.throttle_lever:
         from .lever import run as lever
         from ..lab.bootstrap import module_dir_from
