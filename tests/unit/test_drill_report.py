@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ceph_recovery_tools.drill import report
-from ceph_recovery_tools.drill.runner import failed_hosts, fitted_budget, process_starts
+from ceph_recovery_tools.drill.outage import failed_hosts, fitted_budget
 from ceph_recovery_tools.drill.sampler import pg_summary
 
 MiB = 1 << 20
@@ -61,7 +61,7 @@ def test_in_flight_counts_started_processes_not_yet_up():
 
 def test_process_starts_count_new_pids():
     # osd.4: pid 11 from t=1, gone at t=3, pid 13 at t=4 -> 2 starts; osd.5 once
-    assert process_starts(SERIES, 100.5, [4, 5]) == {"4": 2, "5": 1}
+    assert report.process_starts(SERIES, 100.5, [4, 5]) == {"4": 2, "5": 1}
 
 
 def test_journal_filter_and_module_in_flight():
