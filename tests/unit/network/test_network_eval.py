@@ -9,7 +9,7 @@ from ceph_recovery import netview
 from ceph_recovery import network as N
 from ceph_recovery.model import Finding
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "network")
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 T = 1_800_000_000.0
 
 

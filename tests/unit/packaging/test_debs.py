@@ -15,7 +15,7 @@ import pytest
 
 import ceph_recovery
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 VERSION = ceph_recovery.__version__
 PACKAGES = ("python3-ceph-recovery", "ceph-recovery-mgr", "ceph-recovery-helper",
             "ceph-recovery-tools")

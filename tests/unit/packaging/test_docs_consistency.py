@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 MODULE_DIR = REPO / "mgr_module" / "recovery"
 CORE_DIRS = [REPO / "orchestrator", REPO / "policies"]     # plan() raises every health check
 DOCS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))

@@ -3,7 +3,7 @@ missed entries are known, the load of the OSDs booted before it (or its own last
 load) and growth.peak_from_load decide, not the footprint policy's prior. Fresh labs
 (docs/releases.md "Growth per missed entry"): the second start of a run was granted on the
 prior capped by the cluster's own size, +76 % to +112 % over its peak. Snapshots in, exact
-values out, on the lab's h2 (osd.2 and osd.3, budget 237 MiB: tests/unit/labh2cases.py)."""
+values out, on the lab's h2 (osd.2 and osd.3, budget 237 MiB: tests/unit/core/labh2cases.py)."""
 from __future__ import annotations
 
 from dataclasses import replace

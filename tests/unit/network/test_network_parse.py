@@ -8,7 +8,7 @@ import pytest
 
 from ceph_recovery_tools.helper import netprobe, netprobe_icmp, netprobe_parse as P
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "network")
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 
 def fixture(name: str) -> str:

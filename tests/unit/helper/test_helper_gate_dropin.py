@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 DROPINS = {"ceph-osd": os.path.join(REPO, "scripts", "systemd", "ceph-osd@.service.d",
                                     "ceph-recovery-gate.conf"),
            "cephadm": os.path.join(REPO, "scripts", "systemd", "cephadm",

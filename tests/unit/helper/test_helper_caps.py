@@ -12,7 +12,7 @@ import pytest
 from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.lab import bootstrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 DOCS = ("README.md", "docs/install.md", "docs/helper.md", "docs/cephadm.md")
 CAPS_TEXT = re.compile(r"mon '[^']*'(?: (?:mgr|osd|mds) '[^']*')+")
 

@@ -17,7 +17,7 @@ import pytest
 
 from ceph_recovery_tools import install_module
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_repo_root_is_not_on_sys_path():

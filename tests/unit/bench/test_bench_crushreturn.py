@@ -12,7 +12,7 @@ from ceph_recovery_tools.bench.crushreturn import (cluster_table, findings, k_ro
                                                    parse_mappings, pg_counts, pg_num_for)
 
 DATA = pathlib.Path(__file__).parent / "data" / "crush"
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 HOST = [0, 1, 2]
 
 

@@ -22,7 +22,7 @@ from recovery.inputs import InputError
 
 import mgrcases as MC  # noqa: E402  (registered by conftest.py)
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 VERSION = ceph_recovery.__version__
 
 

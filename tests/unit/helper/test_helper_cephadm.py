@@ -14,7 +14,7 @@ import pytest
 
 from ceph_recovery_tools.helper import launchers
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 DROPIN = os.path.join(REPO, "scripts", "systemd", "cephadm", "ceph-recovery-gate.conf")
 FSID = "5e1a4c3e-2b7d-4f6a-9c0e-1d2f3a4b5c6d"
 ANALYZE = shutil.which("systemd-analyze")

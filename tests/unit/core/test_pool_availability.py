@@ -10,8 +10,10 @@ from ceph_recovery import availability as AV
 from ceph_recovery.pgmap import PgMap, PoolInfo
 
 POOLS = {1: PoolInfo(3, 2, ".mgr"), 2: PoolInfo(3, 2, "lab")}
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mgr",
-                       "availability_status.json")) as _f:
+# the answer the mgr shell's tests replay too (tests/unit/mgr/data/mgr)
+MGR_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mgr", "data",
+                        "mgr")
+with open(os.path.join(MGR_DATA, "availability_status.json")) as _f:
     LAB = json.load(_f)       # a Tentacle lab's answers (see its "_source")
 
 

@@ -10,7 +10,7 @@ import time
 
 from ceph_recovery_tools.helper import netprobe, netprobe_tput
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "network")
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 
 class SlowBanner:

@@ -1,6 +1,6 @@
 """Ceph's per-pool availability in the mgr shell (poolavail.py): when it asks the mons, what
 it remembers of an answer, and what `status -f json` and a drill's report carry. The answers
-are the ones a Tentacle lab gave (tests/unit/data/mgr/availability_status.json)."""
+are the ones a Tentacle lab gave (tests/unit/mgr/data/mgr/availability_status.json)."""
 from __future__ import annotations
 
 import errno

@@ -15,7 +15,7 @@ from ceph_recovery_tools.bench import measurements as m
 from ceph_recovery_tools.bench.cli import main as bench_main
 from ceph_recovery_tools.bench.cli import sims_table
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 DATA = REPO / "docs" / "data"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ceph_recovery_tools.helper import launchers
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 UNITS = os.path.join(REPO, "scripts", "systemd")
 HELPER_UNIT = "ceph-recovery-helper.service"
 DROPIN = os.path.join("ceph-osd@.service.d", "ceph-recovery-gate.conf")

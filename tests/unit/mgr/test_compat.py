@@ -23,8 +23,8 @@ import pytest
 
 HERE = os.path.abspath(__file__)
 PROBE = os.path.join(os.path.dirname(HERE), "test_compat_probe.py")
-MODULE_DIR = os.path.abspath(os.path.join(os.path.dirname(HERE), "..", "..", "mgr_module",
-                                          "recovery"))
+MODULE_DIR = os.path.abspath(os.path.join(os.path.dirname(HERE), "..", "..", "..",
+                                          "mgr_module", "recovery"))
 CHROOTS = os.environ.get("CEPH_RECOVERY_CHROOTS", "/var/cache/ceph-recovery/chroots")
 MGR_DIR = "/usr/share/ceph/mgr"
 COMMANDS = {"recovery status": "r", "recovery start-controlled": "w", "recovery pause": "w",

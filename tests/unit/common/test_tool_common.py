@@ -97,11 +97,17 @@ def test_not_a_cgroup_is_an_error_for_the_helper_and_zeros_for_the_lab(tmp_path)
 
 def test_logging_is_json_lines_filtered_by_level(capsys):
     import structlog
-    logs.configure_logging("warning")
-    log = structlog.get_logger("t")
-    log.info("hidden")
-    log.warning("shown", osd=3)
-    lines = capsys.readouterr().err.strip().splitlines()
+    # structlog's configuration is global: put it back, or every later test in this process
+    # logs to capsys' stream, closed once this test ends
+    before = structlog.get_config()
+    try:
+        logs.configure_logging("warning")
+        log = structlog.get_logger("t")
+        log.info("hidden")
+        log.warning("shown", osd=3)
+        lines = capsys.readouterr().err.strip().splitlines()
+    finally:
+        structlog.configure(**before)
     assert len(lines) == 1
     got = json.loads(lines[0])
     assert (got["event"], got["osd"], got["level"]) == ("shown", 3, "warning")
