@@ -80,13 +80,3 @@ def sig(a):
 G = "grant_start host=h1 osd=%d predicted_bytes=" + str(500 * MiB)
 FLAGS = ["set_flag flag=noout", "set_flag flag=norebalance"]
 HOLDS = ["hold_osd osd=3", "hold_osd osd=4", "hold_osd osd=5"]
-
-
-def lab_h2_snap(osds, host_bytes, h2_used, at):
-    """The lab of the first-prediction and learned-growth cases: hosts h1-h3 of `host_bytes`
-    (cgroup), h2 using `h2_used` and the others 200 MiB, reported at `at`; run flags set."""
-    hosts = tuple(HostMem(name=h, mem_total=host_bytes, mem_limit=host_bytes, source="cgroup",
-                          mem_used=h2_used if h == "h2" else 200 * MiB, mem_available=0,
-                          reported_at=at) for h in ("h1", "h2", "h3"))
-    return Snapshot(epoch=150, osds=tuple(sorted(osds, key=lambda o: o.id)), hosts=hosts,
-                    cluster_flags=RUNF, helpers_seen={h: at - 1 for h in ("h1", "h2", "h3")})

@@ -4,39 +4,24 @@ from __future__ import annotations
 import errno
 import json
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
 from ceph_recovery import drill as D
 from ceph_recovery import drillload as L
 from ceph_recovery import maintenance as M
-from ceph_recovery.actions import GrantStart, UnsetGroupFlag
 from ceph_recovery.model import HostMem, OsdState, Snapshot
+
+import rackcases  # see conftest.py
 
 NOW = 1000.0
 OK = (True, [], "ok-to-stop")
 GIB = 2 ** 30
 
 
-def snap(down=(), flags=None, active=None, clean=None, total=64, running=()):
-    """3 racks x 2 hosts x 2 OSDs: h2 (r1) holds osd.2, osd.3. Hosts use 2 GiB + 1 GiB per
-    up OSD."""
-    osds, hosts = [], []
-    for h in range(6):
-        name = "h%d" % (h + 1)
-        for k in range(2):
-            i = 2 * h + k
-            dn = i in down
-            osds.append(OsdState(id=i, host=name, crush_path=("default", "r%d" % (h // 2 + 1),
-                                                               name), up=not dn,
-                                 process="running" if (not dn or i in running) else "stopped"))
-        used = 2 * GIB + GIB * sum(1 for k in range(2) if 2 * h + k not in down)
-        hosts.append(HostMem(name=name, mem_total=16 * GIB, mem_used=used,
-                             mem_available=16 * GIB - used))
-    return Snapshot(epoch=10, osds=tuple(osds), hosts=tuple(hosts),
-                    bucket_flags={k: frozenset(v) for k, v in (flags or {}).items()},
-                    pgs_total=total, pgs_active=total if active is None else active,
-                    pgs_clean=total if clean is None else clean)
+# the three-rack cluster with its hosts' memory and 64 PGs
+snap = partial(rackcases.snap, mem=True, total=64)
 
 
 HELD = {"h2": ["noout", "noup"]}

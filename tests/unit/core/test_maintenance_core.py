@@ -7,30 +7,11 @@ from dataclasses import replace
 import pytest
 
 from ceph_recovery import maintenance as M
-from ceph_recovery.actions import SetGroupFlag, StopOsd, UnsetGroupFlag
-from ceph_recovery.model import OsdState, Snapshot
+from ceph_recovery.actions import StopOsd, UnsetGroupFlag
+
+from rackcases import snap  # see conftest.py: the three-rack cluster
 
 NOW = 1000.0
-
-
-def osd(i, host, rack, up=True, proc="running"):
-    return OsdState(id=i, host=host, crush_path=("default", rack, host), up=up,
-                    process=proc)
-
-
-def snap(down=(), flags=None, epoch=10):
-    """3 racks x 2 hosts x 2 OSDs: h2 (r1) holds osd.2, osd.3."""
-    osds = []
-    for h in range(6):
-        for k in range(2):
-            i = 2 * h + k
-            dn = i in down
-            osds.append(osd(i, "h%d" % (h + 1), "r%d" % (h // 2 + 1), up=not dn,
-                            proc="stopped" if dn else "running"))
-    return Snapshot(epoch=epoch, osds=tuple(osds),
-                    bucket_flags={k: frozenset(v) for k, v in (flags or {}).items()})
-
-
 OK = (True, [], "ok-to-stop")
 
 

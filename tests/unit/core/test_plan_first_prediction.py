@@ -10,20 +10,20 @@ Snapshots in, exact ordered actions out.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from ceph_recovery.actions import AllowBoot, GrantStart
 from ceph_recovery.inflight import BOOT_OBSERVE_MAX_S
-from ceph_recovery.model import Budget, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, Intent, Progress, Snapshot
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.policies.footprint import DOWNTIME_EXTRA, DOWNTIME_FULL_S, PEERING_PEAK, prior
 from ceph_recovery.decision import Decision
-from plancases import lab_h2_snap  # see conftest.py
+import labh2cases  # see conftest.py
 
 MiB = 1 << 20
 NOW = 50000.0
 DOWN_S = 20.0
-NOUP = frozenset({"noup"})
 RSS = {0: 120 * MiB, 1: 140 * MiB, 4: 130 * MiB, 5: 125 * MiB}
 INTENT = Intent(mode="controlled", run_id="r1", scope=("h2",),
                 budget=Budget(kind="bytes", value=200 * MiB))
@@ -31,20 +31,9 @@ RUNNING = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozense
                    held_osds=frozenset({2, 3}), started_at=NOW - 5)
 
 
-def osd(i: int, **kw) -> OsdState:
-    host = "h%d" % (i // 2 + 1)
-    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
-                up=i not in (2, 3), process="running", rss_bytes=RSS.get(i, 0), pgs=16)
-    if i in (2, 3):
-        base.update(process="stopped", flags=NOUP, pgs_degraded=16, down_since=NOW - DOWN_S)
-    base.update(kw)
-    return OsdState(**base)
-
-
-def snap(*changed: OsdState, h2_used: int = 2 * MiB) -> Snapshot:
-    by_id = {o.id: o for o in (osd(i) for i in range(6))}
-    by_id.update({o.id: o for o in changed})
-    return lab_h2_snap(by_id.values(), 222 * MiB, h2_used, NOW)
+# the lab h2 of labh2cases with this stall's downtime, running sizes and 222 MiB hosts
+osd = partial(labh2cases.osd, down_s=DOWN_S, rss=RSS)
+snap = partial(labh2cases.snap, used=2 * MiB, host_bytes=222 * MiB, down_s=DOWN_S, rss=RSS)
 
 
 def own_size_prior(largest_rss: int) -> int:
@@ -92,7 +81,7 @@ def test_the_first_start_boots_on_its_load_where_the_static_prior_kept_it_in_pre
     """Gate 2 on the calibrated prediction (168 MiB): osd.2 loaded 60 MiB, 62 MiB used, so
     62 + (168 - 60) <= 200 and it boots; on the static prior (457 MiB) it stayed in preboot."""
     s = snap(osd(2, process="running", rss_bytes=60 * MiB,
-                 process_started_at=NOW - BOOT_OBSERVE_MAX_S - 1), h2_used=62 * MiB)
+                 process_started_at=NOW - BOOT_OBSERVE_MAX_S - 1), used=62 * MiB)
     progress = replace(RUNNING, granted={2: NOW - BOOT_OBSERVE_MAX_S - 2}, downtime={2: DOWN_S})
     res = run(s, progress)
     want = own_size_prior(140 * MiB)

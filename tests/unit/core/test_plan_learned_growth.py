@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from ceph_recovery.actions import AllowBoot
-from ceph_recovery.model import Budget, Intent, Observation, OsdState, Progress
+from ceph_recovery.model import Budget, Intent, Observation, Progress
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
@@ -25,33 +25,15 @@ from ceph_recovery.growth import (GROWTH_FLOOR, GROWTH_MARGIN, GROWTH_WINDOW,
                                   UP_BYTES_PER_ENTRY, entry_rate, floor_from_load,
                                   growth_samples, peak_from_load)
 
-from plancases import lab_h2_snap  # see conftest.py
+from labh2cases import osd, snap  # see conftest.py: the lab h2 replayed here
 from recovery import state as state_mod  # see conftest.py
 
 MiB = 1 << 20
 NOW = 50000.0
-NOUP = frozenset({"noup"})
 BUDGET = Intent(mode="controlled", run_id="r1", scope=("h2",), concurrency=1,
                 budget=Budget(kind="bytes", value=237 * MiB))
 POL = resolve(BUDGET)
 LOAD = 150 * MiB            # above 0.5 x the budget: 2 x the load does not fit
-
-
-def osd(i, **kw):
-    host = "h%d" % (i // 2 + 1)
-    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
-                up=i not in (2, 3), process="running", rss_bytes=150 * MiB, pgs=16)
-    if i in (2, 3):
-        base.update(process="stopped", rss_bytes=0, flags=NOUP, pgs_degraded=16,
-                    down_since=NOW - 60)
-    base.update(kw)
-    return OsdState(**base)
-
-
-def snap(*changed, used=0, at=NOW):
-    by_id = {o.id: o for o in (osd(i) for i in range(6))}
-    by_id.update({o.id: o for o in changed})
-    return lab_h2_snap(by_id.values(), 263 * MiB, used, at)
 
 
 def settled(osd_id, load_mib, peak_mib, missed=None):

@@ -1,17 +1,20 @@
 """An OSD that comes back out (marked out by the monitor, its PGs clean without it) returns by
 a backfill: the writes it missed cost it no memory, so its prediction leaves them out
 (ceph_recovery.outreturn). An out OSD whose PGs are still degraded, and an in OSD, carry
-their missed history as before. Snapshots in, exact ordered actions out, on the lab-h2
-fixture of test_plan_first_prediction (h2 budget 200 MiB, largest running OSD 140 MiB)."""
+their missed history as before. Snapshots in, exact ordered actions out, on the lab h2
+(labh2cases) as test_plan_first_prediction replays it (h2 budget 200 MiB, largest running OSD
+140 MiB), with only osd.2 down."""
 from __future__ import annotations
 
+from functools import partial
+
 from ceph_recovery.actions import GrantStart, Wait
-from ceph_recovery.model import Budget, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.model import Budget, Intent, OsdState, Progress
 from ceph_recovery.outreturn import as_returning, returns_by_backfill
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.policies.footprint import HISTORY_BYTES_PER_ENTRY, PEERING_PEAK
-from plancases import lab_h2_snap  # see conftest.py
+import labh2cases  # see conftest.py
 
 MiB = 1 << 20
 NOW = 50000.0
@@ -23,21 +26,14 @@ RUNNING = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozense
                    held_osds=frozenset({2}), started_at=NOW - 5)
 
 
-def osd(i: int, **kw) -> OsdState:
-    """Hosts h1-h3 of two OSDs; osd.2 of h2 down 1 h (held by noup), the others running."""
-    host = "h%d" % (i // 2 + 1)
-    base = dict(id=i, host=host, crush_path=("default", "r%d" % (1 + (i >= 4)), host),
-                up=i != 2, process="running", rss_bytes=RSS.get(i, 0), pgs=16)
-    if i == 2:
-        base.update(process="stopped", flags=frozenset({"noup"}), pgs_degraded=16,
-                    down_since=NOW - 3600)
-    base.update(kw)
-    return OsdState(**base)
+# the lab h2 of labh2cases with only osd.2 down, for 1 h (held by noup), and 222 MiB hosts
+SHAPE = dict(down=(2,), down_s=3600.0, rss=RSS)
+osd = partial(labh2cases.osd, **SHAPE)
 
 
 def run(changed: OsdState):
-    s: Snapshot = lab_h2_snap([changed] + [osd(i) for i in range(6) if i != 2],
-                              222 * MiB, 2 * MiB, NOW)
+    """plan() with `changed` as osd.2, h2 using 2 MiB."""
+    s = labh2cases.snap(changed, used=2 * MiB, host_bytes=222 * MiB, **SHAPE)
     res = plan(s, INTENT, RUNNING, resolve(INTENT), NOW)
     assert check_invariants(s, INTENT, RUNNING, res) == []
     return res
