@@ -32,7 +32,7 @@ case "$1" in
   # module loads. bcrypt 3.2 (cffi) works there and shadows it on ceph-mgr's PYTHONPATH.
   reef) suite=trixie; py_reqs+=('bcrypt>=3.2,<4') ;;
   # Python only: the module's and the core's tests, and each release's mgr_module.py loaded by
-  # Python 3.9 (tests/unit/test_compat.py). bullseye's pip (20.3) predates
+  # Python 3.9 (tests/unit/mgr/test_compat.py). bullseye's pip (20.3) predates
   # --break-system-packages and needs none; python3-bcrypt for Reef's mgr_util.
   bullseye) suite=bullseye; script=/usr/share/debootstrap/scripts/bullseye; pip_flags=()
     ceph_pkgs=(python3 python3-pip python3-bcrypt)

@@ -23,7 +23,7 @@ from typing import List, Optional
 from rich.console import Console
 from rich.table import Table
 
-from ceph_recovery_tools.bench.report import HEAD_RULE, pg_hours
+from ceph_recovery_tools.bench.cells import HEAD_RULE, pg_hours
 from ceph_recovery_tools.progress import steps
 from ceph_recovery_tools.common.version import add_version
 from ceph_recovery_tools.sim.cli import parser as sim_parser

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .report import ABBR, _line, _ok, _t1, cells_table, render
+from .cells import ABBR, _line, _ok, _t1, cells_table, render
 
 TABLE = "host-out"
 

@@ -2,79 +2,12 @@
 controlled / naive heatmap (PNG)."""
 from __future__ import annotations
 
-import io
 import math
 import textwrap
 from typing import Dict, List, Optional, Tuple
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
-WIDTH = 80
-# A rule under the header (the box's third line) and nothing else: no column dividers, so 80
-# columns hold 14 columns. Cells fold, never end in "...", when the terminal is narrower.
-HEAD_RULE = box.Box("    \n    \n ── \n    \n    \n    \n    \n    \n")
-ABBR = {"naive": "naive", "controlled": "ctl", "ctl-1": "ctl-1", "ctl-cover": "ctl-cover",
-        "ctl-auto": "ctl-auto", "unlimited": "unlim", "oracle": "oracle",
-        "oracle-0.9": "orc-0.9", "ctl-0.95": "ctl-.95",
-        "ctl-together": "ctl-tog"}
-
-
-def _t(v) -> str:
-    return "-" if v is None else "%.0f" % v
-
-
-def _t1(v) -> str:
-    """Times in acceptance details: exact to the event (a peering's end), so one decimal."""
-    return "-" if v is None else "%.1f" % v
-
-
-def _ended(r: dict) -> str:
-    """plan()-driven runs: yes when plan() said Done (its phase is done or aborted)."""
-    if r.get("plan_done") is None:
-        return ""
-    return "yes" if (r.get("plan_done") or r.get("plan_phase") in ("done", "aborted")) else "no"
-
-
-def render(table: Table, width: int = WIDTH) -> str:
-    """A rich table as plain text at `width` columns (folds, never truncates with '...')."""
-    buf = io.StringIO()
-    Console(file=buf, width=width, color_system=None, legacy_windows=False).print(table)
-    return buf.getvalue()
-
-
-def cells_table(rows: List[dict], title: str, feas: Dict[str, dict]) -> Table:
-    t = Table(title=title, box=HEAD_RULE, pad_edge=False, padding=(0, 0, 0, 0),
-              title_justify="left", show_edge=False)
-    for col in ("hosts", "GiB", "fit", "strategy", "active", "minsz", "clean", "PGh", "OOM",
-                "inact", "down", "pk/RAM", "end", "wall"):   # headers no wider than their cells
-        t.add_column(col, justify="left" if col in ("strategy", "fit") else "right",
-                     overflow="fold")
-    last = None
-    for r in rows:
-        key = (r["hosts_n"], r["ram_gib"])
-        f = feas.get(str(r["ram_gib"]), {})
-        fit = ("D" if f.get("fits_default") else "") + ("m" if f.get("fits_min_target") else "")
-        head = (str(r["hosts_n"]), str(r["ram_gib"]), fit or "-") if key != last else ("", "", "")
-        last = key
-        name = ABBR.get(r["variant"], r["variant"])
-        if "error" in r:
-            t.add_row(*head, name, "n/a", "", "", "", "", "", "", "", "", "")
-            continue
-        t.add_row(*head, name, _t(r["time_to_all_pgs_active_s"]),
-                  _t(r["time_to_all_pgs_min_size_s"]), _t(r["time_to_all_pgs_clean_s"]),
-                  pg_hours(r.get("inactive_pg_s")), str(r["oom_kills"]),
-                  str(r["pgs_inactive_at_end"]), str(r["osds_down_at_end"]),
-                  "%.2f" % (r["peak_host_mem_bytes"] / r["host_ram_bytes"]), _ended(r),
-                  "%.0f" % r["wall_s"])
-    return t
-
-
-def pg_hours(pg_s: Optional[float]) -> str:
-    """PG-seconds without client I/O as whole PG-hours; ? for a JSON written before the sweep
-    recorded them."""
-    return "?" if pg_s is None else "%.0f" % (pg_s / 3600.0)
+from . import hostout
+from .cells import ABBR, WIDTH, _ended, _line, _ok, _t, _t1, cells_table, pg_hours, render
 
 
 def _by_cell(rows: List[dict]) -> Dict[Tuple[int, float], Dict[str, dict]]:
@@ -82,15 +15,6 @@ def _by_cell(rows: List[dict]) -> Dict[Tuple[int, float], Dict[str, dict]]:
     for r in rows:
         out.setdefault((r["hosts_n"], r["ram_gib"]), {})[r["variant"]] = r
     return out
-
-
-def _ok(r: Optional[dict]) -> bool:
-    return r is not None and "error" not in r
-
-
-def _line(name: str, ok: Optional[bool], detail: str) -> dict:
-    return {"check": name, "result": "n/a" if ok is None else ("PASS" if ok else "FAIL"),
-            "detail": detail}
 
 
 def acceptance_cell(v: Dict[str, dict], ctl_key: str = "controlled") -> List[dict]:
@@ -182,7 +106,6 @@ def acceptance(rows: List[dict]) -> List[dict]:
             for line in acceptance_cell(v, key):
                 line.update(hosts=h, ram_gib=ram, variant=key)
                 out.append(line)
-    from . import hostout
     return out + hostout.acceptance(rows)
 
 
@@ -262,7 +185,6 @@ def sweep_text(doc: dict) -> str:
     big = [r for r in rows if r["table"] == "big"]
     if big:
         text.append(render(cells_table(big, "10,080 OSDs (840 hosts x 12)", doc["feasibility"])))
-    from . import hostout
     host_out = hostout.text(rows, doc["feasibility"], doc["seed"])
     if host_out:
         text.append(host_out)

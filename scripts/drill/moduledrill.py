@@ -35,6 +35,7 @@ from ceph_recovery_tools.lab import launch
 
 from . import cgroup_limit, measures, naive, report
 from .objects import ObjectSet
+from .outage import failed_hosts, fitted_budget
 from .sampler import Sampler, stalled
 
 log = structlog.get_logger("drill")
@@ -175,7 +176,6 @@ def until_end(d: Any, drill_id: str, limit: float, restart_at: Optional[float] =
 
 def run(d: Any) -> Dict[str, Any]:
     """The drill through the module; the lab-only measures beside it; the report written."""
-    from .runner import failed_hosts
     o, st = d.o, d.state
     hosts = failed_hosts(st, o.fail)
     failed = sorted(x for h in hosts for x in st["hosts"][h]["osds"])
@@ -225,7 +225,6 @@ def fit_budget(d: Any, drill_id: str, bucket: str, hosts: List[str],
     from the exit's predicted starts (its dry run, `planned`); `drill budget` makes that
     the exit's budget. The cgroup limit to apply is returned; where no budget can be fitted
     the drill is aborted (everything comes back) and the error raised."""
-    from .runner import fitted_budget
     try:
         fit = fitted_budget(planned, hosts, d.o.fit_restart or d.o.fit_first or 1.0,
                             restart=bool(d.o.fit_restart))
@@ -292,7 +291,6 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
           t_down: float, failed: List[int], wait: Tuple[int, str],
           ooms: Dict[str, int]) -> Dict[str, Any]:
     """The tool's JSON: the module's report as `drill`, the lab-only measures beside it."""
-    from .runner import process_starts
     st, r = d.state, d.result
     back = rep.get("exit_at") or rep.get("aborted_at") or t_down
     journal = [j for j in d._status().get("journal", []) if j.get("time", 0) >= t0]
@@ -313,7 +311,7 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
         "max_in_flight_per_host": report.max_in_flight(samples, back, host_osds),
         "module_max_in_flight_per_host": report.module_max_in_flight(samples),
         "peak_rss_bytes_by_osd": report.peak_rss(samples, t_down),
-        "process_starts_by_osd": process_starts(samples, t_down, failed),
+        "process_starts_by_osd": report.process_starts(samples, t_down, failed),
         "naive_starts_by_osd": {str(k): v for k, v in d.naive_starts.items()},
         "oom_kills_by_host": ooms, "stalled": stalled(samples),
         "heap_releases": [e for e in report.journal_events(journal, "heap_release")

@@ -52,6 +52,21 @@ def peak_rss(samples: List[Dict[str, Any]], t_start: float) -> Dict[str, int]:
     return out
 
 
+def process_starts(samples: List[Dict[str, Any]], t_start: float,
+                   osds: List[int]) -> Dict[str, int]:
+    """How many new ceph-osd processes (new pids) each OSD got after the recovery started."""
+    out = {str(o): 0 for o in osds}
+    prev: Dict[str, Any] = {str(o): None for o in osds}
+    for s in samples:
+        for o in out:
+            pid = s["procs"].get(o)
+            if pid and pid != prev[o] and s["time"] >= t_start:
+                out[o] += 1
+            if pid:
+                prev[o] = pid
+    return out
+
+
 def over_budget(samples: List[Dict[str, Any]], t_start: float,
                 budgets: Dict[str, Optional[int]]) -> Dict[str, Dict[str, Any]]:
     """Per host with a budget: the largest excess of sampled cgroup usage over the budget

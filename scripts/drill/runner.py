@@ -1,6 +1,7 @@
 """The lab drill's setup and lab-only parts: the lab (brought up if missing, tuned), the rados
-handle, the failed hosts, the helpers kept alive as systemd would. The drill itself is the
-module's (`ceph recovery drill`): moduledrill.py is its thin client."""
+handle, the helpers kept alive as systemd would. The drill itself is the module's (`ceph
+recovery drill`): moduledrill.py is its thin client, which this module calls and which never
+imports it back (what both need, the failed hosts and the fitted budget, is outage.py)."""
 from __future__ import annotations
 
 import time
@@ -13,6 +14,7 @@ from ceph_recovery.drill import STOP_CLEAN
 from ceph_recovery_tools.lab import build, launch, procs, teardown
 from ceph_recovery_tools.lab.state import load_state
 
+from . import moduledrill
 from .sampler import mgr_json, mon_json
 
 log = structlog.get_logger("drill")
@@ -23,11 +25,6 @@ log = structlog.get_logger("drill")
 # puts RocksDB's files in the page cache, which the cgroup counts as usage).
 LAB_TUNING = (("osd_recovery_sleep_hdd", "0"), ("osd_max_backfills", "4"),
               ("osd_recovery_max_active_hdd", "8"), ("bluefs_buffered_io", "false"))
-
-# --fit-first: the failed hosts' cgroup limit is the budget / this share (the rest is room for
-# the growth the module can only answer a report and a tick later; see the memory drill test)
-FIT_BUDGET_SHARE = 0.9
-
 
 @dataclass
 class DrillOptions:
@@ -53,50 +50,6 @@ class DrillOptions:
     stall_limit: Optional[float] = None  # the module's stall_limit (s) during the drill
     inactive_grace: Optional[float] = None  # the drill's --inactive-grace (s; None: its default)
     recovery_sleep: float = 0.0     # the lab tuning's osd_recovery_sleep_hdd (s per op)
-
-
-def failed_hosts(state: Dict[str, Any], fail: str) -> List[str]:
-    kind, _, name = fail.partition(":")
-    if kind == "host" and name in state["hosts"]:
-        return [name]
-    if kind == "rack":
-        hosts = sorted(h for h, v in state["hosts"].items() if v.get("rack") == name)
-        if hosts:
-            return hosts
-    raise ValueError("--fail %r names no lab host or rack (hosts: %s, racks: %s)" % (
-        fail, sorted(state["hosts"]), sorted({v.get("rack") for v in state["hosts"].values()})))
-
-
-def fitted_budget(preview: Dict[str, Any], hosts: List[str], factor: float,
-                  restart: bool = False) -> Dict[str, Any]:
-    """The tightest budget the module accepts for one OSD at a time: factor x the peak the
-    module itself predicts (its dry run, with what it has learned) for the first OSD it would
-    start on the failed hosts; their cgroups limited to that budget / FIT_BUDGET_SHARE.
-    With `restart` (--fit-restart): the prediction for the second OSD of that host + factor x
-    the first's, the largest over the failed hosts. With a factor between what a restarted
-    OSD comes back at and what it settles at (as fractions of its predicted peak) the second
-    start fits only once the first was restarted: the over-budget path runs on purpose."""
-    planned: Dict[str, List[int]] = {}
-    for e in preview.get("order") or []:
-        if e["host"] in hosts:
-            planned.setdefault(e["host"], []).append(int(e["predicted_bytes"]))
-    fit: Dict[str, Any] = {}
-    if restart:
-        pairs = [(p[0], p[1]) for p in planned.values() if len(p) > 1]
-        if not pairs:
-            raise RuntimeError("--fit-restart: the dry run plans no second start on %s"
-                               % ", ".join(hosts))
-        budget, first, second = max((int(s + factor * f), f, s) for f, s in pairs)
-        fit["predicted_second_bytes"] = second
-    else:
-        if not planned:
-            raise RuntimeError("--fit-first: the dry run plans no start on %s"
-                               % ", ".join(hosts))
-        first = max(p[0] for p in planned.values())
-        budget = int(factor * first)
-    fit.update(factor=factor, predicted_first_bytes=first, budget_bytes=budget,
-               host_mem_limit=int(budget / FIT_BUDGET_SHARE))
-    return fit
 
 
 class Drill(object):
@@ -137,7 +90,6 @@ class Drill(object):
         self.cluster.connect(timeout=30)
 
     def run(self) -> Dict[str, Any]:
-        from . import moduledrill
         why = moduledrill.check_options(self.o)
         if why:
             raise ValueError(why)
@@ -181,18 +133,3 @@ class Drill(object):
     def _health(self) -> Dict[str, Any]:
         h = launch.health(self.state)
         return {"status": h.get("status"), "checks": sorted(h.get("checks", {}))}
-
-
-def process_starts(samples: List[Dict[str, Any]], t_start: float,
-                   osds: List[int]) -> Dict[str, int]:
-    """How many new ceph-osd processes (new pids) each OSD got after the recovery started."""
-    out = {str(o): 0 for o in osds}
-    prev: Dict[str, Any] = {str(o): None for o in osds}
-    for s in samples:
-        for o in out:
-            pid = s["procs"].get(o)
-            if pid and pid != prev[o] and s["time"] >= t_start:
-                out[o] += 1
-            if pid:
-                prev[o] = pid
-    return out

@@ -1,6 +1,6 @@
 """The cephx caps of every key this project uses, written once.
 
-The lab creates its keys from these; tests/unit/test_helper_caps.py checks that README.md,
+The lab creates its keys from these; tests/unit/helper/test_helper_caps.py checks that README.md,
 docs/cephadm.md, docs/install.md and docs/helper.md show exactly these.
 
 - The mgr's own key (`mgr.<id>`): the standard mgr caps. The module needs nothing more: its

@@ -2,7 +2,7 @@
 Ceph addresses.
 
 Text in, plain values out; tested against fixture files captured on the lab
-(tests/unit/fixtures/network/). No I/O here.
+(tests/unit/network/fixtures/). No I/O here.
 """
 from __future__ import annotations
 

@@ -29,15 +29,13 @@ inside=${work#"$root"}
 mkdir -p "$work/pylib/ceph_recovery"
 cp -r "$work/orchestrator/." "$work/pylib/ceph_recovery/"
 cp -r "$work/policies" "$work/pylib/ceph_recovery/policies"
-# default: every test of the mgr module's pieces and of the core (the tools' tests need the
-# tools' dependencies, which these chroots do not hold; a test that also touches a tool skips it)
+# default: every test of the core (tests/unit/core, the network evaluation, the policies) and
+# of the mgr module's pieces (tests/unit/mgr but test_compat.py, which runs releases' chroots
+# itself); the tools' tests need the tools' dependencies, which these chroots do not hold (a
+# test that also touches a tool skips it)
 if [ $# -eq 0 ]; then
-  set -- $(cd "$work" && ls tests/unit/test_mgr_*.py tests/unit/test_plan_*.py \
-    tests/unit/test_maintenance_*.py tests/unit/test_drill_core.py tests/unit/test_drill_engine.py \
-    tests/unit/test_drill_abort_starts.py tests/unit/test_progress_records.py \
-    tests/unit/test_invariants.py tests/unit/test_model_persist.py \
-    tests/unit/test_network_eval.py tests/unit/test_pool_availability*.py \
-    tests/unit/test_scheduler.py) tests/policies
+  set -- tests/unit/core $(cd "$work" && ls tests/unit/mgr/test_*.py | grep -v /test_compat) \
+    tests/unit/network/test_network_eval.py tests/policies
 fi
 chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:/opt/ceph-recovery/deps:$tdeps" \
   python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$@"

@@ -21,8 +21,8 @@ from ceph_recovery.policies import resolve
 from ceph_recovery.view import OK_TO_STOP_TTL_S
 
 from . import levers
+from .basestrategy import Strategy
 from .cluster import BOOTING, LOADING, PREBOOT, RUNNING_PHASES, Osd
-from .strategies import Strategy
 
 STUCK_S = 3600.0
 # what the helper reads from a running OSD's admin socket (`status`), by model phase: the

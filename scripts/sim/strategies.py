@@ -1,23 +1,18 @@
 """Start strategies: naive, unlimited (the floor), serial (ceph-ansible-like), controlled.
 
-`controlled` drives the real decision core, `ceph_recovery.plan.plan()`, see controlled.py.
+`controlled` drives the real decision core, `ceph_recovery.plan.plan()`, see controlled.py;
+`oracle` is controlled with every OSD's true peak as its footprint, see oracle.py. This module
+is the table of all of them (make()): it imports them, none imports it (their base class is
+basestrategy.py).
 """
 from __future__ import annotations
 
+from .basestrategy import Strategy
 from .cluster import ACTIVE, BOOTING, FAILED, LOADING, PEERING, RECOVERING, STOPPED
+from .controlled import Controlled
+from .oracle import Oracle
 
 BUSY = (LOADING, BOOTING, PEERING, RECOVERING)
-
-
-class Strategy:
-    """What the engine asks of a strategy: `name`, whether the OOM killer applies (`oom`), and
-    tick / systemd_restarts / finished / stuck."""
-
-    name = ""
-    oom = True
-
-    def __init__(self, cfg):
-        self.cfg = cfg
 
 
 class Naive(Strategy):
@@ -84,8 +79,6 @@ class Serial(Naive):
 
 
 def make(cfg):
-    from .controlled import Controlled
-    from .oracle import Oracle
     table = {"naive": Naive, "unlimited": Unlimited, "serial": Serial,
              "controlled": Controlled, "oracle": Oracle}
     if cfg.strategy not in table:

@@ -12,7 +12,7 @@ The throttle acts only on a host over its budget. Since auto concurrency opens o
 peaks (Decision.concurrency), the failed hosts stay within the budget in both cells, so it
 has nothing to do there (before, with starts admitted on load floors, the 44 GiB cell went
 over the budget and the throttle lowered its peak from 41.07 to 40.52 GiB). Its actions are
-tested on snapshots in tests/unit/test_plan_throttle.py.
+tested on snapshots in tests/unit/core/test_plan_throttle.py.
 Asserted: no OOM kill and no invariant violation either way, the failed hosts' peak within
 the budget, every setting restored by the end but the lowered osd_memory_target the host
 cannot hold, and with no host over its budget the throttle sets nothing."""
