@@ -37,7 +37,8 @@ if [ $# -eq 0 ]; then
     tests/unit/test_drill_abort_starts.py tests/unit/test_progress_records.py \
     tests/unit/test_invariants.py tests/unit/test_model_persist.py \
     tests/unit/test_network_eval.py tests/unit/test_pool_availability*.py \
-    tests/unit/test_scheduler.py) tests/policies
+    tests/unit/test_scheduler.py tests/unit/test_selfcontained.py) tests/policies
 fi
-chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:/opt/ceph-recovery/deps:$tdeps" \
+# no structlog or tenacity (/opt/ceph-recovery/deps): the mgr module needs neither
+chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:$tdeps" \
   python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$@"
