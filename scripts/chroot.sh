@@ -13,7 +13,7 @@
 #  - proc/sys/dev must be mounted while installing: cryptsetup-bin's postinst needs /proc;
 #  - no init system runs in the chroot: policy-rc.d (exit 101) stops maintainer scripts from
 #    starting services (ceph-mon's postinst "try-restart" fails without it);
-#  - pip inside the chroot (structlog, tenacity for the mgr module, in $deps) needs the host's
+#  - pip inside the chroot (structlog, tenacity for the helper and drill, in $deps) needs the host's
 #    CA bundle at the same path (the chroot has none).
 set -euo pipefail
 die() { echo "chroot.sh: $*" >&2; exit 1; }
@@ -82,7 +82,7 @@ mount_api() {
   mountpoint -q "$root/run/netns" || mount --rbind /run/netns "$root/run/netns"
 }
 
-deps=/opt/ceph-recovery/deps   # the mgr module's Python dependencies, for the chroot's Python
+deps=/opt/ceph-recovery/deps   # the helper's and drill's Python dependencies (and Reef's bcrypt)
 if [ -f "$root/.ready" ] && [ "$(cat "$root$deps/.requirements" 2>/dev/null)" = "${py_reqs[*]}" ]; then
   mount_api
   echo "$root"

@@ -1,10 +1,11 @@
 """ceph-recovery-install-mgr-module: put the mgr module `recovery` into a ceph-mgr module directory.
 
-The wheel ships the module's files as `ceph_recovery_mgr_module/recovery/` (a namespace package:
+The wheel ships the module as `ceph_recovery_mgr_module/recovery/` (a namespace package:
 nothing in it runs on import, and `recovery/__init__.py` imports `mgr_module`, which exists only
-inside ceph-mgr). ceph-mgr loads one module per sub-directory of its `mgr_module_path`
-(Debian: /usr/share/ceph/mgr), so installing is a copy (or a symlink) of that directory there.
-The module then imports `ceph_recovery`, `structlog` and `tenacity` from ceph-mgr's Python path.
+inside ceph-mgr), built self-contained: the decision core rides along in `_core/`
+(build_module.py). ceph-mgr loads one module per sub-directory of its `mgr_module_path`
+(Debian: /usr/share/ceph/mgr), so installing is a copy of that folder there (build_module.build)
+or a symlink to it. The module needs nothing on ceph-mgr's Python path.
 """
 import argparse
 import importlib.util
@@ -13,6 +14,7 @@ import shutil
 import sys
 from typing import List, Optional
 
+from . import build_module
 from .common.version import add_version
 
 MODULE_NAME = "recovery"
@@ -34,7 +36,7 @@ def installed_module_dir() -> Optional[str]:
 
 def install(dest: str, symlink: bool = False, force: bool = False,
             source: Optional[str] = None) -> str:
-    """Copy (or symlink) the module into DEST/recovery; returns that path.
+    """Build (or symlink) the self-contained module as DEST/recovery; returns that path.
 
     Refuses (and changes nothing) when DEST is not a directory, or DEST/recovery exists and
     force is not set.
@@ -56,7 +58,7 @@ def install(dest: str, symlink: bool = False, force: bool = False,
     if symlink:
         os.symlink(os.path.abspath(src), target)
     else:
-        shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        build_module.build(target, src)
     return target
 
 

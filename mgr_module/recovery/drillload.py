@@ -17,9 +17,9 @@ import time
 import zlib
 from typing import Any, Callable, Dict, List, Optional
 
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
-
 from ceph_recovery import drillload as L
+
+from .retry import bounded
 
 OBJ = "obj-%08d"
 IDLE_WAIT_S = 0.2
@@ -138,9 +138,11 @@ class Writer(threading.Thread):
             self._seen["written"] += 1
         return True
 
-    @retry(retry=retry_if_exception_type(RadosTransient), stop=stop_after_attempt(3),
-           wait=wait_fixed(0.5), reraise=True)
     def _put(self, name: str, data: bytes) -> None:
+        """write_full, up to 3 attempts 0.5 s apart; the last error is raised."""
+        bounded(lambda: self._put_once(name, data), 3, wait=0.5, on=(RadosTransient,))
+
+    def _put_once(self, name: str, data: bytes) -> None:
         try:
             self._io().write_full(name, data)
         except Exception as e:

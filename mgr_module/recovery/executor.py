@@ -2,8 +2,9 @@
 
 `Ceph` is whatever offers mon_command(dict) -> (rc, outb, outs) and
 osd_command(osd_id, dict, timeout) -> (rc, outb, outs): the mgr module in production, a
-recording fake in unit tests. Mon commands are retried with tenacity on transient errors
-(EAGAIN/ETIMEDOUT/EINTR); a definite answer (rc 0 or another errno) is never retried.
+recording fake in unit tests. Mon commands are retried (retry.py: 4 attempts, waits doubling
+from 0.2 s) on transient errors (EAGAIN/ETIMEDOUT/EINTR/ENOTCONN); a definite answer (rc 0 or
+another errno) is never retried.
 """
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ import errno
 import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from tenacity import (RetryError, retry, retry_if_result, stop_after_attempt,
-                      wait_exponential)
-
 from ceph_recovery import actions as A
 from ceph_recovery.scheduler import scheduler_of
+
+from .retry import backoff, bounded
 
 TRANSIENT = (-errno.EAGAIN, -errno.ETIMEDOUT, -errno.EINTR, -errno.ENOTCONN)
 # answers of `tell osd.N heap ...` on a ceph-osd that is not linked with tcmalloc
@@ -137,15 +137,9 @@ class Executor(object):
         self.tell_timeout = tell_timeout
 
     def mon(self, cmd: Mapping[str, Any]) -> Tuple[int, str, str]:
-        @retry(stop=stop_after_attempt(self.attempts), reraise=False,
-               wait=wait_exponential(multiplier=0.2, max=2.0),
-               retry=retry_if_result(lambda r: r[0] in TRANSIENT))
-        def call() -> Tuple[int, str, str]:
-            return self.ceph.mon_command(dict(cmd))
-        try:
-            return call()
-        except RetryError as e:  # all attempts transient: hand back the last answer
-            return e.last_attempt.result()
+        # all attempts transient: the last answer is handed back
+        return bounded(lambda: self.ceph.mon_command(dict(cmd)), self.attempts,
+                       wait=backoff(0.2, 2.0), again=lambda r: r[0] in TRANSIENT)
 
     def ok_to_stop(self, osd: int) -> Tuple[bool, str]:
         """`ceph osd ok-to-stop N`: rc 0 = safe; rc EBUSY still carries the JSON verdict."""

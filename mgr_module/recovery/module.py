@@ -22,7 +22,7 @@ from .meter import Meter, timed
 from .storeio import StateIO
 from .tickreads import TickReads
 
-try:  # everything below needs the core (PYTHONPATH); report clearly if it is missing
+try:  # everything below needs the core (the folder's _core/); report clearly if it is missing
     from ceph_recovery.model import health_dict
     from .inputs import InputError
     from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from  # noqa: F401
@@ -200,8 +200,10 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
     # persists it: no command waits for a mon (set_store does), so all stay responsive.
     def _guard(self) -> Optional[HandleCommandResult]:
         if IMPORT_ERROR is not None:
-            return HandleCommandResult(-errno.ENOSYS, "", "recovery: the core is not "
-                                       "importable in ceph-mgr: %s" % IMPORT_ERROR)
+            return HandleCommandResult(-errno.ENOSYS, "", "recovery: the decision core is not "
+                                       "importable in ceph-mgr (%s): the module folder lacks "
+                                       "_core/ceph_recovery; install it built "
+                                       "(ceph-recovery-install-mgr-module)" % IMPORT_ERROR)
         if self.engine.snapshot is None:
             try:
                 self.engine.observe(self.get("osd_map"), self.get("osd_map_tree"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -17,6 +16,7 @@ from typing import Any, Dict, List, Optional
 import structlog
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from .. import build_module
 from ..common.wait import wait_until
 from ..helper import caps
 from ..install_module import installed_module_dir
@@ -86,7 +86,10 @@ def _check_alive(state: Dict[str, Any], pid: int, name: str) -> None:
 
 
 def prepare_module_path(state: Dict[str, Any]) -> bool:
-    """D/mgr-modules: symlinks to every stock module and mgr_*.py, plus ours if it exists."""
+    """D/mgr-modules: symlinks to every stock module and mgr_*.py, plus ours if it exists,
+    built as the self-contained folder an install copies (build_module: the module's files and
+    the core it carries, else the installed one), so every lab proves that folder alone loads
+    in ceph-mgr."""
     path = os.path.join(state["dir"], "mgr-modules")
     os.makedirs(path, exist_ok=True)
     # the links resolve where ceph-mgr runs: the chroot's own /usr/share/ceph/mgr there
@@ -96,11 +99,7 @@ def prepare_module_path(state: Dict[str, Any]) -> bool:
         os.symlink(os.path.join(STOCK_MGR_DIR, entry), os.path.join(path, entry))
     module_dir = state.get("module_dir")
     if module_dir and os.path.exists(os.path.join(module_dir, "module.py")):
-        if state.get("root"):   # the checkout is not visible inside the chroot: a copy
-            shutil.copytree(module_dir, os.path.join(path, MODULE_NAME),
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            os.symlink(module_dir, os.path.join(path, MODULE_NAME))
+        build_module.build(os.path.join(path, MODULE_NAME), module_dir)
         return True
     log.warning("recovery module not installed: no module.py yet", module_dir=module_dir)
     return False

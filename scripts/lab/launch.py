@@ -158,8 +158,15 @@ def cgroup_memory(state: Dict[str, Any], host: str) -> Dict[str, Optional[int]]:
 
 
 def mgr_env(state: Dict[str, Any]) -> Dict[str, str]:
+    """ceph-mgr's environment: the module folder carries the core and needs nothing beyond the
+    standard library and ceph-mgr's own modules, so neither the lab's core nor the tools'
+    dependencies go on its path (they would hide a missing piece). Only what ceph-mgr itself
+    needs does: release.mgr_pythonpath."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = state["pythonpath"]
+    env.pop("PYTHONPATH", None)
+    path = release.mgr_pythonpath(state)
+    if path:
+        env["PYTHONPATH"] = path
     return env
 
 

@@ -35,7 +35,9 @@ cp -r "$work/policies" "$work/pylib/ceph_recovery/policies"
 # test that also touches a tool skips it)
 if [ $# -eq 0 ]; then
   set -- tests/unit/core $(cd "$work" && ls tests/unit/mgr/test_*.py | grep -v /test_compat) \
-    tests/unit/network/test_network_eval.py tests/policies
+    tests/unit/network/test_network_eval.py \
+    tests/unit/packaging/test_selfcontained.py tests/policies
 fi
-chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:/opt/ceph-recovery/deps:$tdeps" \
+# no structlog or tenacity (/opt/ceph-recovery/deps): the mgr module needs neither
+chroot "$root" env -C "$inside" PYTHONPATH="$inside/pylib:$tdeps" \
   python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$@"

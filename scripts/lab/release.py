@@ -4,9 +4,10 @@ A chroot release (built and cached by chroot.sh under CHROOTS/<release>) runs ev
 daemon as `chroot ROOT <tool>`: chroot execs the tool in place, so the spawned pid, its cgroup
 and its netns are the tool's own. The lab directory is bind-mounted at the same path inside ROOT,
 so ceph.conf, keyrings, sockets and data paths are the same strings inside and out. ceph-mgr
-runs the chroot's Python, so the module's Python dependencies are installed there
-(DEPS_DIR, by chroot.sh) and the core (`ceph_recovery`) is copied into the lab (D/pylib) from
-the installed package, so each lab runs the code of the checkout that started it.
+runs the chroot's Python. The module folder it loads carries the core (build_module); the
+helpers and the drill run the chroot's Python too, with their dependencies installed there
+(DEPS_DIR, by chroot.sh) and the core and tools copied into the lab (D/pylib) from the
+installed package, so each lab runs the code of the checkout that started it.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ RELEASES = ("pacific", "reef", "tentacle")
 CHROOT_RELEASES = ("reef", "tentacle")
 DEFAULT_CHROOTS = "/var/cache/ceph-recovery/chroots"
 DEPS_DIR = "/opt/ceph-recovery/deps"   # inside the chroot: structlog, tenacity (chroot.sh)
+# A package of DEPS_DIR that ceph-mgr itself needs: Reef's mgr_util imports bcrypt, and only the
+# cffi bcrypt 3 there loads in ceph-mgr's subinterpreters (chroot.sh)
+MGR_OWN_DEPS = ("bcrypt",)
 # the monmap must name at least the release the mons run (Tentacle refuses a Pacific one)
 MIN_MON_RELEASE = {"reef": "reef", "tentacle": "tentacle"}
 # Stock modules on by default that cannot load in the release's chroot, turned off so the lab can
@@ -137,6 +141,15 @@ def _remove_empty_dirs(root: str, inside: str) -> None:
 
 TOOLS = {"ceph-recovery-helper": "ceph_recovery_tools.helper.cli",
          "ceph-recovery-drill": "ceph_recovery_tools.drill.cli"}
+
+
+def mgr_pythonpath(state: Dict[str, Any]) -> str:
+    """ceph-mgr's PYTHONPATH: DEPS_DIR when it holds a package ceph-mgr itself needs (a chroot
+    release's fix for Ceph, not for the module), else nothing."""
+    if state.get("root") and any(os.path.isdir(host_path(state, os.path.join(DEPS_DIR, p)))
+                                 for p in MGR_OWN_DEPS):
+        return DEPS_DIR
+    return ""
 
 
 def install_core(state: Dict[str, Any]) -> str:

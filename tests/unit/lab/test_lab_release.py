@@ -75,3 +75,16 @@ def test_cli_ceph_option():
     assert cli.parser().parse_args(["up", "--dir", "/tmp/x"]).ceph == "tentacle"
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["up", "--dir", "/tmp/x", "--ceph", "quincy"])
+
+
+def test_ceph_mgr_gets_neither_the_core_nor_the_tools_dependencies_on_its_path(
+        tmp_path, monkeypatch):
+    from ceph_recovery_tools.lab import launch
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/site-packages")
+    host = {"dir": "/tmp/L", "root": None, "pythonpath": "/venv/site-packages"}
+    assert "PYTHONPATH" not in launch.mgr_env(host)
+    root = fake_root(tmp_path)
+    chroot = {"dir": "/tmp/L", "root": root, "pythonpath": "/tmp/L/pylib:" + release.DEPS_DIR}
+    assert "PYTHONPATH" not in launch.mgr_env(chroot)        # Tentacle: nothing ceph-mgr needs
+    os.makedirs(root + release.DEPS_DIR + "/bcrypt")          # Reef: Ceph's own bcrypt fix
+    assert launch.mgr_env(chroot)["PYTHONPATH"] == release.DEPS_DIR

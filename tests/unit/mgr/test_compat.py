@@ -5,10 +5,13 @@ the host's python3 with /usr/share/ceph/mgr (Pacific 16), and `chroot ROOT pytho
 chroot's /usr/share/ceph/mgr for the chroots scripts/chroot.sh built (Reef 18, Tentacle 20;
 Python 3.13/3.14). Each release's mgr_module.py is also loaded by Python 3.9, the Python of
 Ceph's EL9 container images (cephadm's ceph-mgr), in the bullseye chroot: that release's mgr
-files and its pure-Python `ceph` package and `ceph_argparse` are copied in. The probe imports the module as ceph-mgr does (package `recovery` over
-mgr_module/recovery, the release's mgr dir first on sys.path), lets MgrModule register its
-commands, and prints what ceph-mgr would advertise. ceph-mgr's C extension `ceph_module` (and
-cephfs, where missing) only exist inside ceph-mgr; the probe stands in empty base classes.
+files and its pure-Python `ceph` package and `ceph_argparse` are copied in. The module is the
+self-contained folder an install copies (build_module.build: the core inside it), and nothing
+of the project is on the interpreter's path. The probe imports the module as ceph-mgr does
+(package `recovery` over that folder, the release's mgr dir first on sys.path), lets MgrModule
+register its commands, and prints what ceph-mgr would advertise. ceph-mgr's C extension
+`ceph_module` (and cephfs, where missing) only exist inside ceph-mgr; the probe stands in empty
+base classes.
 A release whose chroot is not built is skipped with the command that builds it.
 """
 from __future__ import annotations
@@ -20,6 +23,8 @@ import subprocess
 import tempfile
 
 import pytest
+
+from ceph_recovery_tools import build_module
 
 HERE = os.path.abspath(__file__)
 PROBE = os.path.join(os.path.dirname(HERE), "test_compat_probe.py")
@@ -49,7 +54,8 @@ def _run_probe(release: str, tmp_path) -> dict:
     if release == "pacific":
         if not os.path.exists(os.path.join(MGR_DIR, "mgr_module.py")):
             pytest.skip("no host Ceph mgr (apt-get install ceph-mgr)")
-        argv = ["/usr/bin/python3", PROBE, MGR_DIR, MODULE_DIR]
+        built = build_module.build(str(tmp_path / "recovery"), MODULE_DIR)
+        argv = ["/usr/bin/python3", PROBE, MGR_DIR, built]
     else:
         root = _release_root(release)
         if os.geteuid() != 0:
@@ -57,8 +63,7 @@ def _run_probe(release: str, tmp_path) -> dict:
         inside = tempfile.mkdtemp(prefix="compat-", dir=os.path.join(root, "tmp"))
         try:
             shutil.copy(PROBE, inside)
-            shutil.copytree(MODULE_DIR, os.path.join(inside, "recovery"),
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            build_module.build(os.path.join(inside, "recovery"), MODULE_DIR)
             rel = inside[len(root):]
             argv = ["chroot", root, "python3", f"{rel}/{os.path.basename(PROBE)}", MGR_DIR,
                     f"{rel}/recovery"]
@@ -94,8 +99,7 @@ def _run_probe_py39(release: str) -> dict:
                         ignore=shutil.ignore_patterns("__pycache__", "tests"))
         shutil.copy(os.path.join(dist, "ceph_argparse.py"), lib)
         shutil.copy(PROBE, inside)
-        shutil.copytree(MODULE_DIR, os.path.join(inside, "recovery"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        build_module.build(os.path.join(inside, "recovery"), MODULE_DIR)
         rel = inside[len(root):]
         argv = ["chroot", root, "env", "PYTHONPATH=%s/lib" % rel, "python3",
                 f"{rel}/{os.path.basename(PROBE)}", f"{rel}/mgr", f"{rel}/recovery"]
@@ -125,6 +129,10 @@ def test_commands_register_under_python_3_9_on_each_release(release, registry, f
 
 
 def _check_registered(got: dict, registry: bool, flag_bools: bool) -> None:
+    # the folder alone: the core loaded from inside it, and no library from outside
+    assert got["import_error"] is None
+    assert "/recovery/_core/ceph_recovery/" in got["core"], got["core"]
+    assert not {"structlog", "tenacity", "ceph_recovery_tools"} & set(got["loaded"])
     assert got["registry"] is registry
     assert got["has_cli_read_command"] is not registry
     assert got["perm"] == COMMANDS

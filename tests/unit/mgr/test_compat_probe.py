@@ -1,7 +1,9 @@
 """Probe for test_compat.py, run as a script by one Ceph release's own interpreter (no pytest):
     python3 test_compat_probe.py MGR_DIR MODULE_DIR
 prints, as one JSON line, the commands and options ceph-mgr would read from the recovery module
-when loaded against MGR_DIR/mgr_module.py. It holds no tests.
+when loaded against MGR_DIR/mgr_module.py, the module's import error (None when the core
+loaded), where the core was loaded from, and every top-level module then loaded. It holds no
+tests.
 
 ceph-mgr's C extension `ceph_module` (and cephfs/rados, where missing) exist only inside
 ceph-mgr; empty base classes stand in for them, which is all importing mgr_module.py needs.
@@ -63,7 +65,10 @@ def probe(mgr_dir: str, module_dir: str) -> dict:
             "has_cli_read_command": hasattr(mgr_module, "CLIReadCommand"),
             "perm": {p: c["perm"] for p, c in cmds.items()},
             "args": {p: _args(c["cmd"]) for p, c in cmds.items()},
-            "options": sorted(o["name"] for o in cls.MODULE_OPTIONS)}
+            "options": sorted(o["name"] for o in cls.MODULE_OPTIONS),
+            "import_error": module.IMPORT_ERROR,
+            "core": getattr(sys.modules.get("ceph_recovery"), "__file__", None),
+            "loaded": sorted({m.split(".")[0] for m in sys.modules})}
 
 
 if __name__ == "__main__":

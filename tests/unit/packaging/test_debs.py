@@ -1,6 +1,7 @@
 """The Debian packages build from the committed tree (scripts/build-debs.sh: dpkg-buildpackage,
 then lintian, which must report no error), each holds what it promises, and their files run on
-the system's Python with Debian's own python3-structlog and python3-tenacity.
+the system's Python: the helper with Debian's own python3-structlog and python3-tenacity, the
+mgr module's folder with nothing but itself.
 Needs dpkg-buildpackage, debhelper, dh-python and lintian, which the script installs as root;
 skipped otherwise. The build takes about 10 s."""
 from __future__ import annotations
@@ -72,10 +73,16 @@ def test_every_package_has_the_projects_version_and_no_file_is_in_two(debs):
 def test_the_mgr_package_holds_the_module_under_ceph_mgrs_module_dir(debs):
     files = _files(debs["ceph-recovery-mgr"])
     module = {p.name for p in (REPO / "mgr_module" / "recovery").glob("*.py")}
-    assert {f.rsplit("/", 1)[1] for f in files if f.startswith("/usr/share/ceph/mgr/recovery/")} \
+    top = "/usr/share/ceph/mgr/recovery/"
+    assert {f[len(top):] for f in files if f.startswith(top) and "/" not in f[len(top):]} \
         == module
-    assert {"ceph-mgr", "python3-ceph-recovery", "python3-structlog", "python3-tenacity"} \
-        <= _depends(debs["ceph-recovery-mgr"])
+    # self-contained: the core rides inside the folder, so the package needs only ceph-mgr
+    assert {top + "_core/ceph_recovery/plan.py",
+            top + "_core/ceph_recovery/policies/__init__.py"} <= files
+    assert not {f for f in files if "__pycache__" in f}
+    depends = _depends(debs["ceph-recovery-mgr"])
+    assert "ceph-mgr" in depends
+    assert not depends & {"python3-ceph-recovery", "python3-structlog", "python3-tenacity"}
     core = _files(debs["python3-ceph-recovery"])
     assert "/usr/lib/python3/dist-packages/ceph_recovery/__init__.py" in core
     assert "/usr/lib/python3/dist-packages/ceph_recovery/policies/__init__.py" in core
@@ -124,14 +131,16 @@ def test_the_packaged_helper_and_module_run_on_debians_python_and_libraries(debs
                            "--version"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "ceph-recovery-helper %s (helper protocol 1)" % VERSION, \
         proc.stderr
-    load = ("import importlib, sys, types\n"
+    load = ("import importlib, os, sys, types\n"
+            "sys.path.insert(0, os.path.join(sys.argv[1], '_core'))\n"
             "pkg = types.ModuleType('recovery'); pkg.__path__ = [sys.argv[1]]\n"
             "sys.modules['recovery'] = pkg\n"
             "for n in ('engine', 'versions', 'text', 'logs'):\n"
             "    importlib.import_module('recovery.' + n)\n"
             "print(sys.modules['ceph_recovery'].__file__)\n")
-    proc = subprocess.run(["/usr/bin/python3", "-c", load,
-                           str(root / "usr/share/ceph/mgr/recovery")],
-                          env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    # the module's folder alone: no PYTHONPATH, no site-packages (-E -S)
+    folder = root / "usr/share/ceph/mgr/recovery"
+    proc = subprocess.run(["/usr/bin/python3", "-E", "-S", "-c", load, str(folder)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().startswith(str(root))
+    assert proc.stdout.strip().startswith(str(folder / "_core" / "ceph_recovery"))

@@ -114,13 +114,22 @@ def _metadata(whl):
     return email.parser.Parser().parsestr(whl.read(name).decode())
 
 
-def test_the_wheel_ships_every_file_of_the_mgr_module(wheel):
-    shipped = {n.split("/")[-1]: n for n in wheel.namelist()
-               if n.startswith("ceph_recovery_mgr_module/recovery/")}
-    in_repo = {p.name for p in MGR_DIR.glob("*.py")}
-    assert set(shipped) == in_repo
-    for name, member in shipped.items():
-        assert wheel.read(member) == (MGR_DIR / name).read_bytes(), name
+def test_the_wheel_ships_the_mgr_module_built_with_the_core_inside(wheel):
+    top = "ceph_recovery_mgr_module/recovery/"
+    shipped = {n[len(top):]: n for n in wheel.namelist() if n.startswith(top)}
+    own = {n for n in shipped if "/" not in n}
+    assert own == {p.name for p in MGR_DIR.glob("*.py")}
+    for name in own:
+        assert wheel.read(shipped[name]) == (MGR_DIR / name).read_bytes(), name
+    # _core/ceph_recovery is the core package as the wheel ships it, policies included
+    core = {n[len("ceph_recovery/"):]: n for n in wheel.namelist()
+            if n.startswith("ceph_recovery/")}
+    vendored = {n[len("_core/ceph_recovery/"):]: m for n, m in shipped.items()
+                if n.startswith("_core/")}
+    assert set(vendored) == set(core) and "policies/registry.py" in vendored
+    assert set(shipped) == own | {"_core/ceph_recovery/" + n for n in vendored}
+    for name in core:
+        assert wheel.read(vendored[name]) == wheel.read(core[name]), name
 
 
 def test_the_mgr_module_namespace_has_no_init_so_importing_it_runs_nothing(wheel):
@@ -128,7 +137,9 @@ def test_the_mgr_module_namespace_has_no_init_so_importing_it_runs_nothing(wheel
     assert not any(n.startswith("ceph_recovery/mgr_module") for n in wheel.namelist())
 
 
-def test_what_ceph_mgr_loads_requires_only_structlog_and_tenacity(wheel):
+def test_the_core_and_tools_require_only_structlog_and_tenacity(wheel):
+    """The plain dependencies serve the helper and the tools; the mgr module folder needs
+    none (test_selfcontained.py)."""
     plain, extras = set(), {}
     for req in _metadata(wheel).get_all("Requires-Dist"):
         name = req.split(";")[0].split("(")[0].split("[")[0].split("<")[0].split(">")[0].strip()
@@ -177,6 +188,7 @@ def test_install_copies_the_module_and_refuses_to_overwrite(tmp_path, capsys):
     assert install_module.main(["--dest", str(tmp_path)]) == 0
     copied = tmp_path / "recovery"
     assert {p.name for p in copied.glob("*.py")} == {p.name for p in MGR_DIR.glob("*.py")}
+    assert (copied / "_core" / "ceph_recovery" / "policies" / "__init__.py").is_file()
     (copied / "marker").write_text("x")
     assert install_module.main(["--dest", str(tmp_path)]) == 2
     assert "pass --force" in capsys.readouterr().err
@@ -192,9 +204,11 @@ def test_install_refuses_a_missing_dest(tmp_path, capsys):
 
 
 _LOADS_LIKE_CEPH_MGR = """
-import importlib, sys, types
+import importlib, os, sys, types
+folder = sys.argv[1]
+sys.path.insert(0, os.path.join(folder, "_core"))     # what __init__.py does first
 pkg = types.ModuleType("recovery")
-pkg.__path__ = [sys.argv[1]]
+pkg.__path__ = [folder]
 sys.modules["recovery"] = pkg          # as ceph-mgr names it; __init__.py needs mgr_module
 for name in ("engine", "cluster", "executor", "state", "text", "inputs", "core", "logs"):
     importlib.import_module("recovery." + name)
@@ -203,29 +217,22 @@ print(sys.modules["ceph_recovery"].__file__)
 """
 
 
-def test_the_mgr_module_from_a_target_install_loads_no_tools_package(wheel, tmp_path):
-    """docs/install.md's ceph-mgr target (the wheel + structlog + tenacity) is all the module
-    needs: loaded with no site-packages (python -S), only the target and the standard library.
-    (With site-packages, structlog itself imports rich when it is importable.)"""
-    target = tmp_path / "target"
-    whl = tmp_path / pathlib.Path(wheel.filename).name
-    shutil.copy(wheel.filename, whl)
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                           "--target", str(target), str(whl)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for dep in ("structlog", "tenacity"):        # what pip would add to the target
-        shutil.copytree(pathlib.Path(importlib.import_module(dep).__file__).parent, target / dep,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    env = dict(os.environ, PYTHONPATH=str(target))
-    proc = subprocess.run([sys.executable, "-S", "-c", _LOADS_LIKE_CEPH_MGR,
-                           str(target / "ceph_recovery_mgr_module" / "recovery")],
-                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+def test_the_mgr_module_folder_from_the_wheel_alone_loads(wheel, tmp_path):
+    """The wheel's module folder, copied out on its own, is all the module needs: loaded with
+    no site-packages and no PYTHONPATH (python -S -E), only that folder and the standard
+    library."""
+    unpacked = tmp_path / "whl"
+    wheel.extractall(unpacked)
+    folder = tmp_path / "mgr" / "recovery"
+    shutil.copytree(unpacked / "ceph_recovery_mgr_module" / "recovery", folder)
+    proc = subprocess.run([sys.executable, "-S", "-E", "-c", _LOADS_LIKE_CEPH_MGR, str(folder)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     loaded, core_file = proc.stdout.split("\n")[:2]
-    assert {"ceph_recovery", "structlog", "tenacity"} <= set(loaded.split())
-    assert set(loaded.split()) & (TOOLS_ONLY | {"ceph_recovery_tools"}) == set()
-    assert core_file.startswith(str(target))
+    assert "ceph_recovery" in loaded.split()
+    assert set(loaded.split()) & (TOOLS_ONLY | {"structlog", "tenacity",
+                                                "ceph_recovery_tools"}) == set()
+    assert core_file.startswith(str(folder / "_core" / "ceph_recovery"))
 
 
 # ---------------------------------------------------------------- what the wheel must hold
