@@ -1,10 +1,20 @@
-"""Adapters to the pure core: plan() and the network view, imported lazily and guarded
-so the module loads (and reports why) even while a core piece is missing."""
+"""Adapters to the pure core: plan(), its dry-run preview, budgets and the network view.
+
+The core is part of the module's folder (built into `_core`), so it is imported here once, at
+load: a broken core fails this import, and module.py answers every command ENOSYS naming the
+error instead of running with a stand-in that could disagree with the core."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ceph_recovery import netview, network
+from ceph_recovery.decision import Decision
+from ceph_recovery.dups import why_suspect
 from ceph_recovery.model import Budget, HostMem, Intent, Progress, Snapshot
+from ceph_recovery.model import budget_now as _budget_now
+from ceph_recovery.plan import plan
+from ceph_recovery.policies import resolve
+from ceph_recovery.view import View
 
 
 class PlanOutput(object):
@@ -18,20 +28,14 @@ class PlanOutput(object):
             getattr(summary, "__dict__", None) or {"text": str(summary or "")})
 
 
-def _plan_fn():
-    from ceph_recovery.plan import plan  # lazy: the module still loads if the core is broken
-    return plan
-
-
 def policies_for(intent: Intent):
     """The policy bundle named by the intent (ceph_recovery.policies.resolve)."""
-    from ceph_recovery.policies import resolve
     return resolve(intent)
 
 
 def call_plan(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) -> PlanOutput:
-    actions, new_progress, health, summary = _plan_fn()(snapshot, intent, progress,
-                                                       policies_for(intent), now)
+    actions, new_progress, health, summary = plan(snapshot, intent, progress,
+                                                  policies_for(intent), now)
     return PlanOutput(actions, new_progress, health, summary)
 
 
@@ -39,8 +43,6 @@ def preview(snapshot: Snapshot, intent: Intent, progress: Progress, now: float) 
     """Dry-run material: start order and predicted footprints from the run's own policies,
     and the candidates that may load inflated PG log dups (ceph_recovery.dups: they start
     alone on their host)."""
-    from ceph_recovery.dups import why_suspect
-    from ceph_recovery.view import View
     pol = policies_for(intent)
     view = View(snapshot, intent, progress, now)
     order = pol.start_order(sorted(view.candidates, key=lambda o: o.id), snapshot)
@@ -64,84 +66,45 @@ def dry_run_text(d: Mapping[str, Any]) -> str:
 
 
 def _predictor(snapshot, intent, progress, pol, now):
-    """The plan's own prediction (footprint policy floored by the core's peer floor) when the
-    core exposes it, else the footprint policy alone."""
-    try:
-        from ceph_recovery.decision import Decision
-        tick = Decision(snapshot, intent, progress, pol, now)
-        return lambda o: int(tick.predict(o.id))
-    except (ImportError, AttributeError, TypeError):
-        return lambda o: int(pol.footprint(o, progress.observations, now))
+    """The plan's own prediction: the footprint policy floored as plan() floors it."""
+    tick = Decision(snapshot, intent, progress, pol, now)
+    return lambda o: int(tick.predict(o.id))
 
 
 def budget_now(budget: Budget, progress: Progress) -> Budget:
-    """The budget the run applies now (an auto budget raised or not; core's rule if it has
-    one, else the budget as given)."""
-    try:
-        from ceph_recovery.model import budget_now as rule  # type: ignore
-    except ImportError:
-        return budget
-    return rule(budget, getattr(progress, "budget_state", ""))
+    """The budget the run applies now (an auto budget raised or held: the core's rule)."""
+    return _budget_now(budget, getattr(progress, "budget_state", ""))
 
 
 def budget_bytes(budget: Budget, host: Optional[HostMem]) -> Optional[int]:
-    """The host's budget in bytes (core's helper if it has one)."""
+    """The host's budget in bytes (the budget policy's), or a fixed budget's without a host
+    report (None for a fraction: nothing to take it of)."""
     if host is None:
         return int(budget.value) - budget.reserve_bytes if budget.kind == "bytes" else None
-    try:
-        return int(policies_for(Intent(budget=budget)).budget(host, budget))
-    except ImportError:
-        pass
-    if budget.kind != "bytes":     # fraction, or auto at the fraction before its raise
-        return int(budget.value * host.mem_total) - budget.reserve_bytes
-    return int(budget.value) - budget.reserve_bytes
+    return int(policies_for(Intent(budget=budget)).budget(host, budget))
 
 
 def network_findings(network_by_host: Mapping[str, Any], previous: Tuple[Any, ...],
-                     now: float) -> Tuple[Tuple[Any, ...], Optional[str]]:
-    """(findings, error). Empty findings and a reason when ceph_recovery.network is absent."""
-    try:
-        from ceph_recovery import network  # type: ignore
-    except ImportError as e:
-        return (), "ceph_recovery.network not available: %s" % e
-    return tuple(network.evaluate(network_by_host, previous, now)), None
+                     now: float) -> Tuple[Any, ...]:
+    """The network findings of the hosts' latest results (ceph_recovery.network)."""
+    return tuple(network.evaluate(network_by_host, previous, now))
 
 
 def findings_holding(findings: Tuple[Any, ...], network_by_host: Mapping[str, Any],
                      now: float) -> Tuple[Any, ...]:
     """The findings restricted to the hosts whose own report shows them (netview.own_side):
-    what may hold starts. () when the core lacks it."""
-    try:
-        from ceph_recovery import netview  # type: ignore
-    except ImportError:
-        return ()
+    what may hold starts."""
     return netview.own_side(findings, network_by_host, now)
 
 
 def network_view(network_by_host: Mapping[str, Any], findings: Tuple[Any, ...],
                  now: float) -> Dict[str, Any]:
-    try:
-        from ceph_recovery import netview  # type: ignore
-    except ImportError as e:
-        return {"error": "ceph_recovery.netview not available: %s" % e, "findings": []}
-    view = netview.build_view(network_by_host, findings, now)
-    return view if isinstance(view, dict) else {"view": view}
+    return netview.build_view(network_by_host, findings, now)
 
 
 def network_text(view: Mapping[str, Any]) -> str:
     """The plain-text table of a network_view() (ceph_recovery.netview.render_text)."""
-    if "error" in view and "pairs" not in view:
-        return "network view unavailable: %s\n" % view["error"]
-    from ceph_recovery import netview  # type: ignore
     return netview.render_text(view) + "\n"
-
-
-def plan_available() -> Tuple[bool, str]:
-    try:
-        _plan_fn()
-    except ImportError as e:
-        return False, str(e)
-    return True, ""
 
 
 def actions_list(actions) -> List[Dict[str, Any]]:

@@ -111,7 +111,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
                if r.network}
         self.network = net
-        findings, err = core.network_findings(net, self.findings, now) if net else ((), None)
+        findings = core.network_findings(net, self.findings, now) if net else ()
         self.findings = findings
         self.snapshot = build_snapshot(
             osd_map, tree, pg_dump, self.reports, now,

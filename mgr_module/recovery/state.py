@@ -2,20 +2,20 @@
 
 Serialised to one JSON document under a schema version and stored with `set_store`
 (module store: durable, survives mgr failover). Pure: the module does the store I/O.
-Uses `ceph_recovery.persist` (the core's helpers) for Intent/Progress when it exists.
+Intent and Progress are written and read by the core's own `ceph_recovery.persist`.
 """
 from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import asdict
 from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ceph_recovery import drill as drill_core
 from ceph_recovery import maintenance as maint
+from ceph_recovery import persist
 from . import statecheck
 from ceph_recovery.model import (PHASE_ABORTING, PHASE_PAUSED, PHASE_RUNNING,
-                                 RUN_CLUSTER_FLAGS, Budget, Intent, Observation, Progress)
+                                 RUN_CLUSTER_FLAGS, Intent, Progress)
 
 SCHEMA_VERSION = 1
 STORE_KEY = "run_state"
@@ -23,69 +23,9 @@ MAX_TEXT = 400          # one journal string (reasons, results); longer ones are
 KEEP_DONE = 100         # done instructions kept (the helper acknowledges them by id)
 KEEP_OUTCOMES = 20      # ends of runs and maintenance windows kept (`ceph recovery wait`)
 
-try:  # the core's own (de)serialisers, if the core ships them
-    from ceph_recovery import persist as _core_persist  # type: ignore
-except ImportError:  # pragma: no cover - depends on the core's progress
-    _core_persist = None
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (frozenset, set)):
-        return sorted(v)
-    if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_jsonable(x) for x in v]
-    return v
-
-
-def intent_to_dict(i: Intent) -> Dict[str, Any]:
-    if _core_persist is not None and hasattr(_core_persist, "intent_to_dict"):
-        return _core_persist.intent_to_dict(i)
-    return _jsonable(asdict(i))
-
-
-def intent_from_dict(d: Mapping[str, Any]) -> Intent:
-    if _core_persist is not None and hasattr(_core_persist, "intent_from_dict"):
-        return _core_persist.intent_from_dict(d)
-    d = dict(d)
-    b = d.pop("budget", None) or {}
-    known = set(Intent.__dataclass_fields__)
-    kw = {k: v for k, v in d.items() if k in known}
-    kw["scope"] = tuple(kw.get("scope", ()))
-    kw["holds"] = frozenset(kw.get("holds", ()))
-    return Intent(budget=Budget(**{k: v for k, v in b.items()
-                                   if k in Budget.__dataclass_fields__}), **kw)
-
-
-def progress_to_dict(p: Progress) -> Dict[str, Any]:
-    if _core_persist is not None and hasattr(_core_persist, "progress_to_dict"):
-        return _core_persist.progress_to_dict(p)
-    d = _jsonable(asdict(p))
-    d["saved_flags"] = None if p.saved_flags is None else sorted(p.saved_flags)
-    return d
-
-
-def progress_from_dict(d: Mapping[str, Any]) -> Progress:
-    if _core_persist is not None and hasattr(_core_persist, "progress_from_dict"):
-        return _core_persist.progress_from_dict(d)
-    fields = Progress.__dataclass_fields__
-    kw: Dict[str, Any] = {}
-    for k, v in d.items():
-        if k not in fields:
-            continue                      # a field a newer schema added: ignored
-        if k == "observations":
-            v = tuple(Observation(**o) for o in v or ())
-        elif k == "saved_flags":
-            v = None if v is None else frozenset(v)
-        elif isinstance(v, dict):         # every mapping of Progress is keyed by OSD id
-            v = {int(x): y for x, y in v.items()}
-        elif isinstance(v, list):         # every list of Progress is a frozenset
-            v = frozenset(v)
-        kw[k] = v
-    return Progress(**kw)
+# one serializer of the run's intent and progress: the core's (ceph_recovery.persist)
+intent_to_dict, intent_from_dict = persist.intent_to_dict, persist.intent_from_dict
+progress_to_dict, progress_from_dict = persist.progress_to_dict, persist.progress_from_dict
 
 
 def _bounded(v: Any) -> Any:

@@ -77,7 +77,6 @@ def test_network_text_is_the_cores_table():
     out = core.network_text(view)
     assert out.splitlines()[0].split() == ["PAIR", "LOSS", "BY", "SIZE", "RTT", "ms", "Mbit/s"]
     assert "findings: 0" in out
-    assert core.network_text({"error": "x", "findings": []}) == "network view unavailable: x\n"
 
 
 def test_status_shows_service_restored_apart_from_all_up():
