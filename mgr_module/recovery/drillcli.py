@@ -21,7 +21,10 @@ from ceph_recovery import maintenance as M
 
 from . import core, drillload
 from .inputs import InputError
-from .maint import Answer, _answer, _bucket, _err
+from .answers import Answer
+from .answers import answer as _answer
+from .answers import bucket_name as _bucket
+from .answers import err as _err
 
 
 # ------------------------------------------------------------------ observations (module.py)

@@ -21,12 +21,15 @@ from typing import Any, Dict, List, Optional, Tuple
 from ceph_recovery import maintenance as M
 from ceph_recovery.model import PHASE_ABORTED, PHASE_DONE
 
-from . import poolavail
-from .inputs import InputError, check_buckets
+from . import drillcli, poolavail
+from .answers import Answer
+from .answers import answer as _answer
+from .answers import bucket_name as _bucket
+from .answers import err as _err
+from .inputs import InputError
 from .text import JSON_FORMATS, dump_json
 
 STATUS_SCHEMA = 1          # `ceph recovery status -f json` document version (docs)
-Answer = Tuple[int, str, str]
 
 
 # ------------------------------------------------------------------ engine glue (tick)
@@ -42,7 +45,6 @@ def _run_view(engine: Any) -> M.RunView:
 
 def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
     """Under the engine's lock: this tick's drill and window actions (after plan()'s)."""
-    from . import drillcli         # drillcli builds on this module's command helpers
     poolavail.observe(engine, snap, now)
     drill_actions = drillcli.tick(engine, snap, now)
     step = M.plan_windows(snap, engine.run.windows, _run_view(engine), now)
@@ -58,7 +60,6 @@ def tick(engine: Any, snap: Any, now: float) -> Tuple[Any, ...]:
 def after_tick(engine: Any, now: float) -> None:
     """Under the lock, at the end of a tick: what only begins between two ticks (a drill's
     exit run)."""
-    from . import drillcli
     drillcli.after_tick(engine, now)
 
 
@@ -86,23 +87,6 @@ def windows_view(engine: Any, now: float) -> List[Dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ commands
-def _err(code: int, msg: str) -> Answer:
-    return -code, "", "recovery: " + msg
-
-
-def _answer(obj: Dict[str, Any], line: str, fmt: str) -> Answer:
-    if fmt in JSON_FORMATS:
-        return 0, dump_json(obj, fmt), ""
-    return 0, line, ""
-
-
-def _bucket(engine: Any, bucket: str) -> str:
-    if engine.crush is None:
-        raise InputError(errno.EAGAIN, "no OSD map seen yet, retry in a few seconds")
-    (name,) = check_buckets([bucket], engine.crush.buckets())
-    return name
-
-
 def enter(engine: Any, bucket: str, reason: Optional[str], max_duration: Optional[str],
           fmt: str, now: float) -> Answer:
     """Request a window: refused at once (EINVAL, ENOENT, EBUSY) on what the handler can
@@ -195,7 +179,6 @@ def ls(engine: Any, fmt: str, now: float) -> Answer:
 
 
 def _busy(engine: Any) -> List[str]:
-    from . import drillcli
     what = ["run %s (%s)" % (engine.run.progress.run_id, engine.run.progress.phase)] \
         if engine.active else []
     verb = {M.REQUESTED: "enter (requested, ok-to-stop not asked yet)",

@@ -30,7 +30,7 @@ try:  # everything below needs the core (the folder's _core/); report clearly if
     from ceph_recovery.protocol import instructions_to_dict
     from .engine import Engine
     from .choices import StartOrder, value_of
-    from .core import dry_run_text
+    from .core import dry_run_text, network_text, network_view
     from .executor import OsdVersions
     from .logs import make_logger
     from . import leftovers, poolavail, versions
@@ -354,7 +354,6 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
         bad = self._guard()
         if bad:
             return bad
-        from .core import network_text, network_view
         with self._lock:
             view = network_view(self.engine.network, self.engine.findings, time.time())
         return _show(view, format, network_text)
