@@ -97,8 +97,9 @@ def test_the_helper_package_holds_helper_unit_drop_ins_and_its_documentation(deb
             "/lib/systemd/system/ceph-osd@.service.d/ceph-recovery-gate.conf",
             "/usr/share/ceph-recovery-helper/cephadm/ceph-recovery-gate.conf",
             doc[len("file://"):]} <= files
+    # procps: the unit's ExecReload= runs /bin/kill, which a minimal Debian does not have
     assert {"python3-rados", "python3-psutil", "python3-structlog", "python3-tenacity",
-            "python3-ceph-recovery"} <= _depends(deb)
+            "python3-ceph-recovery", "procps"} <= _depends(deb)
     assert not _depends(deb) & {"python3-matplotlib", "python3-rich"}
     assert {f for f in files if f.startswith("/usr/bin/")} == {"/usr/bin/ceph-recovery-helper"}
 
