@@ -17,8 +17,10 @@ CEPH_RECOVERY_KEEP_LAB_LOGS=1; everything else is torn down.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any, Dict, List
 
@@ -29,6 +31,15 @@ from ceph_recovery_tools.lab.restore import restore
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# fault_row.py, the rows' shared parts, importable by name from every test file (importlib
+# mode: this folder is not on sys.path); one instance, so the rows' RESULTS are one dict
+if "fault_row" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location(
+        "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
+    _fault_row = importlib.util.module_from_spec(_spec)
+    sys.modules["fault_row"] = _fault_row
+    _spec.loader.exec_module(_fault_row)
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:

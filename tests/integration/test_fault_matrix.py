@@ -6,7 +6,6 @@ docs/reliability.md; test_fault_netns.py adds the network row."""
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import signal
@@ -19,14 +18,11 @@ from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
+import fault_row as fr  # see conftest.py
 
 pytestmark = pytest.mark.integration
 OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
 BEACON_GRACE = 10             # mon_mgr_beacon_grace: a SIGKILLed mgr is replaced after this
-_spec = importlib.util.spec_from_file_location(
-    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
-fr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fr)
 RESULTS, RUN_FLAGS, Row = fr.RESULTS, fr.RUN_FLAGS, fr.Row
 status, osd_dump, wait_for, active_mgr = fr.status, fr.osd_dump, fr.wait_for, fr.active_mgr
 journal, kinds = fr.journal, fr.kinds

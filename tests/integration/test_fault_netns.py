@@ -5,7 +5,6 @@ objects, starts, flags, HEALTH_OK, command latency) and adds its results to the 
 $CEPH_RECOVERY_FAULT_MATRIX_OUT."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import time
@@ -16,13 +15,10 @@ from ceph_recovery_tools.lab import launch, procs
 from ceph_recovery_tools.lab.launch import CephError
 from ceph_recovery_tools.lab.restore import restore
 from ceph_recovery_tools.netfault import faults
+import fault_row as fr  # see conftest.py
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns]
 OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
-_spec = importlib.util.spec_from_file_location(
-    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
-fr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fr)
 status, wait_for, journal, kinds = fr.status, fr.wait_for, fr.journal, fr.kinds
 
 

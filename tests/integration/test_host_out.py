@@ -9,8 +9,6 @@ every object verified, every flag and setting as before, HEALTH_OK; plus no OOM 
 cgroup and both OSDs in again."""
 from __future__ import annotations
 
-import importlib.util
-import os
 import signal
 import time
 
@@ -18,12 +16,9 @@ import pytest
 
 from ceph_recovery_tools.common import cgroup
 from ceph_recovery_tools.lab import launch
+import fault_row as fr  # see conftest.py
 
 pytestmark = pytest.mark.integration
-_spec = importlib.util.spec_from_file_location(
-    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
-fr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fr)
 
 HOST = "h2"
 OUT_AFTER = 20             # s: mon_osd_down_out_interval on this lab (default 600)

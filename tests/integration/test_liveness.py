@@ -8,7 +8,6 @@ fault matrix's."""
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 import signal
 import time
@@ -18,13 +17,10 @@ import pytest
 from ceph_recovery_tools.helper import caps
 from ceph_recovery_tools.lab import inrelease, launch
 from ceph_recovery_tools.lab.launch import CephError
+import fault_row as fr  # see conftest.py
 
 pytestmark = pytest.mark.integration
 OUT = os.environ.get("CEPH_RECOVERY_FAULT_MATRIX_OUT", "/tmp/fault-matrix.json")
-_spec = importlib.util.spec_from_file_location(
-    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
-fr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fr)
 Row, RUN_FLAGS = fr.Row, fr.RUN_FLAGS
 status, osd_dump, wait_for, journal, kinds = fr.status, fr.osd_dump, fr.wait_for, \
     fr.journal, fr.kinds

@@ -11,7 +11,6 @@ with every object verified, every flag and setting as before and HEALTH_OK
 (fault_row.Row.finish)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -21,12 +20,9 @@ import time
 import pytest
 
 from ceph_recovery_tools.lab import launch
+import fault_row as fr  # see conftest.py
 
 pytestmark = pytest.mark.integration
-_spec = importlib.util.spec_from_file_location(
-    "fault_row", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_row.py"))
-fr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fr)
 
 HOST = "h2"
 MiB = 1 << 20
