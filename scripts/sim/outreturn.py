@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
 from .cluster import C_DOWN, Osd
 
@@ -24,23 +24,22 @@ class OutReturn:
         if choice not in CHOICES:
             raise ValueError("out_return wants one of %s, got %r" % (", ".join(CHOICES), choice))
         self.choice = choice
-        self.kept: Optional[List[Osd]] = None      # the OSDs noin holds out, until marked in
+        self.kept: List[Osd] = []          # the OSDs noin holds out, until marked in
+        self.done = False                  # they were marked in
 
     def tick(self, sim) -> None:
         """After the monitor's tick: hold out every out OSD of the failure with noin; once
         every one of them is up, mark them all in."""
-        if self.choice != TOGETHER or self.kept == []:
+        if self.choice != TOGETHER or self.done:
             return
-        kept = self.kept if self.kept is not None else []
         for o in sim.failed:
-            if o.out and o.cls == C_DOWN and not o.up_out and o not in kept:
+            if o.out and o.cls == C_DOWN and not o.up_out and o not in self.kept:
                 o.noin = True
-                kept.append(o)
-        self.kept = kept if kept else None
-        if kept and all(o.up_out for o in kept):
-            for o in kept:
+                self.kept.append(o)
+        if self.kept and all(o.up_out for o in self.kept):
+            for o in self.kept:
                 sim.lc.mark_in(o, sim.now)
-            self.kept = []
+            self.done = True
 
 
 __all__ = ["OutReturn", "BOOT", "TOGETHER", "CHOICES"]
