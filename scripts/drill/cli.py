@@ -7,6 +7,7 @@ the lab can add and measure.
                       [--downtime S] [--write-load N] [--stop clean|kill] [--stall-limit S]
                       [--inactive-grace S] [--keep] --json OUT
   ceph-recovery-drill render --report FILE|- --png OUT
+  ceph-recovery-drill compare --naive N.json --controlled C.json --out DIR
 
 The tool is a thin client of the module's drill (moduledrill.py): the module stops the domain
 through the helpers after ok-to-stop, keeps it down --downtime s and brings it back by its
@@ -67,9 +68,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", default=None, metavar="N|auto",
                    help="controlled: start-controlled --concurrency (default: the module's)")
     p.add_argument("--fit-first", type=float, default=None, metavar="F",
-                   help="controlled: budget = F x the module's own predicted peak of the first "
-                        "OSD it would start, and the failed hosts' cgroups limited to that "
-                        "budget / 0.9 (the tightest run that still admits one OSD)")
+                   help="budget = F x the module's own predicted peak of the first OSD it "
+                        "would start, and the failed hosts' cgroups limited to that budget / "
+                        "0.9 (the tightest run that still admits one OSD); with --naive, the "
+                        "same limit, then every OSD started at once")
     p.add_argument("--fit-restart", type=float, default=None, metavar="F",
                    help="controlled: budget = the module's predicted peak of the second OSD "
                         "it would start on a failed host + F x the first's (0 < F < 1: room "
@@ -163,11 +165,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["render"]:
         return render_main(argv[1:])
+    if argv[:1] == ["compare"]:
+        from .compare import main as compare_main
+        return compare_main(argv[1:])
     args = parser().parse_args(argv)
-    if args.fit_first is not None and (args.naive or args.fit_first < 1.0
+    if args.fit_first is not None and (args.fit_first < 1.0
                                        or args.host_mem_limit is not None):
-        print("ceph-recovery-drill: --fit-first needs a controlled run, F >= 1 and no "
-              "--host-mem-limit (it sets the limit)",
+        print("ceph-recovery-drill: --fit-first needs F >= 1 and no --host-mem-limit (it "
+              "sets the limit)",
               file=sys.stderr)
         return 2
     if args.fit_restart is not None and (args.naive or not 0 < args.fit_restart < 1

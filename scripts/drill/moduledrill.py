@@ -322,6 +322,11 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
         "heap_release_effects": measures.heap_release_effects(samples, journal),
         "final_health": d._health(), "journal": journal, "samples": len(samples)})
     r.update(objects(r["tool_objects"], rep.get("write_load") or {}))
+    # the tool's own samples (every host's cgroup, OSDs up, PGs), also after the module's
+    # drill ended: a naive run's starts and OOM kills come after its abort
+    start = rep.get("started_at") or t0
+    r["tool_timeline"] = report.timeline(samples, start, budgets, "drill on %s" % d.o.fail)
+    r["tool_timeline"]["t_return"] = round(back - start, 1)
     r["timeline_png"] = os.path.splitext(d.o.json_out)[0] + ".png"
     report.render_module_report(rep, r["timeline_png"])
     with open(d.o.json_out, "w") as f:

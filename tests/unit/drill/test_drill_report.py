@@ -135,11 +135,13 @@ def test_fit_restart_needs_a_controlled_run_a_share_and_no_other_limit(capsys, e
     assert "--fit-restart needs a controlled run, 0 < F < 1" in capsys.readouterr().err
 
 
-def test_fit_first_needs_a_controlled_run(capsys):
+@pytest.mark.parametrize("extra", [["--fit-first", "0.9"],
+                                   ["--fit-first", "1.05", "--host-mem-limit", "1G"]])
+def test_fit_first_needs_a_factor_of_one_or_more_and_no_other_limit(capsys, extra):
     from ceph_recovery_tools.drill.cli import main
-    assert main(["--dir", "/nonexistent", "--fail", "host:h2", "--naive", "--fit-first", "1.05",
+    assert main(["--dir", "/nonexistent", "--fail", "host:h2", "--naive", *extra,
                  "--json", "/nonexistent/r.json"]) == 2
-    assert "--fit-first needs a controlled run" in capsys.readouterr().err
+    assert "--fit-first needs F >= 1 and no --host-mem-limit" in capsys.readouterr().err
 
 
 def _samples(budget_host="h2"):
