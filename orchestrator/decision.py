@@ -52,7 +52,9 @@ SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory bu
                                     "hold the restored value",
            "RECOVERY_RESTORE_PENDING": "%d restore(s) of what a run changed not confirmed "
                                        "yet",
-           "RECOVERY_PGLOG_DUPS": "%d OSD(s) may load inflated PG log dups (tracker 53729)"}
+           "RECOVERY_PGLOG_DUPS": "%d OSD(s) may load inflated PG log dups (tracker 53729)",
+           "RECOVERY_CRUSH_TUNABLES": "%d host(s) return out OSDs under CRUSH tunables "
+                                      "that retry inside a host"}
 SEVERITY = dict.fromkeys(SUMMARY, "warning")    # HEALTH_ERR is for data at risk: none of these
 
 

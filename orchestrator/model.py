@@ -165,6 +165,8 @@ class Snapshot:
     findings: Tuple[Finding, ...] = ()
     helpers_seen: Mapping[str, float] = field(default_factory=dict)  # host -> last report time
     pg_map: Optional[PgMap] = None     # PG membership; None = the shell does not know it
+    crush_tunables: Optional[Mapping[str, int]] = None   # `osd crush show-tunables`; None =
+                                                         # not read (tunables.py)
 
     def osd(self, osd_id: int) -> Optional[OsdState]:
         for o in self.osds:

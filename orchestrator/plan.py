@@ -71,7 +71,7 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
-from . import autobudget, dups, restore, shrink
+from . import autobudget, dups, restore, shrink, tunables
 
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
 ACTIVE = (PHASE_RUNNING, PHASE_PAUSED, PHASE_ABORTING)
@@ -130,6 +130,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         room_for_boots(t)
         grant_stage(t)
         dups.report(t, MAX_START_FAILURES)
+        tunables.report(t)
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)
     _held_report(t)

@@ -217,7 +217,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
                    crush: Optional["CrushIndex"] = None,
                    pgs: Optional[Tuple] = None,
                    op_queues: Optional[Mapping[int, Optional[str]]] = None,
-                   versions: Optional[Mapping[int, str]] = None) -> Snapshot:
+                   versions: Optional[Mapping[int, str]] = None,
+                   crush_tunables: Optional[Mapping[str, int]] = None) -> Snapshot:
     """One tick's Snapshot. `reports`: host -> (parsed protocol Report, time received).
     `missed`: missed_entries() of the down OSDs the shell knows them for. `crush` and `pgs`
     (pg_view()): built from these same dumps already. `op_queues`: each OSD's scheduler
@@ -264,4 +265,4 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         pgs_total=totals["total"], pgs_active=totals["active"], pgs_clean=totals["clean"],
         ok_to_stop=oks, findings=tuple(findings),
         helpers_seen={h: t for h, (r, t) in reports.items()},
-        pg_map=pg_map)
+        pg_map=pg_map, crush_tunables=crush_tunables)

@@ -55,6 +55,8 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         # (epoch asked in, osd -> (answer, when asked)): view.fresh_ok_to_stop picks the valid
         self.ok_to_stop: Optional[Tuple[int, Dict[int, Tuple[bool, float]]]] = None
         self.snapshot: Optional[Snapshot] = None
+        # `osd crush show-tunables` as the module last read it (tickreads.py); None = unread
+        self.crush_tunables: Optional[Dict[str, int]] = None
         self.crush: Optional[CrushIndex] = None
         # ((osd map, tree, PG stats) as handed in, CrushIndex, pg_view, missed entries):
         # kept while the module hands in the same dumps (it reads them only as they change)
@@ -120,7 +122,8 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             core.findings_holding(findings, net, now)
             if self.options.get("network_holds_starts", True) and findings else (),
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
-            recovery_configs, self._memo[3], crush, self._memo[2], op_queues, versions)
+            recovery_configs, self._memo[3], crush, self._memo[2], op_queues, versions,
+            self.crush_tunables)
         if not same or self._fresh:   # the same PG stats again add nothing new
             self._fresh = False
             self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,

@@ -179,6 +179,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
                 self.engine.observed = maintcli.drill_observed(health, pgs)
         # each OSD's own settings: only a run, window or drill changes or restores them
         config = self._osd_config() if busy else (None, None, None)
+        self.engine.crush_tunables = self._tunables()
         self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config,
                          versions=self._reads["versions"])
         with self._lock:

@@ -15,6 +15,8 @@ except ImportError:  # pragma: no cover - the core is missing: module.py's _guar
 
 # an idle module re-reads the PG stats at least this often (a dry run's view of them)
 IDLE_PG_REFRESH_S = 60.0
+# the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
+TUNABLES_REFRESH_S = 300.0
 
 
 class TickReads(object):
@@ -45,6 +47,21 @@ class TickReads(object):
         return memory_targets(dump), recovery_configs(dump), op_queues(
             dump, [e.get("osd") for e in self._reads["osd_map"].get("osds", ())],
             self._reads["versions"])
+
+    def _tunables(self) -> Any:
+        """`osd crush show-tunables` (its numbers), re-read every TUNABLES_REFRESH_S; None
+        when the mon does not answer (the core then says nothing of them)."""
+        c, t = self._reads, time.monotonic()
+        if t - c.get("tunables_t", -TUNABLES_REFRESH_S) >= TUNABLES_REFRESH_S:
+            rc, out, _err = self.mon_command({"prefix": "osd crush show-tunables",
+                                              "format": "json"})
+            try:
+                got = json.loads(out or "{}") if rc == 0 else None
+            except ValueError:
+                got = None
+            c.update(tunables_t=t, tunables=None if not isinstance(got, dict) else {
+                k: v for k, v in got.items() if isinstance(v, int)})
+        return c.get("tunables")
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()
