@@ -1,0 +1,111 @@
+"""The mgr side of docs/cephadm.md's recipe, in a container: the module folder built by
+`ceph-recovery-install-mgr-module --dest DIR` and mounted read-only at
+/usr/share/ceph/mgr/recovery of a mgr container, as the mgr service spec's
+`extra_container_args` mount it. The image stands in for Ceph's: a `podman import` of the lab
+release's own chroot (Tentacle under tox), cached by the chroot's package list; podman runs it
+with runc and cgroupfs (its default crun refuses this machine's hybrid cgroups). The lab's
+mgr is stopped and the same mgr (its data, keyring and conf: the lab directory mounted where
+it lives, as cephadm mounts /var/lib/ceph/<fsid>/mgr.<id>) runs in the container with the
+image's module path, /usr/share/ceph/mgr: the stock modules from the image, ours from the
+mount. Asserted: the containerized mgr is the active one, the module is enabled and answers
+`ceph recovery version` with the project's version and every host's helper, and a dry run of
+a controlled start answers."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import ceph_recovery
+from ceph_recovery_tools.lab import launch, procs
+import fault_row as fr  # see conftest.py
+
+pytestmark = pytest.mark.integration
+
+PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
+MOUNT = "/usr/share/ceph/mgr/recovery"
+# what a Ceph image does not need and the import would copy for nothing, and where labs bind
+# their directories into the chroot (their sparse OSD files) and daemons write meanwhile
+EXCLUDE = ("./proc", "./sys", "./dev", "./run", "./tmp", "./var/tmp", "./var/log",
+           "./var/cache/apt", "./usr/share/doc", "./usr/share/man")
+
+
+def sh(*argv, timeout=600, check=True):
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert p.returncode == 0, (argv, p.stdout[-2000:], p.stderr[-3000:])
+    return p
+
+
+def image_of(root: str) -> str:
+    """The chroot `root` as a podman image, imported once per package list."""
+    with open(os.path.join(root, "var/lib/dpkg/status"), "rb") as f:
+        tag = hashlib.sha256(f.read()).hexdigest()[:12]
+    name = "localhost/ceph-recovery-lab-%s:%s" % (os.path.basename(root), tag)
+    if sh(*PODMAN, "image", "exists", name, check=False).returncode != 0:
+        tar = subprocess.Popen(["tar", "-C", root, "--one-file-system"] +
+                               ["--exclude=%s" % e for e in EXCLUDE] + ["-cf", "-", "."],
+                               stdout=subprocess.PIPE)
+        imp = subprocess.run(PODMAN + ["import", "-", name], stdin=tar.stdout,
+                             capture_output=True, text=True, timeout=900)
+        tar.stdout.close()
+        assert tar.wait() == 0 and imp.returncode == 0, imp.stderr[-2000:]
+    return name
+
+
+@pytest.fixture(scope="module")
+def podman():
+    if os.geteuid() != 0:
+        pytest.skip("podman and the lab need root")
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        sh("apt-get", "install", "-y", "-q", "podman", "runc", timeout=900)
+
+
+def test_the_recipes_mgr_container_loads_the_mounted_module_and_it_answers(podman, lab_factory,
+                                                                            tmp_path):
+    lab = lab_factory()
+    root = lab.get("root")
+    assert root, "the lab's release runs from a chroot: %s" % lab.get("ceph")
+    image = image_of(root)
+    # the recipe's first step: the built folder on the host
+    dest = str(tmp_path / "ceph-recovery")
+    os.makedirs(dest)
+    sh(os.path.join(os.path.dirname(sys.executable), "ceph-recovery-install-mgr-module"),
+       "--dest", dest)
+    folder = os.path.join(dest, "recovery")
+    assert os.path.isfile(os.path.join(folder, "module.py"))
+    old = launch.ceph(lab, "mgr", "dump", timeout=30).get("active_gid")
+    procs.terminate([launch.mgr_pid(lab, "x")], 20)
+    name = "ceph-recovery-mgr-%s" % os.path.basename(lab["dir"])
+    try:
+        sh(*PODMAN, "run", "-d", "--name", name, "--network", "host",
+           "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var/log",
+           "-v", "%s:%s" % (lab["dir"], lab["dir"]),
+           "-v", "%s:%s:ro" % (folder, MOUNT),            # exactly the recipe's mount
+           image, "ceph-mgr", "-f", "-c", lab["conf"], "-i", "x",
+           "--mgr_module_path", "/usr/share/ceph/mgr")
+        launch.wait_mgr_available(lab, 120, not_gid=old)
+        pid = int(sh(*PODMAN, "inspect", "--format", "{{.State.Pid}}", name).stdout)
+        with open("/proc/%d/cmdline" % pid) as f:
+            assert f.read().split("\0")[0] == "ceph-mgr"
+        assert launch.mgr_pid(lab, "x") in (None, pid)     # no other mgr.x of this lab
+        said = fr.wait_for(lambda: (lambda s: s if all(
+            "%s %s" % (h, ceph_recovery.__version__) in s for h in lab["hosts"]) else None)(
+            launch.ceph(lab, "recovery", "version", json_out=False)), 90,
+            "the module answering with every helper")
+        assert said.startswith("recovery %s" % ceph_recovery.__version__), said
+        mods = launch.ceph(lab, "mgr", "module", "ls")
+        assert "recovery" in (mods.get("enabled_modules") or []), mods.get("enabled_modules")
+        plan = launch.ceph(lab, "recovery", "start-controlled", "--dry-run", timeout=60)
+        assert plan["dry_run"] is True and set(plan["hosts"]) >= set(lab["hosts"])
+        # the module was loaded from the mount, not from the image or the lab's own path
+        where = sh(*PODMAN, "exec", name, "python3", "-c",
+                   "import os; print(os.path.realpath('%s/module.py'))" % MOUNT).stdout.strip()
+        assert where == MOUNT + "/module.py", where
+    finally:
+        sh(*PODMAN, "rm", "-f", name, check=False)
+        launch.start_mgr(lab, "x")
