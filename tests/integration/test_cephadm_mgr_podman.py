@@ -62,7 +62,11 @@ def podman():
     if os.geteuid() != 0:
         pytest.skip("podman and the lab need root")
     if shutil.which("podman") is None or shutil.which("runc") is None:
-        sh("apt-get", "install", "-y", "-q", "podman", "runc", timeout=900)
+        apt = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
+        if sh(*apt, "install", "-y", "-q", "podman", "runc", timeout=900,
+              check=False).returncode != 0:
+            sh(*apt, "update", "-q", timeout=900)
+            sh(*apt, "install", "-y", "-q", "podman", "runc", timeout=900)
 
 
 def test_the_recipes_mgr_container_loads_the_mounted_module_and_it_answers(podman, lab_factory,

@@ -27,6 +27,8 @@ pytestmark = pytest.mark.integration
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("python3-ceph-recovery", "ceph-recovery-mgr", "ceph-recovery-helper",
             "ceph-recovery-tools")
+# another test (or tier) may hold the dpkg lock meanwhile: wait for it
+APT = ("-o", "DPkg::Lock::Timeout=600")
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8"}
 
@@ -46,10 +48,10 @@ def installed():
     debs = sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".deb"))
     assert sorted(os.path.basename(d).split("_")[0] for d in debs) == sorted(PACKAGES)
     try:
-        sh("apt-get", "install", "-y", "-q", *debs, timeout=900)
+        sh("apt-get", *APT, "install", "-y", "-q", *debs, timeout=900)
         yield debs
     finally:
-        subprocess.run(["apt-get", "purge", "-y", "-q", *PACKAGES], env=ENV,
+        subprocess.run(["apt-get", *APT, "purge", "-y", "-q", *PACKAGES], env=ENV,
                        capture_output=True, timeout=300)
 
 
