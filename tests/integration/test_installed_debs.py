@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -53,6 +54,7 @@ def installed():
     finally:
         subprocess.run(["apt-get", *APT, "purge", "-y", "-q", *PACKAGES], env=ENV,
                        capture_output=True, timeout=300)
+        shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,7 @@ def pkglab(installed):
     finally:
         subprocess.run(["/usr/bin/ceph-recovery-lab", "down", "--dir", d], env=ENV,
                        capture_output=True, timeout=300)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_lab_from_the_installed_packages_runs_a_controlled_start(pkglab):
