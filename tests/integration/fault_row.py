@@ -20,6 +20,8 @@ import errno
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -32,6 +34,10 @@ from ceph_recovery_tools.lab.launch import CephError
 RESULTS: Dict[str, Any] = {}
 COMMAND_TIMEOUT = 30.0        # mgr/recovery/mon_command_timeout (default)
 RUN_FLAGS = ("noout", "norebalance")
+BALLOON = ("import sys, time\n"
+           "b = b'\\x01' * int(sys.argv[1])\n"      # written: resident, charged to the group
+           "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+           "time.sleep(900)\n")
 
 
 @contextlib.contextmanager
@@ -59,6 +65,20 @@ def serving(state, lab_factory, out: str, name: str, t0: float):
         save_results(out)
         print("fault matrix results: %s" % out)
         lab_factory.down()
+
+
+def balloon(state, host: str, nbytes: int) -> subprocess.Popen:
+    """A process in `host`'s memory cgroup holding `nbytes`, once it printed ready: puts the
+    host over a budget without any OSD growing."""
+    procs = os.path.join(state["hosts"][host]["cgroup"]["path"], "cgroup.procs")
+
+    def join():
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+    p = subprocess.Popen([sys.executable, "-c", BALLOON, str(nbytes)], preexec_fn=join,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
 
 
 def limit_empty_group(cg, limit) -> None:

@@ -3,7 +3,7 @@
 
 The run must be open while every PG is clean, or ok-to-stop itself refuses any restart: the
 candidate it waits for is h1's second OSD, given CRUSH weight 0 first (it holds no PG) and
-then SIGKILLed. A process of BALLOON bytes joins each of h1's and h2's memory cgroups, OVER
+then SIGKILLed. A balloon process (fault_row.balloon) joins each of h1's and h2's memory cgroups, OVER
 past the budget (more than a restart frees, so the candidate does not fit until they end),
 and a controlled run starts. Each host's over-budget response ends in a restart of its
 heaviest OSD, which ok-to-stop clears alone; h1's remaining OSD holds every PG's h1 copy, so
@@ -18,10 +18,7 @@ the second asked once the first was down, the mon itself. Then the candidate's w
 and the row ends with the checks every fault row ends with (fault_row.Row.finish)."""
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from typing import Dict, List, Set
@@ -39,23 +36,7 @@ BUDGET = 1536 * MiB        # per host: room for the candidate's prediction on an
 OVER = 512 * MiB           # past the budget, by each balloon: more than a lab OSD's restart frees
 OBJECTS = 3000             # written while the candidate is down
 SAMPLE_S = 0.5
-BALLOON = ("import sys, time\n"
-           "b = b'\\x01' * int(sys.argv[1])\n"      # written: resident, charged to the group
-           "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
-           "time.sleep(900)\n")
 
-
-def balloon(state, host, nbytes):
-    """A process in `host`'s memory cgroup holding `nbytes`, once it printed ready."""
-    procs = os.path.join(state["hosts"][host]["cgroup"]["path"], "cgroup.procs")
-
-    def join():
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
-    p = subprocess.Popen([sys.executable, "-c", BALLOON, str(nbytes)], preexec_fn=join,
-                         stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    return p
 
 
 def acting_sets(state) -> List[Set[int]]:
@@ -147,7 +128,7 @@ def test_over_budget_restarts_on_two_hosts_sharing_pgs_never_overlap(healthy_lab
             sampler = Sampler(lab)
             for h in HOSTS:
                 used = launch.cgroup_memory(lab, h)["usage"]
-                hogs.append(balloon(lab, h, max(0, BUDGET - used) + OVER))
+                hogs.append(fr.balloon(lab, h, max(0, BUDGET - used) + OVER))
             # both hosts over budget in the module's view before the run's first tick, so
             # that their responses (heap release, ok-to-stop) come in the same ticks
             fr.wait_for(lambda: over_budget_seen(lab), 60, "%s over budget in the helpers' "

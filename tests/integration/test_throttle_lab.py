@@ -1,7 +1,7 @@
 """The module's throttle on a real OSD of the default release (Tentacle: mClock), on the lab of
 3 hosts x 2 OSDs. h2's OSDs are SIGKILLed and objects written while they are down; a
 controlled run (one start at a time, a fixed budget) lets the first one boot, and while it
-recovers, a process of BALLOON bytes joins h2's memory cgroup and puts the host over its
+recovers, a balloon process (fault_row.balloon) joins h2's memory cgroup and puts the host over its
 budget. The module's first response is the throttle: on an mClock OSD
 osd_mclock_override_recovery_settings=true, then osd_recovery_max_active and
 osd_max_backfills 1, each recorded before it is set. `ceph config show` must show the OSD
@@ -17,11 +17,8 @@ the throttle, and RECOVERY_RESTORE_PENDING names every setting with the command 
 it; once the cap is back (the mgr restarted again), the retry puts every setting back."""
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -38,10 +35,6 @@ OVER = 128 * MiB           # how far the balloon puts the host over its budget
 OBJECTS = 30000            # written while h2 is down: its first OSD recovers for tens of s
 THROTTLED = {"osd_mclock_override_recovery_settings": "true",
              "osd_recovery_max_active": "1", "osd_max_backfills": "1"}
-BALLOON = ("import sys, time\n"
-           "b = b'\\x01' * int(sys.argv[1])\n"      # written: resident, charged to the group
-           "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
-           "time.sleep(600)\n")
 # the mgr profile's mon grants (MonCap's "profile mgr") with `config` read-only
 NO_CONFIG_WRITE = ("allow service mgr rwx, allow service log rw, allow service mon rw, "
                    "allow service mds rw, allow service fs rw, allow service osd rw, "
@@ -65,18 +58,6 @@ def effective(state, osd):
             for k in THROTTLED}
 
 
-def balloon(state, nbytes):
-    """A process in HOST's memory cgroup holding `nbytes`, once it printed ready."""
-    procs = os.path.join(state["hosts"][HOST]["cgroup"]["path"], "cgroup.procs")
-
-    def join():
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
-    p = subprocess.Popen([sys.executable, "-c", BALLOON, str(nbytes)], preexec_fn=join,
-                         stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    return p
-
 
 def throttled(lab, r, osds):
     """The row up to the throttle: h2's OSDs down, objects written, the run started, its first
@@ -99,7 +80,7 @@ def throttled(lab, r, osds):
     fr.wait_for(lambda: [x for x in fr.osd_dump(lab)["osds"] if x["osd"] == first and x["up"]],
                 60, "osd.%d up" % first, every=0.5)
     used = launch.cgroup_memory(lab, HOST)["usage"]
-    hog = balloon(lab, max(0, BUDGET - used) + OVER)
+    hog = fr.balloon(lab, HOST, max(0, BUDGET - used) + OVER)
     try:
         sets = fr.wait_for(lambda: all_named(config_steps(lab, r.t0, "set_config", first)),
                            60, "the throttle of osd.%d" % first, every=0.5)
