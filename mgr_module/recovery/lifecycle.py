@@ -55,6 +55,7 @@ class Lifecycle(object):
             self._log_leftovers()
         finally:
             self._sender.stop()
+            self._reports.stop()
 
     def _log_leftovers(self) -> None:
         if self.engine is None or leftovers is None:

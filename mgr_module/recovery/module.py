@@ -7,6 +7,7 @@ reads the command arguments from the real annotation objects.
 """
 import errno
 import json
+import secrets
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -19,6 +20,7 @@ from .sender import CommandSender
 from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
 from .meter import Meter, timed
+from .reportserver import ReportServer
 from .storeio import StateIO
 from .tickreads import TickReads
 
@@ -28,6 +30,7 @@ try:  # everything below needs the core (the folder's _core/); report clearly if
     from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from  # noqa: F401
     from .statestore import ChunkedStore
     from ceph_recovery.protocol import instructions_to_dict
+    from ceph_recovery.reportauth import host_token
     from .engine import Engine
     from .choices import StartOrder, value_of
     from .core import dry_run_text, network_text, network_view
@@ -91,6 +94,12 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
                     "findings are only reported)"),
         Option("auto_hold", type="bool", default=False,
                desc="hold (noup) a CRUSH bucket automatically when all of its OSDs go down"),
+        Option("report_endpoint", type="bool", default=True,
+               desc="serve helper reports over HTTP on the mgr's address (false: helpers "
+                    "report by the helper-report command only)"),
+        Option("report_port", type="int", default=0, min=0, max=65535,
+               desc="TCP port of the report endpoint (0: a free port; helpers learn it "
+                    "from the command's reply)"),
     ]
     NOTIFY_TYPES: List[str] = []   # polled in serve(): notify() types differ between releases
     if CLI_REGISTRY is not None:   # Tentacle 20+: per-module command registry (compat.py)
@@ -119,6 +128,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
         # command and no store write is made while it is held
         self._lock = self.engine.lock if self.engine is not None else threading.RLock()
         self._persist_lock = threading.Lock()
+        self._report_secret: Optional[str] = None
+        self._reports = ReportServer(self._endpoint_report, self._token_of, self.log)
 
     # ------------------------------------------------------------ ceph access for the engine
     def _slog(self, event: str, **kw: Any) -> None:
@@ -155,6 +166,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
             self._read_options()
             self._load()
         while not self._stopping:
+            self._endpoint()
             self.meter.tick_begin()
             try:
                 self._tick()
@@ -314,15 +326,50 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
     def cmd_helper_report(self, report: str, host: Optional[str] = None) -> HandleCommandResult:
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
         with timed(self.meter, "helper-report"):
-            bad = self._guard()
-            if bad:
-                return bad
-            with self._lock:
-                try:
-                    reply = self.engine.handle_report(report, host, time.time())
-                except InputError as e:
-                    return _err(e)
-            return _ok(instructions_to_dict(reply))
+            return HandleCommandResult(*self._report(report, host, advertise=True))
+
+    def _report(self, report: Any, host: Optional[str],
+                advertise: bool) -> Tuple[int, str, str]:
+        """A helper report from the command or the endpoint: (rc, reply JSON, error). The
+        command's reply also names the endpoint and the host's token (its caps pin it to
+        the host: reportauth.py)."""
+        bad = self._guard()
+        if bad:
+            return bad.retval, bad.stdout, bad.stderr
+        with self._lock:
+            try:
+                reply = instructions_to_dict(self.engine.handle_report(report, host,
+                                                                       time.time()))
+            except InputError as e:
+                return -e.errno, "", e.message
+        url, token = self._reports.url, self._token_of(reply["host"])
+        if advertise and url and token:
+            reply["endpoint"] = {"url": url, "token": token}
+        return 0, json.dumps(reply, sort_keys=True), ""
+
+    def _endpoint_report(self, report: str, host: str) -> Tuple[int, str, str]:
+        with timed(self.meter, "report-endpoint"):
+            return self._report(report, host, advertise=False)
+
+    def _token_of(self, host: str) -> Optional[str]:
+        secret = self._report_secret
+        return host_token(secret, host) if secret else None
+
+    def _endpoint(self) -> None:
+        """The report endpoint as the options say; its secret made once, kept in the
+        module's store so that every mgr derives the same tokens."""
+        if self._report_secret is None:
+            try:
+                secret = self.get_store("report_secret")
+                if not secret:
+                    secret = secrets.token_hex(32)
+                    self.set_store("report_secret", secret)
+                self._report_secret = secret
+            except Exception as e:   # the mon unreachable: the command path still works
+                self.log.warning("recovery: report secret unavailable: %s", e)
+                return
+        self._reports.ensure(bool(self.get_module_option("report_endpoint")),
+                             int(self.get_module_option("report_port")), self.get_mgr_ip)
 
     @read_command("recovery perf")
     def cmd_perf(self) -> HandleCommandResult:

@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import psutil
 
@@ -32,6 +32,7 @@ WARM_S = 15.0
 RUN_S = 60.0
 BOOT_TIMEOUT_S = 30
 RATES = (200.0, 400.0, 800.0, 1600.0)
+COMMAND_RATES = (200.0, 400.0)   # the command transport, for comparison
 RATE_STEP_S = 10.0
 HELPERS_PER_WORKER = 250
 
@@ -59,7 +60,8 @@ def pct(values: List[float], q: float) -> Optional[float]:
 class Load(object):
     """The synthetic helpers (scaleload.py in the chroot), split over worker processes."""
 
-    def __init__(self, state: Dict[str, Any], steps: List[List[float]], tag: str) -> None:
+    def __init__(self, state: Dict[str, Any], steps: List[List[float]], tag: str,
+                 transport: str = "endpoint") -> None:
         hosts = state["scale_hosts"]
         names = sorted(hosts, key=lambda h: int(h[4:]))
         down = [h for h in names if hosts[h]["rack"] == "rack0"]
@@ -69,7 +71,8 @@ class Load(object):
             spec = os.path.join(state["dir"], "run", "load-%s-%d.json" % (tag, k))
             with open(spec, "w") as f:
                 json.dump({"hosts": {h: hosts[h]["osds"] for h in part}, "down": down,
-                           "steps": steps, "start_at": self.start_at(len(names))}, f)
+                           "steps": steps, "start_at": self.start_at(len(names)),
+                           "transport": transport}, f)
             out = spec.replace(".json", ".out.json")
             argv = release.prefix(state) + [
                 "python3", "-m", "ceph_recovery_tools.lab.scaleload", "--conf", state["conf"],
@@ -81,9 +84,10 @@ class Load(object):
             self.outs.append(out)
 
     def start_at(self, hosts: int) -> float:
-        """Steps begin once every helper has connected (about 25 ms a key, measured)."""
+        """Steps begin once every helper has connected (about 25 ms a key, measured) and,
+        for the endpoint, sent its first report by command."""
         if not hasattr(self, "_t0"):
-            self._t0 = time.time() + 10.0 + 0.03 * hosts
+            self._t0 = time.time() + 10.0 + 0.05 * hosts
         return self._t0
 
     def wait(self, timeout: float) -> Dict[str, Any]:
@@ -141,10 +145,12 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]
     return result
 
 
-def rate_phase(state: Dict[str, Any]) -> Dict[str, Any]:
+def rate_phase(state: Dict[str, Any], transport: str = "endpoint",
+               rates: Tuple[float, ...] = RATES) -> Dict[str, Any]:
     hosts = len(state["scale_hosts"])
-    steps = [[RATE_STEP_S, max(0.05, hosts / r)] for r in RATES]
-    return Load(state, steps, "rate").wait(timeout=len(RATES) * RATE_STEP_S + 300)
+    steps = [[RATE_STEP_S, max(0.05, hosts / r)] for r in rates]
+    return Load(state, steps, "rate-" + transport, transport).wait(
+        timeout=len(rates) * RATE_STEP_S + 300)
 
 
 def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
@@ -165,12 +171,15 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
         log("idle: mgr cpu %.4f -> %.4f, rss %.0f -> %.0f MiB" % (
             off["cpu_frac"], on["cpu_frac"], off["rss"] / 2**20, on["rss"] / 2**20))
         run = run_phase(state, log)
+        run["load_avg_1m"] = round(os.getloadavg()[0], 2)
         rate = rate_phase(state)
+        rate_command = rate_phase(state, "command", COMMAND_RATES)
         pg_dump_len = len(launch.ceph(state, "pg", "dump", "pgs_brief", timeout=120)
                           .get("pg_stats", []))
     finally:
         teardown.down(lab_dir)
     return {"osds": osds, "pgs": pgs, "hosts": hosts, "racks": racks,
             "pg_dump_entries": pg_dump_len, "idle_off": off, "idle_on": on,
-            "idle_perf": idle_perf, "run": run, "rate": rate, "timings": state["timings"],
+            "idle_perf": idle_perf, "run": run, "rate": rate, "rate_command": rate_command,
+            "timings": state["timings"],
             "wall_s": round(time.monotonic() - t0, 1)}

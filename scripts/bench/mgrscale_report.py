@@ -52,6 +52,7 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
     steady = raw["run"]["steps"][0]
     handlers = raw["run"]["perf"]["handlers"]
     rate = rate_limit(raw["rate"]["steps"])
+    by_command = rate_limit(raw["rate_command"]["steps"]) if raw.get("rate_command") else None
     ops = [o for v in raw["run"]["ops"].values() for o in v]
     rd = [t.get("reads", {}) for t in ticks]
     return {
@@ -78,6 +79,11 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
         "report_errors": steady["errors"],
         "max_report_rate_per_s": rate["max_report_rate_per_s"],
         "report_rate_lower_bound_per_s": rate["lower_bound"], "rate_steps": rate["steps"],
+        "report_transport": "endpoint" if by_command else "command",
+        "command_rate_steps": by_command["steps"] if by_command else None,
+        "command_max_report_rate_per_s": by_command["max_report_rate_per_s"]
+        if by_command else None,
+        "load_avg_1m_in_run": raw["run"].get("load_avg_1m"),
         "handler_max_ms": {k: v["max_ms"] for k, v in handlers.items()},
         "handler_p99_ms": {k: v["p99_ms"] for k, v in handlers.items()},
         "starts_instructed": sum(1 for o in ops if o["op"] in ("start", "restart")),

@@ -20,10 +20,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import rados
 import structlog
-from ceph_recovery import protocol
+from ceph_recovery import protocol, reportauth
 from ceph_recovery.model import DAEMON_REBUILDING
 
-from . import client, dupscan, gate, memory, netrun, osdlog, report
+from . import client, dupscan, endpoint, gate, memory, netrun, osdlog, report
 from .state import StateDir
 
 log = structlog.get_logger("ceph-recovery-helper")
@@ -81,6 +81,7 @@ class Helper:
         self.probe_request: Dict[str, Any] = {}
         self._last_problem: Tuple[Any, float] = (None, 0.0)
         self.full_map: Optional[Tuple[Dict[str, Any], Dict[str, Any]]] = None  # for the probe
+        self.endpoint: Optional[Tuple[str, str]] = None   # the module's (url, token), if any
         # reports are numbered 1, 2, ... by this process, named by `instance`: the module
         # refuses one not newer than the last it took from this instance, so a report sent
         # through an abandoned handle and delivered late never overwrites a newer one; a
@@ -290,9 +291,7 @@ class Helper:
     def run_cycle(self, now: float) -> Optional[protocol.Instructions]:
         view = self.refresh_view(now)
         rep = self.build(now, list(view.get("osds", [])))
-        # `host` is what a per-host key's cap pins (`with host=<h>`); the module checks it
-        # names the report's host
-        rc, reply, outs = self._mgr(REPORT_PREFIX, report=json.dumps(rep), host=self.opts.host)
+        rc, reply, outs = self.send_report(rep)
         if rc != 0:
             self._problem("report_rejected", rc=rc, error=outs or "(no message)")
             if rc == -errno.ESTALE and "was replaced" in (outs or ""):
@@ -318,6 +317,28 @@ class Helper:
             view = self.refresh_view(now, want_epoch=ins.epoch)
         self.execute(ins, set(view.get("osds", [])))
         return ins
+
+    def send_report(self, rep: Dict[str, Any]) -> Tuple[int, Any, str]:
+        """To the module's report endpoint when it named one, else (or when it fails) by the
+        command, whose reply names the endpoint again. A report the endpoint may have taken
+        goes by the command with the next seq, so the module never refuses it as a replay."""
+        host = self.opts.host
+        if self.endpoint is not None:
+            url, token = self.endpoint
+            try:
+                return endpoint.post_report(url, token, host, json.dumps(rep),
+                                            self.opts.timeout)
+            except endpoint.EndpointError as exc:
+                log.warning("report_endpoint_failed", error=str(exc))
+                self.endpoint = None
+                self.seq += 1
+                rep = dict(rep, seq=self.seq)
+        # `host` is what a per-host key's cap pins (`with host=<h>`); the module checks it
+        # names the report's host
+        rc, reply, outs = self._mgr(REPORT_PREFIX, report=json.dumps(rep), host=host)
+        if rc == 0 and isinstance(reply, dict):
+            self.endpoint = reportauth.parse_endpoint(reply.get("endpoint"))
+        return rc, reply, outs
 
     # -- instructions, exactly once -----------------------------------------------------------
     def execute(self, ins: protocol.Instructions, host_osds: set) -> None:

@@ -13,7 +13,10 @@ other host's OSDs run at RUN_RSS.
 
     python3 -m ceph_recovery_tools.lab.scaleload --conf C --keyring K --spec S --out O
 spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, interval]],
-"start_at": when the first step begins (epoch s)}.
+"start_at": when the first step begins (epoch s), "transport": "command" | "endpoint"}.
+"command" sends every report as the command on the host's own session; "endpoint" sends one
+report by command (its reply names the module's report endpoint and the host's token), closes
+the session, and posts the others to the endpoint, as the helper does.
 Each step sends every host's report once per `interval` seconds (spread evenly) for `seconds`.
 out (JSON): per step {"interval", "sent", "failed", "rtt_ms": [...], "errors": {...}}, and the
 instructions seen per host.
@@ -27,7 +30,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 GiB = 1 << 30
 HOST_RAM = 128 * GiB
@@ -123,8 +126,44 @@ class Step(object):
                 "rtt_ms": self.rtt_ms, "errors": self.errors}
 
 
-def play(cluster, host: Host, steps: List[List[float]], out: List[Step], offset: float,
-         t0: float) -> None:
+def command_sender(cluster) -> Callable[[Host, str], Tuple[int, Any, str]]:
+    """Reports by the `helper-report` command on the host's own cephx session."""
+    def send(host: Host, text: str) -> Tuple[int, Any, str]:
+        cmd = json.dumps({"prefix": PREFIX, "report": text, "host": host.name,
+                          "format": "json"})
+        rc, outb, outs = cluster.mgr_command(cmd, b"", timeout=CALL_TIMEOUT_S)
+        return rc, (json.loads(outb) if rc == 0 and outb else None), outs
+    return send
+
+
+def endpoint_sender(url: str, token: str) -> Callable[[Host, str], Tuple[int, Any, str]]:
+    """Reports to the module's endpoint, as the helper sends them once it knows it."""
+    from ceph_recovery_tools.helper import endpoint
+
+    def send(host: Host, text: str) -> Tuple[int, Any, str]:
+        return endpoint.post_report(url, token, host.name, text, CALL_TIMEOUT_S)
+    return send
+
+
+def enroll(conf: str, keyring: str, host: Host) -> Callable[[Host, str], Tuple[int, Any, str]]:
+    """The endpoint transport: one report by command on the host's key (its reply names the
+    endpoint and the host's token), then the session is closed."""
+    from ceph_recovery import reportauth
+    cluster = connect(conf, keyring, host.name)
+    try:
+        rc, reply, outs = command_sender(cluster)(host, host.report())
+    finally:
+        cluster.shutdown()
+    found = reportauth.parse_endpoint((reply or {}).get("endpoint")) if rc == 0 else None
+    if found is None:
+        raise RuntimeError("%s: no report endpoint in the reply (rc %s %s)" % (host.name, rc,
+                                                                            outs))
+    host.take(reply, time.time())
+    return endpoint_sender(*found)
+
+
+def play(send: Callable[[Host, str], Tuple[int, Any, str]], host: Host,
+         steps: List[List[float]], out: List[Step], offset: float, t0: float) -> None:
     """One helper's loop: a report every step's interval, first at `offset` into it."""
     start = t0
     for (seconds, interval), rec in zip(steps, out):
@@ -132,37 +171,39 @@ def play(cluster, host: Host, steps: List[List[float]], out: List[Step], offset:
         nxt = start + offset * interval
         while nxt < end:
             time.sleep(max(0.0, nxt - time.time()))
-            text = host.report()
-            cmd = json.dumps({"prefix": PREFIX, "report": text, "host": host.name,
-                              "format": "json"})
             t = time.time()
             try:
-                rc, outb, outs = cluster.mgr_command(cmd, b"", timeout=CALL_TIMEOUT_S)
+                rc, reply, outs = send(host, host.report())
             except Exception as e:  # noqa: BLE001 - counted as a failed report
-                rc, outb, outs = -1, b"", str(e)
+                rc, reply, outs = -1, None, str(e)
             now = time.time()
             rec.add(now - t, rc, outs if rc != 0 else "")
-            if rc == 0 and outb:
-                try:
-                    host.take(json.loads(outb), now)
-                except ValueError:
-                    pass
+            if rc == 0 and isinstance(reply, dict):
+                host.take(reply, now)
             nxt += interval
         start = end
+
+
+def senders(conf: str, keyring: str, hosts: List[Host], transport: str) -> Tuple[list, list]:
+    """(one send function per host, the rados sessions to close after)."""
+    if transport == "endpoint":
+        return [enroll(conf, keyring, h) for h in hosts], []
+    clusters = [connect(conf, keyring, h.name) for h in hosts]
+    return [command_sender(c) for c in clusters], clusters
 
 
 def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
     down = set(spec.get("down", ()))
     names = sorted(spec["hosts"])
     hosts = [Host(h, list(spec["hosts"][h]), h in down) for h in names]
-    clusters = [connect(conf, keyring, h.name) for h in hosts]
+    sends, clusters = senders(conf, keyring, hosts, spec.get("transport", "command"))
     steps = spec["steps"]
     recs = [Step(float(i), float(sec)) for sec, i in steps]
     t0 = float(spec.get("start_at") or time.time() + 1.0)
     n = max(1, len(hosts))
-    threads = [threading.Thread(target=play, args=(c, h, steps, recs, (k + 0.5) / n, t0),
+    threads = [threading.Thread(target=play, args=(s, h, steps, recs, (k + 0.5) / n, t0),
                                 daemon=True)
-               for k, (c, h) in enumerate(zip(clusters, hosts))]
+               for k, (s, h) in enumerate(zip(sends, hosts))]
     for t in threads:
         t.start()
     end = t0 + sum(float(sec) for sec, _i in steps) + CALL_TIMEOUT_S + 10
@@ -172,7 +213,7 @@ def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
     if not stuck:
         for c in clusters:
             c.shutdown()
-    return {"stuck_threads": stuck,"steps": [r.doc() for r in recs],
+    return {"stuck_threads": stuck, "steps": [r.doc() for r in recs],
             "ops": {h.name: h.ops for h in hosts if h.ops}}
 
 

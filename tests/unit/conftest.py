@@ -1,6 +1,6 @@
 """Make the mgr module's pieces importable as `recovery.<name>` without ceph-mgr, and the
 test builders (mgr/cephfake.py, core/plancases.py, core/labh2cases.py, core/rackcases.py,
-mgr/mgrcases.py, helper/gatecases.py, mgr/maintcases.py) under their names.
+mgr/mgrcases.py, helper/gatecases.py, mgr/maintcases.py, mgr/mgrlab.py) under their names.
 
 The tests are in one folder per package they test: core/ (the decision core), mgr/ (the mgr
 module, with its recorded Ceph answers in mgr/data/), helper/, lab/, drill/, bench/, common/
@@ -32,7 +32,7 @@ if "recovery" not in sys.modules:
 # the ones before it.
 BUILDERS = (("cephfake", "mgr"), ("plancases", "core"), ("labh2cases", "core"),
             ("rackcases", "core"), ("mgrcases", "mgr"), ("gatecases", "helper"),
-            ("maintcases", "mgr"))
+            ("maintcases", "mgr"), ("mgrlab", "mgr"))
 for _name, _folder in BUILDERS:
     if _name not in sys.modules:
         _spec = importlib.util.spec_from_file_location(
