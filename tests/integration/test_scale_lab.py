@@ -6,7 +6,7 @@ It asserts the protocol, not timings: every report is taken; a controlled run of
 its down OSDs with noup (batched), its instructions reach the helpers of rack0 only, each
 started OSD is granted in turn and shown in preboot by its helper, its boot is allowed (noup
 removed) and, since no daemon exists to boot, it times out and is stopped; a key of one host
-cannot report for another.
+cannot report for another, by command or at the report endpoint.
 """
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ import time
 
 import pytest
 
+from ceph_recovery import reportauth
 from ceph_recovery_tools.bench.mgrscale import Load
+from ceph_recovery_tools.helper import endpoint
 from ceph_recovery_tools.lab import launch, release, scale, teardown
 from ceph_recovery_tools.lab.launch import CephError
 
@@ -69,17 +71,39 @@ def test_helpers_report_and_a_rack_run_instructs_them_in_turn(scale_lab):
                    if j["action"]["kind"] == "allow_boot"}
     started_at = {o["osd"]: o["t"] for o in reversed(starts)}
     assert all(started_at.get(osd, 1e18) <= t for osd, t in first_allow.items())
-    assert "helper-report" in launch.ceph(state, "recovery", "perf")["handlers"]
+    handlers = launch.ceph(state, "recovery", "perf")["handlers"]
+    # each helper's first report goes by command, whose reply names the report endpoint; the
+    # others go to the endpoint
+    assert OPTS["hosts"] <= handlers["helper-report"]["count"] < steps["sent"] / 10
+    assert handlers["report-endpoint"]["count"] >= steps["sent"]
     launch.ceph(state, "recovery", "abort", json_out=False)
+
+
+def _report(host: str, seq: int = 1) -> str:
+    return json.dumps({"version": 1, "host": host, "time": time.time(), "seq": seq,
+                       "instance": "itest-%s" % host,
+                       "memory": {"total": 1, "used": 0, "available": 1, "source": "host"},
+                       "osds": []})
 
 
 def test_a_host_key_cannot_report_for_another_host(scale_lab):
     state = scale_lab
-    report = json.dumps({"version": 1, "host": "host1", "time": time.time(), "seq": 1,
-                         "memory": {"total": 1, "used": 0, "available": 1,
-                                    "source": "host"}, "osds": []})
+    report = _report("host1")
     with pytest.raises(CephError) as e:
-        launch.ceph(state, "recovery", "helper-report", "--host", "host1", "--report",
-                    report, name="client.recovery-helper.host0",
-                    keyring=state["helper_keyring"], json_out=False, timeout=30)
-    assert e.value.rc == 13       # EACCES: the cap names host0 only
+        launch.ceph(state, "recovery", "helper-report", report, "host1",
+                    name="client.recovery-helper.host0", keyring=state["helper_keyring"],
+                    json_out=False, timeout=30)
+    # EACCES: the cap names host0 only (the same key reports for host0: the next test)
+    assert e.value.rc == 13
+
+
+def test_a_hosts_token_cannot_report_for_another_host_at_the_endpoint(scale_lab):
+    state = scale_lab
+    reply = launch.ceph(state, "recovery", "helper-report", _report("host0"), "host0",
+                        name="client.recovery-helper.host0",
+                        keyring=state["helper_keyring"], timeout=30)
+    url, token = reportauth.parse_endpoint(reply["endpoint"])
+    rc, answer, err = endpoint.post_report(url, token, "host0", _report("host0", 2), 10)
+    assert (rc, err) == (0, "") and answer["host"] == "host0"
+    with pytest.raises(endpoint.EndpointError, match="HTTP 403"):
+        endpoint.post_report(url, token, "host1", _report("host1"), 10)
