@@ -165,11 +165,12 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
         with self._lock:
             self._read_options()
             self._load()
+        woken = True
         while not self._stopping:
             self._endpoint()
             self.meter.tick_begin()
             try:
-                self._tick()
+                self._tick(woken)
             except Exception as e:  # keep serving: the next tick re-plans from scratch
                 self.log.exception("recovery: tick failed")
                 self.engine.error = "%s: %s" % (type(e).__name__, e)
@@ -177,14 +178,17 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
                                 run_id=self.engine.run.progress.run_id,
                                 actions=len(self.engine.plan_out.actions)
                                 if self.engine.plan_out is not None else 0)
-            self._wake.wait(float(self.get_module_option("tick_interval")))
+            woken = self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
-    def _tick(self) -> None:
+    def _tick(self, woken: bool) -> None:
         with self._lock:
             self._read_options()
             busy, drills = self.engine.busy(), bool(drillcli_busy(self.engine))
         osd_map, tree, pgs = self._cluster(busy or poolavail.watched(self.engine, time.time()))
+        if not self._plan_needed(busy or woken or self.engine.error is not None,
+                                 (osd_map, tree, pgs)):
+            return
         if drills:      # the drill's health and degraded objects
             health = self._read("health")
             with self._lock:
@@ -194,6 +198,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
         self.engine.crush_tunables = self._tunables()
         self.engine.tick(osd_map, tree, pgs, time.time(), self._epoch_now, *config,
                          versions=self._reads["versions"])
+        self._planned(bool(self.engine.plan_out.actions))
         with self._lock:
             self.engine.error = None
             leftovers.update_check(self.engine)

@@ -17,6 +17,9 @@ except ImportError:  # pragma: no cover - the core is missing: module.py's _guar
 IDLE_PG_REFRESH_S = 60.0
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
 TUNABLES_REFRESH_S = 300.0
+# an idle module plans again at least this often on unchanged dumps (what the helpers'
+# reports change while idle: network findings, refused protocols)
+IDLE_REPLAN_S = 30.0
 
 
 class TickReads(object):
@@ -62,6 +65,23 @@ class TickReads(object):
             c.update(tunables_t=t, tunables=None if not isinstance(got, dict) else {
                 k: v for k, v in got.items() if isinstance(v, int)})
         return c.get("tunables")
+
+    def _plan_needed(self, awake: bool, dumps: Tuple[Any, Any, Any]) -> bool:
+        """Whether this tick plans. An idle module (no run, window, drill or pending restore,
+        no command since the last tick) whose dumps are the very objects of its last plan,
+        which emitted no action, would plan the same again: it skips, except every
+        IDLE_REPLAN_S. So idle, a tick costs the epoch check and nothing that grows with
+        the cluster."""
+        last, t = self._reads.get("planned"), time.monotonic()
+        if (awake or last is None or last[2] or t - last[1] >= IDLE_REPLAN_S
+                or any(a is not b for a, b in zip(last[0], dumps))):
+            self._reads["planning"] = (dumps, t)
+            return True
+        return False
+
+    def _planned(self, acted: bool) -> None:
+        dumps, t = self._reads.pop("planning")
+        self._reads["planned"] = (dumps, t, acted)
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()

@@ -1,0 +1,47 @@
+"""An idle module plans only when something could change the plan: a new OSD map, a command,
+an action of its last plan, or every IDLE_REPLAN_S. The Module class runs over the recorded
+lab (mgrlab)."""
+from __future__ import annotations
+
+from recovery import tickreads
+
+from mgrlab import LabModule  # see conftest.py
+
+
+def planned(m, woken=False):
+    before = m.engine.plan_out
+    m._tick(woken)
+    return m.engine.plan_out is not before
+
+
+def test_an_idle_tick_on_the_same_map_does_not_plan_again():
+    m = LabModule()
+    assert planned(m, woken=True)
+    assert not m.engine.plan_out.actions
+    assert not planned(m) and not planned(m)
+
+
+def test_a_new_osd_map_epoch_a_command_or_the_replan_interval_plans(monkeypatch):
+    m = LabModule()
+    assert planned(m, woken=True)
+    m.world["osd_map"] = dict(m.world["osd_map"], epoch=m.world["osd_map"]["epoch"] + 1)
+    assert planned(m)
+    assert not planned(m)
+    assert planned(m, woken=True)        # serve() passes whether a command woke it
+    monkeypatch.setattr(tickreads, "IDLE_REPLAN_S", 0.0)
+    assert planned(m)
+
+
+def test_a_plan_that_acted_is_followed_by_another():
+    m = LabModule()
+    m.options["auto_hold"] = True        # h3's OSDs are all down: the plan holds h3
+    assert planned(m, woken=True)
+    assert m.engine.plan_out.actions
+    assert planned(m)
+
+
+def test_a_run_plans_every_tick():
+    m = LabModule()
+    assert m.cmd_start(scope=["h3"])[0] == 0
+    assert planned(m, woken=True)
+    assert planned(m) and planned(m)
