@@ -181,7 +181,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
             woken = self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 
-    def _tick(self, woken: bool) -> None:
+    def _tick(self, woken: bool = True) -> None:
         with self._lock:
             self._read_options()
             busy, drills = self.engine.busy(), bool(drillcli_busy(self.engine))
