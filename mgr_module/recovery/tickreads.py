@@ -10,11 +10,14 @@ from typing import Any, Dict, Tuple
 
 try:
     from .executor import memory_targets, op_queues, recovery_configs
+    from .pgtrack import slim_pg_dump
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
-    memory_targets = op_queues = recovery_configs = None  # type: ignore[assignment]
+    memory_targets = op_queues = recovery_configs = slim_pg_dump = None  # type: ignore
 
-# an idle module re-reads the PG stats at least this often (a dry run's view of them)
+# an idle module re-reads the PG stats at least this often (a dry run's view of them), and
+# at most at IDLE_PG_READ_SHARE of the time (100,000 PGs take seconds to read: ~200 s)
 IDLE_PG_REFRESH_S = 60.0
+IDLE_PG_READ_SHARE = 0.01
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
 TUNABLES_REFRESH_S = 300.0
 # an idle module plans again at least this often on unchanged dumps (what the helpers'
@@ -92,9 +95,10 @@ class TickReads(object):
 
     def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
         """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
-        the map and tree when the map's epoch moved; the PG stats every tick while a run, a
-        window or a drill needs them, else when the epoch moved (what an OSD's PGs were
-        when it went down) and at least every IDLE_PG_REFRESH_S (a dry run's view). An
+        the map and tree when the map's epoch moved; the PG stats (slimmed at once to what the
+        shell reads) every tick while a run, a window or a drill needs them, else when the
+        epoch moved (what an OSD's PGs were when it went down) and every IDLE_PG_REFRESH_S
+        or, where reading them is slow, at IDLE_PG_READ_SHARE of the time. An
         unchanged read is handed over as the same object (the engine reuses what it built
         from it)."""
         c = self._reads
@@ -104,6 +108,8 @@ class TickReads(object):
                      tree=self._read("osd_map_tree"))
             c["versions"] = self._versions(c["osd_map"])
         t = time.monotonic()
-        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= IDLE_PG_REFRESH_S:
-            c.update(pgs=self._read("pg_dump"), pgs_epoch=epoch, pgs_t=t)
+        idle_every = max(IDLE_PG_REFRESH_S, c.get("pgs_cost", 0.0) / IDLE_PG_READ_SHARE)
+        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every:
+            c.update(pgs=slim_pg_dump(self._read("pg_dump")), pgs_epoch=epoch, pgs_t=t,
+                     pgs_cost=time.monotonic() - t)
         return c["osd_map"], c["tree"], c["pgs"]
