@@ -8,6 +8,7 @@ Commands only change intent (and wake the loop); only tick() acts on the cluster
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -62,6 +63,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         # kept while the module hands in the same dumps (it reads them only as they change)
         self._memo: Optional[Tuple[Any, ...]] = None
         self._fresh = False      # build_views() built a memo that observe() did not use yet
+        self.view_cost = 0.0     # seconds the last PG view took to build (tickreads.py)
         self._by_host: Optional[Tuple[Any, Dict[str, List[Any]]]] = None  # osds_of()
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
@@ -139,18 +141,25 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         return self.snapshot
 
     def build_views(self, osd_map, tree, pg_dump) -> bool:
-        """Build what new dumps hold (CRUSH index, PG view, missed entries); False when
-        these are the dumps of the last call (nothing built: an unchanged read is handed
-        in as the same object, module.py). The tick calls it without the lock: the
-        helpers' reports are answered meanwhile."""
-        if self._memo is not None and all(
-                a is b for a, b in zip(self._memo[0], (osd_map, tree, pg_dump))):
+        """Build what new dumps hold (CRUSH index, PG view, missed entries); True when the PG
+        stats are those of the last call. An unchanged read is handed in as the same object
+        (module.py): the CRUSH index is rebuilt only with a new tree, the PG view only with
+        new PG stats (a new map alone keeps it until the next read: the module reads them
+        every tick where that is cheap). The tick calls it without the lock: the helpers'
+        reports are answered meanwhile."""
+        memo = self._memo
+        if memo is not None and all(a is b for a, b in zip(memo[0], (osd_map, tree, pg_dump))):
             return True
-        crush = CrushIndex(tree)
+        t0 = time.monotonic()
+        crush = memo[1] if memo is not None and memo[0][1] is tree else CrushIndex(tree)
+        if memo is not None and memo[0][2] is pg_dump:
+            self._memo = ((osd_map, tree, pg_dump), crush, memo[2], memo[3])
+            return True
         self._memo = ((osd_map, tree, pg_dump), crush, pg_view(
             crush, osd_map, pg_dump, self.run.pgs_seen, self.members_seen),
             missed_entries(pg_dump, self.down_versions))
         self._fresh = True
+        self.view_cost = time.monotonic() - t0
         return False
 
     def tick(self, osd_map, tree, pg_dump, now: float, epoch_now: Callable[[], int],

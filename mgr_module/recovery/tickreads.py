@@ -18,6 +18,11 @@ except ImportError:  # pragma: no cover - the core is missing: module.py's _guar
 # at most at IDLE_PG_READ_SHARE of the time (100,000 PGs take seconds to read: ~200 s)
 IDLE_PG_REFRESH_S = 60.0
 IDLE_PG_READ_SHARE = 0.01
+# during a run, window or drill the PG stats are read every tick where that is cheap, and
+# never more often than at BUSY_PG_READ_SHARE of the time: the read and the views built from
+# it (engine.build_views) hold the mgr's interpreter for seconds at 100,000 PGs, and the
+# ticks in between decide on the last view
+BUSY_PG_READ_SHARE = 0.25
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
 TUNABLES_REFRESH_S = 300.0
 # an idle module plans again at least this often on unchanged dumps (what the helpers'
@@ -98,7 +103,8 @@ class TickReads(object):
         the map and tree when the map's epoch moved; the PG stats (slimmed at once to what the
         shell reads) every tick while a run, a window or a drill needs them, else when the
         epoch moved (what an OSD's PGs were when it went down) and every IDLE_PG_REFRESH_S
-        or, where reading them is slow, at IDLE_PG_READ_SHARE of the time. An
+        or, where reading them is slow, at IDLE_PG_READ_SHARE of the time; never more often
+        than at BUSY_PG_READ_SHARE of the time. An
         unchanged read is handed over as the same object (the engine reuses what it built
         from it)."""
         c = self._reads
@@ -108,8 +114,10 @@ class TickReads(object):
                      tree=self._read("osd_map_tree"))
             c["versions"] = self._versions(c["osd_map"])
         t = time.monotonic()
-        idle_every = max(IDLE_PG_REFRESH_S, c.get("pgs_cost", 0.0) / IDLE_PG_READ_SHARE)
-        if busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every:
+        cost = c.get("pgs_cost", 0.0) + self.engine.view_cost
+        idle_every = max(IDLE_PG_REFRESH_S, cost / IDLE_PG_READ_SHARE)
+        wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
+        if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
             c.update(pgs=slim_pg_dump(self._read("pg_dump")), pgs_epoch=epoch, pgs_t=t,
                      pgs_cost=time.monotonic() - t)
         return c["osd_map"], c["tree"], c["pgs"]
