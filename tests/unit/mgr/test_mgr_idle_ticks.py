@@ -22,6 +22,8 @@ def test_an_idle_tick_on_the_same_map_does_not_plan_again():
 
 
 def test_a_new_osd_map_epoch_a_command_or_the_replan_interval_plans(monkeypatch):
+    # the PG stats are re-read at once on the new epoch (no read is deferred for its cost)
+    monkeypatch.setattr(tickreads, "BUSY_PG_READ_SHARE", float("inf"))
     m = LabModule()
     assert planned(m, woken=True)
     m.world["osd_map"] = dict(m.world["osd_map"], epoch=m.world["osd_map"]["epoch"] + 1)
@@ -45,3 +47,17 @@ def test_a_run_plans_every_tick():
     assert m.cmd_start(scope=["h3"])[0] == 0
     assert planned(m, woken=True)
     assert planned(m) and planned(m)
+
+
+def test_a_pg_read_deferred_for_its_cost_comes_on_a_later_tick(monkeypatch):
+    m = LabModule()
+    assert planned(m, woken=True)
+    first = m._reads["pgs"]
+    m._reads["pgs_cost"] = 3600.0         # as if reading the PG stats took an hour
+    m.world["osd_map"] = dict(m.world["osd_map"], epoch=m.world["osd_map"]["epoch"] + 1)
+    assert planned(m)                     # the new map is planned on the last PG view
+    assert m._reads["pgs"] is first and m._reads["pgs_epoch"] != m._reads["epoch"]
+    m._reads["pgs_cost"] = 0.0
+    m.engine.view_cost = 0.0
+    assert planned(m)                     # now the read is due: new PG stats, a new plan
+    assert m._reads["pgs"] is not first and m._reads["pgs_epoch"] == m._reads["epoch"]
