@@ -64,6 +64,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         self._memo: Optional[Tuple[Any, ...]] = None
         self._fresh = False      # build_views() built a memo that observe() did not use yet
         self.view_cost = 0.0     # seconds the last PG view took to build (tickreads.py)
+        self._to_remember: Optional[Tuple[Any, Any]] = None   # observe() -> _remember()
         self._by_host: Optional[Tuple[Any, Dict[str, List[Any]]]] = None  # osds_of()
         self.plan_out: Optional[core.PlanOutput] = None
         self.last_wait: Optional[Tuple[str, str]] = None
@@ -128,9 +129,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             self.crush_tunables)
         if not same or self._fresh:   # the same PG stats again add nothing new
             self._fresh = False
-            self.pg_versions = remember_versions(self.snapshot.osds, self.members_seen,
-                                                 self.pg_versions, self.down_versions, pg_dump)
-            remember_members(self.snapshot.pg_map, self.members_seen)
+            self._to_remember = (self.snapshot, pg_dump)
         for o in self.snapshot.osds:
             if o.up and o.pgs:
                 self.run.pgs_seen[o.id] = o.pgs
@@ -155,6 +154,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         if memo is not None and memo[0][2] is pg_dump:
             self._memo = ((osd_map, tree, pg_dump), crush, memo[2], memo[3])
             return True
+        self._remember()
         self._memo = ((osd_map, tree, pg_dump), crush, pg_view(
             crush, osd_map, pg_dump, self.run.pgs_seen, self.members_seen),
             missed_entries(pg_dump, self.down_versions))
@@ -204,6 +204,17 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         # lose a start the helper has not fetched yet (the new mgr would count it failed)
         if not wrote or self.run.seq != seq:
             self.persist()
+
+    def _remember(self) -> None:
+        """What the last observed PG stats add to the engine's memory (each PG's versions
+        and members: pgtrack.py), taken in just before new PG stats are viewed (in the tick
+        that is outside the lock: a pass over every PG)."""
+        pending, self._to_remember = self._to_remember, None
+        if pending is not None:
+            snap, pg_dump = pending
+            self.pg_versions = remember_versions(snap.osds, self.members_seen,
+                                                 self.pg_versions, self.down_versions, pg_dump)
+            remember_members(snap.pg_map, self.members_seen)
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
         if self.last_wait != (kind, reason):
