@@ -4,6 +4,8 @@ only as often as it changes, and each OSD's own settings from `config dump`.
 
 No `from __future__ import annotations` and no mgr_module import: module.py mixes this in.
 """
+import ctypes
+import ctypes.util
 import json
 import time
 from typing import Any, Dict, Tuple
@@ -23,6 +25,23 @@ IDLE_PG_READ_SHARE = 0.01
 # it (engine.build_views) hold the mgr's interpreter for seconds at 100,000 PGs, and the
 # ticks in between decide on the last view
 BUSY_PG_READ_SHARE = 0.25
+# get("pg_dump") builds some 10 KB of Python objects per PG; slimmed and dropped, glibc keeps
+# the freed heap: measured at 100,000 PGs, 461 MiB still resident after the drop, 240 MiB
+# after malloc_trim. So a read of at least TRIM_AFTER_PGS PGs gives it back
+TRIM_AFTER_PGS = 10000
+
+
+_LIBC: Dict[str, Any] = {}
+
+
+def _malloc_trim() -> None:
+    """glibc's malloc_trim(0); nothing where the C library has none."""
+    try:
+        if "c" not in _LIBC:
+            _LIBC["c"] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        _LIBC["c"].malloc_trim(0)
+    except (OSError, AttributeError):
+        _LIBC["c"] = None
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
 TUNABLES_REFRESH_S = 300.0
 # an idle module plans again at least this often on unchanged dumps (what the helpers'
@@ -118,6 +137,8 @@ class TickReads(object):
         idle_every = max(IDLE_PG_REFRESH_S, cost / IDLE_PG_READ_SHARE)
         wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
         if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
-            c.update(pgs=slim_pg_dump(self._read("pg_dump")), pgs_epoch=epoch, pgs_t=t,
-                     pgs_cost=time.monotonic() - t)
+            c.update(pgs=slim_pg_dump(self._read("pg_dump")), pgs_epoch=epoch, pgs_t=t)
+            if len(c["pgs"]["pg_stats"]) >= TRIM_AFTER_PGS:
+                _malloc_trim()
+            c["pgs_cost"] = time.monotonic() - t
         return c["osd_map"], c["tree"], c["pgs"]

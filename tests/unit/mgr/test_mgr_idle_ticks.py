@@ -61,3 +61,21 @@ def test_a_pg_read_deferred_for_its_cost_comes_on_a_later_tick(monkeypatch):
     m.engine.view_cost = 0.0
     assert planned(m)                     # now the read is due: new PG stats, a new plan
     assert m._reads["pgs"] is not first and m._reads["pgs_epoch"] == m._reads["epoch"]
+
+
+def test_a_large_pg_read_gives_the_freed_heap_back(monkeypatch):
+    trims = []
+    monkeypatch.setattr(tickreads, "_malloc_trim", lambda: trims.append(1))
+    m = LabModule()
+    assert planned(m, woken=True) and trims == []      # the recorded lab: 33 PGs
+    monkeypatch.setattr(tickreads, "TRIM_AFTER_PGS", 33)
+    for name in ("IDLE_PG_READ_SHARE", "BUSY_PG_READ_SHARE"):    # read again at once
+        monkeypatch.setattr(tickreads, name, float("inf"))
+    monkeypatch.setattr(tickreads, "IDLE_PG_REFRESH_S", 0.0)
+    assert planned(m) and trims == [1]
+
+
+def test_malloc_trim_runs_here():
+    tickreads._LIBC.clear()
+    tickreads._malloc_trim()
+    assert tickreads._LIBC["c"] is not None      # glibc, as on every Ceph image
