@@ -7,7 +7,6 @@ reads the command arguments from the real annotation objects.
 """
 import errno
 import json
-import secrets
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -20,6 +19,7 @@ from .sender import CommandSender
 from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
 from .meter import Meter, timed
+from .reportpaths import ReportPaths
 from .reportserver import ReportServer
 from .storeio import StateIO
 from .tickreads import TickReads
@@ -29,8 +29,6 @@ try:  # everything below needs the core (the folder's _core/); report clearly if
     from .inputs import InputError
     from .state import STORE_KEY, RunState, leftovers_from, marks_of, windows_from  # noqa: F401
     from .statestore import ChunkedStore
-    from ceph_recovery.protocol import instructions_to_dict
-    from ceph_recovery.reportauth import host_token
     from .engine import Engine
     from .choices import StartOrder, value_of
     from .core import dry_run_text, network_text, network_view
@@ -68,7 +66,7 @@ def _err(e: InputError) -> HandleCommandResult:
     return HandleCommandResult(-e.errno, "", e.message)
 
 
-class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
+class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, MgrModule):
     MODULE_OPTIONS = [
         Option("tick_interval", type="float", default=2.0, min=0.2, max=60.0,
                desc="seconds between two planning ticks"),
@@ -333,49 +331,6 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, MgrModule):
         """Node helper protocol: send a report (JSON), receive this host's instructions"""
         with timed(self.meter, "helper-report"):
             return HandleCommandResult(*self._report(report, host, advertise=True))
-
-    def _report(self, report: Any, host: Optional[str],
-                advertise: bool) -> Tuple[int, str, str]:
-        """A helper report from the command or the endpoint: (rc, reply JSON, error). The
-        command's reply also names the endpoint and the host's token (its caps pin it to
-        the host: reportauth.py)."""
-        bad = self._guard()
-        if bad:
-            return bad.retval, bad.stdout, bad.stderr
-        with self._lock:
-            try:
-                reply = instructions_to_dict(self.engine.handle_report(report, host,
-                                                                       time.time()))
-            except InputError as e:
-                return -e.errno, "", e.message
-        url, token = self._reports.url, self._token_of(reply["host"])
-        if advertise and url and token:
-            reply["endpoint"] = {"url": url, "token": token}
-        return 0, json.dumps(reply, sort_keys=True), ""
-
-    def _endpoint_report(self, report: str, host: str) -> Tuple[int, str, str]:
-        with timed(self.meter, "report-endpoint"):
-            return self._report(report, host, advertise=False)
-
-    def _token_of(self, host: str) -> Optional[str]:
-        secret = self._report_secret
-        return host_token(secret, host) if secret else None
-
-    def _endpoint(self) -> None:
-        """The report endpoint as the options say; its secret made once, kept in the
-        module's store so that every mgr derives the same tokens."""
-        if self._report_secret is None:
-            try:
-                secret = self.get_store("report_secret")
-                if not secret:
-                    secret = secrets.token_hex(32)
-                    self.set_store("report_secret", secret)
-                self._report_secret = secret
-            except Exception as e:   # the mon unreachable: the command path still works
-                self.log.warning("recovery: report secret unavailable: %s", e)
-                return
-        self._reports.ensure(bool(self.get_module_option("report_endpoint")),
-                             int(self.get_module_option("report_port")), self.get_mgr_ip)
 
     @read_command("recovery perf")
     def cmd_perf(self) -> HandleCommandResult:
