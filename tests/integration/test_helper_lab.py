@@ -81,6 +81,10 @@ def test_helpers_report_to_the_mgr_module(lab):
             cached = json.load(f)
         assert cached["reply"]["host"] == host and now - cached["received_at"] < 15
         assert cached_view(lab, host)["osds"] == sorted(info["osds"])
+    # after its first report by command, each helper posts to the module's report endpoint
+    wait_for("the helpers' reports at the report endpoint", lambda: launch.ceph(
+        lab, "recovery", "perf")["handlers"].get("report-endpoint", {}).get("count", 0)
+        >= 3 * len(lab["hosts"]), timeout=60)
 
 
 def test_helper_key_has_exactly_the_caps_it_needs(lab, scratch):
