@@ -4,7 +4,8 @@ size in DIR/mgr-scale.json.
 
 Per size, in one lab:
 1. idle: the mgr's CPU (utime+stime of its process) and RSS over IDLE_S with the module
-   disabled, then enabled (no run, no helper): the difference is the module's.
+   disabled, then enabled once its first tick (its first reads) has ended (no run, no
+   helper): the difference is the module's.
 2. a run: every helper reports every 5 s (the helper interval); the failed rack's hosts (rack0,
    >= 200 OSDs) start with their OSDs stopped. After WARM_S, `start-controlled --scope rack0`
    and, at the same time, `maintenance enter` of a host of another rack. The OSDs exist only in
@@ -28,6 +29,7 @@ from ..lab import bootstrap, launch, release, scale, teardown
 
 SIZES = ((1000, 200, 5, 20000), (2000, 400, 10, 40000), (5000, 1000, 25, 100000))
 IDLE_S = 20.0
+IDLE_SETTLE_S = 10.0
 WARM_S = 15.0
 RUN_S = 60.0
 BOOT_TIMEOUT_S = 30
@@ -118,6 +120,22 @@ class Load(object):
         return {"steps": steps, "ops": ops}
 
 
+def first_tick(state: Dict[str, Any], timeout: float = 300.0) -> Optional[float]:
+    """Wait until the enabled module's first tick (its first reads of the map and the PG
+    stats) has ended, then IDLE_SETTLE_S more: idle is what comes after it. Its length."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            ticks = perf(state).get("ticks") or []
+        except launch.CephError:
+            ticks = []
+        if ticks:
+            time.sleep(IDLE_SETTLE_S)
+            return ticks[0]["tick_s"]
+        time.sleep(2.0)
+    return None
+
+
 def perf(state: Dict[str, Any]) -> Dict[str, Any]:
     return launch.ceph(state, "recovery", "perf", timeout=60)
 
@@ -165,7 +183,7 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
         time.sleep(5)
         off = mgr_usage(state, IDLE_S)
         bootstrap.enable_module(state)
-        time.sleep(10)
+        first = first_tick(state)
         on = mgr_usage(state, IDLE_S)
         idle_perf = perf(state)
         log("idle: mgr cpu %.4f -> %.4f, rss %.0f -> %.0f MiB" % (
@@ -180,6 +198,7 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
         teardown.down(lab_dir)
     return {"osds": osds, "pgs": pgs, "hosts": hosts, "racks": racks,
             "pg_dump_entries": pg_dump_len, "idle_off": off, "idle_on": on,
-            "idle_perf": idle_perf, "run": run, "rate": rate, "rate_command": rate_command,
+            "idle_perf": idle_perf, "idle_first_tick_s": first, "run": run, "rate": rate,
+            "rate_command": rate_command,
             "timings": state["timings"],
             "wall_s": round(time.monotonic() - t0, 1)}

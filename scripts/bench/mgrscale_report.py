@@ -62,6 +62,7 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
         "idle_mgr_cpu_frac_disabled": _r(raw["idle_off"]["cpu_frac"]),
         "idle_mgr_rss_delta_bytes": int(raw["idle_on"]["rss"] - raw["idle_off"]["rss"]),
         "idle_ticks_s_p50": _r(pct([t["tick_s"] for t in raw["idle_perf"]["ticks"]], 0.5)),
+        "idle_first_tick_s": raw.get("idle_first_tick_s"),
         "tick_s_p50": _r(pct(secs, 0.5)), "tick_s_p99": _r(pct(secs, 0.99)),
         "first_tick_s": ticks[0]["tick_s"] if ticks else _still_going(raw),
         "first_tick_unfinished": not ticks,
