@@ -21,6 +21,10 @@ from ceph_recovery import reportauth
 
 MAX_BODY = 1 << 20          # a report of hundreds of OSDs and probes is tens of KiB
 READ_TIMEOUT_S = 5.0        # a client that stalls mid-request loses its thread, not ours
+# requests handled at once; past it the endpoint answers 503 at once (the helper sends that
+# report by command): a tick that holds the engine's lock for seconds must not pile up one
+# waiting thread per report
+MAX_IN_FLIGHT = 64
 
 Handle = Callable[[str, str], Tuple[int, str, str]]
 
@@ -44,7 +48,8 @@ class ReportServer(object):
         self._handle, self._token_of, self.log = handle, token_of, log
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
-        self._want: Optional[Tuple[str, int]] = None
+        self._want: Optional[Tuple[bool, int]] = None
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self.url: Optional[str] = None
         self.error: Optional[str] = None
 
@@ -96,7 +101,13 @@ class ReportServer(object):
         return Handler
 
     def serve(self, req: BaseHTTPRequestHandler) -> None:
-        code, body, signature = self.answer(req)
+        if not self._slots.acquire(blocking=False):
+            code, body, signature = 503, _error("busy: %d reports in flight" % MAX_IN_FLIGHT), ""
+        else:
+            try:
+                code, body, signature = self.answer(req)
+            finally:
+                self._slots.release()
         req.send_response(code)
         req.send_header("Content-Type", "application/json")
         req.send_header("Content-Length", str(len(body)))

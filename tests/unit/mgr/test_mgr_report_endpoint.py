@@ -132,3 +132,18 @@ def test_the_endpoint_url_brackets_an_ipv6_address():
     assert reportauth.parse_endpoint({"url": "http://[::1]:7/v1/report", "token": "f" * 64})
     assert reportauth.parse_endpoint({"url": "ftp://x/v1/report", "token": "f" * 64}) is None
     assert reportauth.parse_endpoint({"url": "http://x:1/v1/report", "token": "f"}) is None
+
+
+def test_past_its_requests_in_flight_the_endpoint_answers_busy_and_takes_nothing(monkeypatch):
+    from recovery import reportserver
+    monkeypatch.setattr(reportserver, "MAX_IN_FLIGHT", 0)
+    m = Served()
+    assert m._guard() is None
+    m._endpoint()
+    try:
+        url, token = advertised(m)
+        with pytest.raises(endpoint.EndpointError, match="HTTP 503"):
+            endpoint.post_report(url, token, "h1", valid_report("h1", seq=2), 5)
+        assert m.engine.reports["h1"][0].seq == 1
+    finally:
+        m._reports.stop()
