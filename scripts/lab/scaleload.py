@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 GiB = 1 << 30
@@ -41,6 +42,8 @@ LOAD_RSS = 1200 << 20
 PREFIX = "recovery helper-report"
 # a report unanswered by then counts as failed (the helper's own cycle would give up on it)
 CALL_TIMEOUT_S = 30
+# hosts enrolled at once (a session, one report by command, the session closed)
+ENROLL_THREADS = 16
 
 
 class Host(object):
@@ -187,7 +190,8 @@ def play(send: Callable[[Host, str], Tuple[int, Any, str]], host: Host,
 def senders(conf: str, keyring: str, hosts: List[Host], transport: str) -> Tuple[list, list]:
     """(one send function per host, the rados sessions to close after)."""
     if transport == "endpoint":
-        return [enroll(conf, keyring, h) for h in hosts], []
+        with ThreadPoolExecutor(ENROLL_THREADS) as pool:
+            return list(pool.map(lambda h: enroll(conf, keyring, h), hosts)), []
     clusters = [connect(conf, keyring, h.name) for h in hosts]
     return [command_sender(c) for c in clusters], clusters
 
