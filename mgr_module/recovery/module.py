@@ -166,7 +166,6 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, Mg
             self._load()
         woken = True
         while not self._stopping:
-            self._endpoint()
             self.meter.tick_begin()
             try:
                 self._tick(woken)
@@ -177,6 +176,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, Mg
                                 run_id=self.engine.run.progress.run_id,
                                 actions=len(self.engine.plan_out.actions)
                                 if self.engine.plan_out is not None else 0)
+            if self.engine.snapshot is not None:   # the endpoint's reports need a view
+                self._endpoint()
             woken = self._wake.wait(float(self.get_module_option("tick_interval")))
             self._wake.clear()
 

@@ -14,10 +14,11 @@ from .meter import timed
 
 try:
     from ceph_recovery.protocol import instructions_to_dict
-    from ceph_recovery.reportauth import host_token
+    from ceph_recovery.reportauth import MIN_SECRET_LEN, host_token
     from .inputs import InputError
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
     instructions_to_dict = host_token = InputError = None  # type: ignore
+    MIN_SECRET_LEN = 32
 
 
 class ReportPaths(object):
@@ -56,7 +57,7 @@ class ReportPaths(object):
         if self._report_secret is None:
             try:
                 secret = self.get_store("report_secret")
-                if not secret:
+                if not secret or len(secret) < MIN_SECRET_LEN:
                     secret = secrets.token_hex(32)
                     self.set_store("report_secret", secret)
                 self._report_secret = secret

@@ -147,3 +147,15 @@ def test_past_its_requests_in_flight_the_endpoint_answers_busy_and_takes_nothing
         assert m.engine.reports["h1"][0].seq == 1
     finally:
         m._reports.stop()
+
+
+def test_a_stored_secret_too_short_for_tokens_is_replaced():
+    m = Served()
+    m.store["report_secret"] = "short"
+    assert m._guard() is None
+    m._endpoint()
+    try:
+        assert len(m.store["report_secret"]) == 64
+        assert advertised(m)[1] == reportauth.host_token(m.store["report_secret"], "h1")
+    finally:
+        m._reports.stop()
