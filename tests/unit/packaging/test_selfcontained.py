@@ -29,10 +29,11 @@ CEPH_MGR = {"mgr_module", "mgr_util", "object_format", "ceph_module", "ceph_argp
             "rados", "rbd", "cephfs"}
 # sys.stdlib_module_names exists from Python 3.10; on 3.9 the modules the folder may use
 STDLIB_39 = {"__future__", "abc", "ast", "base64", "bisect", "collections", "contextlib",
-             "copy", "dataclasses", "datetime", "enum", "errno", "functools", "hashlib",
-             "heapq", "importlib", "itertools", "json", "logging", "math", "operator", "os",
-             "queue", "random", "re", "shutil", "socket", "statistics", "string", "struct",
-             "sys", "threading", "time", "types", "typing", "uuid", "weakref", "zlib"}
+             "copy", "ctypes", "dataclasses", "datetime", "enum", "errno", "functools",
+             "hashlib", "heapq", "hmac", "http", "importlib", "itertools", "json", "logging",
+             "math", "operator", "os", "queue", "random", "re", "secrets", "shutil", "socket",
+             "statistics", "string", "struct", "sys", "threading", "time", "types", "typing",
+             "uuid", "weakref", "zlib"}
 STDLIB = set(getattr(sys, "stdlib_module_names", STDLIB_39))
 
 
