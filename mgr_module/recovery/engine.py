@@ -110,7 +110,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
                 recovery_configs: Optional[Mapping[int, Tuple[Tuple[str, str], ...]]] = None,
                 op_queues: Optional[Mapping[int, Optional[str]]] = None,
                 versions: Optional[Mapping[int, str]] = None) -> Snapshot:
-        same = self.build_views(osd_map, tree, pg_dump)
+        self.build_views(osd_map, tree, pg_dump)
         self.crush = crush = self._memo[1]
         # each host's results stamped with when they arrived: the core expires old ones
         net = {h: dict(r.network, received_at=t) for h, (r, t) in self.reports.items()
@@ -127,7 +127,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             self.run.pgs_seen, self.run.down_seen, memory_targets, self.members_seen,
             recovery_configs, self._memo[3], crush, self._memo[2], op_queues, versions,
             self.crush_tunables)
-        if not same or self._fresh:   # the same PG stats again add nothing new
+        if self._fresh:   # new PG stats viewed; the same ones again add nothing new
             self._fresh = False
             self._to_remember = (self.snapshot, pg_dump)
         for o in self.snapshot.osds:

@@ -33,7 +33,6 @@ try:  # everything below needs the core (the folder's _core/); report clearly if
     from .choices import StartOrder, value_of
     from .core import dry_run_text, network_text, network_view
     from .executor import OsdVersions
-    from .pgtrack import slim_pg_dump
     from .logs import make_logger
     from . import leftovers, poolavail, versions
     from .drillcli import busy as drillcli_busy
@@ -225,7 +224,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, Mg
         if self.engine.snapshot is None:
             try:
                 self.engine.observe(self.get("osd_map"), self.get("osd_map_tree"),
-                                    slim_pg_dump(self.get("pg_dump")), time.time())
+                                    self._pg_stats(), time.time())
             except Exception as e:
                 return HandleCommandResult(-errno.EAGAIN, "",
                                            "recovery: no cluster view yet: %s" % e)

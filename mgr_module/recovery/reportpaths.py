@@ -38,8 +38,9 @@ class ReportPaths(object):
                                                                        time.time()))
             except InputError as e:
                 return -e.errno, "", e.message
-        url, token = self._reports.url, self._token_of(reply["host"])
-        if advertise and url and token:
+        url = self._reports.url if advertise else None
+        token = self._token_of(reply["host"]) if url else None
+        if token:
             reply["endpoint"] = {"url": url, "token": token}
         return 0, json.dumps(reply, sort_keys=True), ""
 

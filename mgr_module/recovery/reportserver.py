@@ -11,6 +11,7 @@ reply and fall back to the command whenever the endpoint fails (a failover moves
 No `from __future__ import annotations` and no mgr_module import: module.py mixes nothing
 from here, it owns one ReportServer.
 """
+import errno
 import json
 import socket
 import threading
@@ -138,7 +139,7 @@ class ReportServer(object):
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
-            rc, out, outs = -22, "", "malformed helper report: not UTF-8"
+            rc, out, outs = -errno.EINVAL, "", "malformed helper report: not UTF-8"
         else:
             rc, out, outs = self._handle(text, host)
         doc = json.dumps({"rc": rc, "out": out, "outs": outs}).encode()

@@ -32,6 +32,12 @@ BUSY_PG_READ_SHARE = 0.25
 # TRIM_AFTER_PGS PGs is rebuilt so, and the freed heap given back
 TRIM_AFTER_PGS = 10000
 
+# the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
+TUNABLES_REFRESH_S = 300.0
+# an idle module plans again at least this often on unchanged dumps (what the helpers'
+# reports change while idle: network findings, refused protocols)
+IDLE_REPLAN_S = 30.0
+
 
 _LIBC: Dict[str, Any] = {}
 
@@ -58,11 +64,6 @@ def _malloc_trim() -> None:
         _LIBC["c"].malloc_trim(0)
     except (OSError, AttributeError):
         _LIBC["c"] = None
-# the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
-TUNABLES_REFRESH_S = 300.0
-# an idle module plans again at least this often on unchanged dumps (what the helpers'
-# reports change while idle: network findings, refused protocols)
-IDLE_REPLAN_S = 30.0
 
 
 class TickReads(object):
@@ -133,6 +134,10 @@ class TickReads(object):
         finally:
             self.meter.read(what, time.monotonic() - t0)
 
+    def _pg_stats(self) -> Dict[str, Any]:
+        """get("pg_dump") slimmed to what the shell reads, compacted when large."""
+        return _compact(slim_pg_dump(self._read("pg_dump")))
+
     def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
         """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
         the map and tree when the map's epoch moved; the PG stats (slimmed at once to what the
@@ -153,6 +158,6 @@ class TickReads(object):
         idle_every = max(IDLE_PG_REFRESH_S, cost / IDLE_PG_READ_SHARE)
         wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
         if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
-            c.update(pgs=_compact(slim_pg_dump(self._read("pg_dump"))), pgs_epoch=epoch,
-                     pgs_t=t, pgs_cost=time.monotonic() - t)
+            c.update(pgs=self._pg_stats(), pgs_epoch=epoch, pgs_t=t,
+                     pgs_cost=time.monotonic() - t)
         return c["osd_map"], c["tree"], c["pgs"]
