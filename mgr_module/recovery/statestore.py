@@ -2,8 +2,9 @@
 
 One config-key entry holds at most `mon_config_key_max_entry_size` bytes (65,536 by default);
 a larger `set_store` fails on the mon while ceph-mgr only logs it, so the module must never
-write a larger value. The state text is cut into chunks of at most CHUNK_BYTES and written to
-two alternating slots: the chunks of the slot the current header does not name first, then the
+write a larger value. A state that fits one entry with its header is written inline, in that
+one entry (the header's line, then the text): one set_store per change, atomic on the mon. A
+larger one is cut into chunks of at most CHUNK_BYTES and written to two alternating slots: the chunks of the slot the current header does not name first, then the
 header (slot, count, sha256). A mgr killed mid-write leaves the previous header pointing at the
 previous, complete slot. A state that would need more than MAX_CHUNKS chunks is not written
 at all (StateTooLarge: the module raises a health check). The mon's limit is a setting: the
@@ -26,6 +27,7 @@ MON_ENTRY_LIMIT = 65536    # mon_config_key_max_entry_size's default
 CHUNK_BYTES = 60000        # below 65,536 with room for the key and the mon's framing
 MAX_CHUNKS = 32            # ~1.9 MB: more means the state is unbounded somewhere
 HEADER_FORMAT = "chunked-v1"
+INLINE_FORMAT = "inline-v1"
 
 
 class StateTooLarge(Exception):
@@ -44,6 +46,33 @@ def split(text: str, size: int = CHUNK_BYTES) -> List[str]:
     """Cut into pieces of at most `size` UTF-8 bytes (the state is JSON: ASCII by default)."""
     data = text.encode("utf-8")
     return [data[i:i + size].decode("utf-8") for i in range(0, len(data), size)] or [""]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def inline_entry(text: str) -> str:
+    """One entry holding the whole state: its header's line, then the text."""
+    return json.dumps({"format": INLINE_FORMAT, "sha256": _digest(text)},
+                      sort_keys=True) + "\n" + text
+
+
+def inline_text(entry: str) -> Optional[str]:
+    """The state text of an inline entry (None for any other entry); StateCorrupt when the
+    text does not match its digest."""
+    first, sep, text = entry.partition("\n")
+    if not sep or not first.startswith("{"):
+        return None
+    try:
+        h = json.loads(first)
+    except ValueError:
+        return None
+    if not isinstance(h, dict) or h.get("format") != INLINE_FORMAT:
+        return None
+    if _digest(text) != h.get("sha256"):
+        raise StateCorrupt("run state does not match its header's digest")
+    return text
 
 
 class ChunkedStore(object):
@@ -86,12 +115,18 @@ class ChunkedStore(object):
                                 % (len(summary.encode("utf-8")), entry, entry_limit))
         if summary is not None and self.written.get(self.marks_key) != summary:
             out.append((self.marks_key, summary))
+        inline = inline_entry(text)
+        if len(inline.encode("utf-8")) <= size:
+            out.append((self.key, inline))
+            return out + [(k, None) for k, v in sorted(self.written.items())
+                          if v is not None and k.startswith(self.key + ".")
+                          and k != self.marks_key]
         for i, part in enumerate(parts):
             k = chunk_key(self.key, slot, i)
             if self.written.get(k) != part:
                 out.append((k, part))
         header = json.dumps({"format": HEADER_FORMAT, "slot": slot, "chunks": len(parts),
-                             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()},
+                             "sha256": _digest(text)},
                             sort_keys=True)
         if len(header) > entry:
             raise StateTooLarge("run state header is %d bytes: more than one entry of %d "
@@ -108,7 +143,7 @@ class ChunkedStore(object):
         """The writes were carried out."""
         for k, v in writes:
             self.written[k] = v
-            if k == self.key:
+            if k == self.key and inline_text(v) is None:
                 self.slot = json.loads(v)["slot"]
 
     def read(self, get: Callable[[str], Optional[str]]) -> Optional[str]:
@@ -122,6 +157,11 @@ class ChunkedStore(object):
                 raise StateCorrupt("run state lost: no header, but its marks show a run "
                                    "that had set flags or noup: %s" % self.found_marks[:200])
             return None
+        text = inline_text(head)
+        if text is not None:
+            self.written[self.key] = head
+            self.written[self.marks_key] = self.found_marks
+            return text
         try:
             h = json.loads(head)
         except ValueError as e:
@@ -139,7 +179,7 @@ class ChunkedStore(object):
             parts.append(part)
             self.written[chunk_key(self.key, slot, i)] = part
         text = "".join(parts)
-        if hashlib.sha256(text.encode("utf-8")).hexdigest() != h.get("sha256"):
+        if _digest(text) != h.get("sha256"):
             raise StateCorrupt("run state chunks do not match the header's digest")
         self.slot = slot
         self.written[self.key] = head

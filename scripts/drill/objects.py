@@ -1,6 +1,7 @@
 """Checksummed objects in the lab pool: written before and during the outage, verified after."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from typing import Any, Dict, List, Tuple
@@ -42,12 +43,26 @@ class ObjectSet(object):
         self._drain(pending)
         return count
 
-    def _drain(self, pending: List[Tuple[str, Any]]) -> None:
+    def _drain(self, pending: List[Tuple[str, Any]], what: str = "write",
+               ok: Tuple[int, ...] = ()) -> None:
         for name, comp in pending:
             comp.wait_for_complete()
-            if comp.get_return_value() < 0:
-                raise IOError("write of %s failed: %d" % (name, comp.get_return_value()))
+            rc = comp.get_return_value()
+            if rc < 0 and rc not in ok:
+                raise IOError("%s of %s failed: %d" % (what, name, rc))
         del pending[:]
+
+    def remove(self, window: int = 64) -> int:
+        """Remove every object written (an object already gone counts as removed), so that
+        what later recoveries move stays the size of their own writes; returns how many."""
+        pending: List[Tuple[str, Any]] = []
+        for name in sorted(self.sums):
+            pending.append((name, self.ioctx.aio_remove(name)))
+            if len(pending) >= window:
+                self._drain(pending, "removal", (-errno.ENOENT,))
+        self._drain(pending, "removal", (-errno.ENOENT,))
+        n, self.sums = len(self.sums), {}
+        return n
 
     def verify(self) -> Tuple[int, List[str]]:
         """(objects that read back with their checksum, names that did not)."""

@@ -153,6 +153,21 @@ def _write_objects(conf: str, keyring: str, pool: str, prefix: str, count: int,
         cluster.shutdown()
 
 
+def _remove_objects(conf: str, keyring: str, pool: str, names: List[str]) -> int:
+    import rados
+    from ceph_recovery_tools.drill.objects import ObjectSet
+    cluster = rados.Rados(conffile=conf, conf={"keyring": keyring})
+    cluster.connect(timeout=30)
+    try:
+        objs = ObjectSet(cluster.open_ioctx(pool))
+        objs.sums = dict.fromkeys(names, "")
+        n = objs.remove()
+        objs.ioctx.close()
+        return n
+    finally:
+        cluster.shutdown()
+
+
 def _verify_objects(conf: str, keyring: str, pool: str, sums: Dict[str, str],
                     size: int) -> Tuple[int, List[str]]:
     import rados
@@ -189,3 +204,9 @@ class LabObjects(object):
     def verify(self) -> Tuple[int, List[str]]:
         ok, bad = call(self.state, _verify_objects, *self._where(), self.sums, self.size)
         return ok, list(bad)
+
+    def remove(self) -> int:
+        """Every object written removed from the pool (ObjectSet.remove); how many."""
+        n = call(self.state, _remove_objects, *self._where(), sorted(self.sums))
+        self.sums = {}
+        return n

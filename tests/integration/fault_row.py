@@ -44,10 +44,13 @@ BALLOON = ("import sys, time\n"
 def objects(state):
     """The rows' objects in the lab's pool (state["_objects"]), written and read back by the
     lab release's librados (inrelease.LabObjects): a Pacific client cannot authenticate to a
-    Tentacle cluster."""
+    Tentacle cluster. Removed again once the rows passed."""
     state["_objects"] = inrelease.LabObjects(state)
     try:
         yield state["_objects"]
+        # a session's lab serves many files: what a later row's recovery moves stays the
+        # size of that row's own writes
+        state["_objects"].remove()
     finally:
         state.pop("_objects", None)
 

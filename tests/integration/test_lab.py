@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from ceph_recovery_tools.common.wait import wait_until
-from ceph_recovery_tools.lab import bootstrap, build, launch, names, procs, teardown
+from ceph_recovery_tools.lab import (bootstrap, build, inrelease, launch, names, procs,
+                                     teardown)
 
 pytestmark = pytest.mark.integration
 
@@ -78,6 +79,19 @@ def test_topology_cgroups_and_pool(lab):
         assert launch.cgroup_memory(lab, host)["usage"] > 0
     pool = [p for p in launch.ceph(lab, "osd", "pool", "ls", "detail") if p["pool_name"] == "lab"]
     assert (pool[0]["size"], pool[0]["min_size"]) == (3, 2)
+
+
+def test_lab_objects_read_back_and_are_removed_without_a_trace(lab):
+    objs = inrelease.LabObjects(lab)
+    objs.write_aio("lab-objects", 40)
+    assert objs.verify() == (40, [])
+    written = dict(objs.sums)
+    assert objs.remove() == 40 and objs.sums == {}
+    objs.sums = written
+    ok, gone = objs.verify()
+    assert ok == 0 and sorted(gone) == sorted(written)
+    objs.sums = written                 # removing what is gone already is not an error
+    assert objs.remove() == 40
 
 
 def test_helper_key_has_its_caps_and_no_more(lab):

@@ -143,3 +143,34 @@ def test_a_state_or_marks_over_the_mons_entry_limit_is_refused_not_dropped():
     marks = statestore.ChunkedStore("k", marks=lambda t: "m" * 600)
     with pytest.raises(statestore.StateTooLarge, match="marks"):
         marks.writes("x" * 100, entry_limit=512)
+
+
+def test_a_state_that_fits_one_entry_is_one_write_per_change():
+    cs, kv = statestore.ChunkedStore("run_state"), Store()
+    st_ = state_mod.RunState()
+    for i in range(5):
+        st_.record(1000.0 + i, 10 + i, {"kind": "grant_start", "osd": i}, "queued")
+        writes = cs.writes(st_.dumps())
+        assert [k for k, _v in writes] == ["run_state"]
+        kv.apply(writes)
+        cs.done(writes)
+        assert statestore.ChunkedStore("run_state").read(kv.kv.get) == st_.dumps()
+    assert list(kv.kv) == ["run_state"]
+
+
+def test_growing_past_one_entry_and_back_leaves_no_stale_chunk():
+    cs, kv = statestore.ChunkedStore("k", chunk_bytes=1000), Store()
+    for text in ("s" * 100, "l" * 2500, "m" * 3500, "t" * 200):
+        writes = cs.writes(text)
+        kv.apply(writes)
+        cs.done(writes)
+        assert statestore.ChunkedStore("k", chunk_bytes=1000).read(kv.kv.get) == text
+    assert list(kv.kv) == ["k"]                   # the chunks of both slots deleted
+
+
+def test_a_corrupt_inline_state_is_detected():
+    cs, kv = statestore.ChunkedStore("k"), Store()
+    kv.apply(cs.writes("0123456789"))
+    kv.kv["k"] = kv.kv["k"].replace("0123", "x123")
+    with pytest.raises(statestore.StateCorrupt, match="digest"):
+        statestore.ChunkedStore("k").read(kv.kv.get)
