@@ -9,14 +9,25 @@ it lives, as cephadm mounts /var/lib/ceph/<fsid>/mgr.<id>) runs in the container
 image's module path, /usr/share/ceph/mgr: the stock modules from the image, ours from the
 mount. Asserted: the containerized mgr is the active one, the module is enabled and answers
 `ceph recovery version` with the project's version and every host's helper, and a dry run of
-a controlled start answers."""
+a controlled start answers.
+
+The helper side of the recipe, on the same lab: h2's helper runs in a container of that image,
+with the recipe's namespaces (the host's PID, network, UTS and cgroup namespaces, privileged)
+and its mounts at the lab's paths (conf, keyring and admin sockets live in the lab directory,
+the package in the lab's pylib; the cgroup tree). These machines have no systemd, so it
+starts OSDs with the lab's process launcher instead of cephadm's `systemctl`. Asserted: a
+controlled start of h2, whose OSDs were SIGKILLed, ends done with its flags restored, and the
+OSDs that came back were started from inside the container (their mount namespace is the
+containerized helper's)."""
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -69,9 +80,15 @@ def podman():
             sh(*apt, "install", "-y", "-q", "podman", "runc", timeout=900)
 
 
-def test_the_recipes_mgr_container_loads_the_mounted_module_and_it_answers(podman, lab_factory,
-                                                                            tmp_path):
+@pytest.fixture(scope="module")
+def clab(podman, lab_factory):
     lab = lab_factory()
+    yield lab
+    lab_factory.down()
+
+
+def test_the_recipes_mgr_container_loads_the_mounted_module_and_it_answers(clab, tmp_path):
+    lab = clab
     root = lab.get("root")
     assert root, "the lab's release runs from a chroot: %s" % lab.get("ceph")
     image = image_of(root)
@@ -113,3 +130,49 @@ def test_the_recipes_mgr_container_loads_the_mounted_module_and_it_answers(podma
     finally:
         sh(*PODMAN, "rm", "-f", name, check=False)
         launch.start_mgr(lab, "x")
+
+
+def mnt_ns(pid: int) -> str:
+    return os.readlink("/proc/%d/ns/mnt" % pid)
+
+
+def test_the_recipes_helper_container_reports_and_starts_the_osds_it_is_granted(clab):
+    lab, host = clab, "h2"
+    image = image_of(lab["root"])
+    osds = sorted(lab["hosts"][host]["osds"])
+    assert launch.stop_helper(lab, host)
+    name = "ceph-recovery-helper-%s-%s" % (host, os.path.basename(lab["dir"]))
+    t0 = time.time()
+    try:
+        sh(*PODMAN, "run", "-d", "--name", name, "--privileged",
+           "--pid", "host", "--network", "host", "--uts", "host", "--cgroupns", "host",
+           "-v", "/sys/fs/cgroup:/sys/fs/cgroup",
+           "-v", "%s:%s" % (lab["dir"], lab["dir"]),
+           "-e", "PYTHONPATH=%s" % lab["pythonpath"],
+           image, "python3", os.path.join(lab["dir"], "pylib", "bin", "ceph-recovery-helper"),
+           "run", "--lab-dir", lab["dir"], "--host", host, "--launcher", "process")
+        helper = int(sh(*PODMAN, "inspect", "--format", "{{.State.Pid}}", name).stdout)
+        assert mnt_ns(helper) != mnt_ns(os.getpid())
+        # its reports reach the module (h2's own helper was stopped before t0)
+        fr.wait_for(lambda: time.time() - ((fr.status(lab)["hosts"].get(host) or {}).get(
+            "helper_seen_s_ago") or 1e9) > t0 + 1, 90, "a report from the containerized helper")
+        for o in osds:
+            launch.stop_osd(lab, o, signal.SIGKILL, 10)
+        fr.wait_for(lambda: all(not x["up"] for x in fr.osd_dump(lab)["osds"]
+                                if x["osd"] in osds), 90, "h2's OSDs down")
+        launch.ceph(lab, "recovery", "start-controlled", json_out=False, timeout=60)
+        launch.wait_all_up(lab, 240)
+        s = fr.wait_for(lambda: (lambda x: x if x["phase"] in ("done", "aborted")
+                                 and not x["active"] else None)(fr.status(lab)), 240,
+                        "the run to end", every=2.0)
+        assert s["phase"] == "done", s["phase"]
+        assert not {"noout", "norebalance"} & set(fr.osd_dump(lab)["flags"].split(","))
+        inside = mnt_ns(helper)
+        assert all(mnt_ns(launch.osd_pid(lab, o)) == inside for o in osds), \
+            "h2's OSDs were not started by the containerized helper"
+    finally:
+        out = sh(*PODMAN, "logs", "--tail", "40", name, check=False)
+        logs = out.stdout + out.stderr
+        sh(*PODMAN, "rm", "-f", name, check=False)
+        launch.start_helper(lab, host)
+    assert "Traceback" not in logs, logs
