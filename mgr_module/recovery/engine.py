@@ -37,9 +37,11 @@ REPEAT_WINDOW_S = 120.0
 class Engine(Acting, HelperProtocol, RunVerbs):
     def __init__(self, ceph: Any, log: Callable[..., None],
                  persist: Callable[[], None] = lambda: None,
-                 wake: Callable[[], None] = lambda: None) -> None:
+                 wake: Callable[[], None] = lambda: None,
+                 phase: Callable[[str, float], None] = lambda what, seconds: None) -> None:
         self.ceph = ceph
         self.log = log
+        self.phase = phase          # (phase, seconds) of each tick: the module's meter
         self.persist = persist      # writes the run state (tick thread only: mon I/O)
         self.wake = wake            # asks the tick thread to run now (and persist)
         # guards every field below; held by commands and by the tick's decisions, never
@@ -172,11 +174,16 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         First the requests the commands recorded (settle.py), on the last snapshot: one
         accepted now is acted on in this same tick."""
         settle.settle(self, now)
+        t0 = time.monotonic()
         self.build_views(osd_map, tree, pg_dump)
         with self.lock:
             snap = self.observe(osd_map, tree, pg_dump, now, memory_targets, recovery_configs,
                                 op_queues, versions)
+            t1 = time.monotonic()
             out = core.call_plan(snap, self.effective_intent(), self.run.progress, now)
+            t2 = time.monotonic()
+            self.phase("view", t1 - t0)
+            self.phase("plan", t2 - t1)
             out.actions = out.actions + maint.tick(self, snap, now)
             self.plan_out = out
             if snap.epoch < self.run.progress.epoch:
@@ -190,7 +197,9 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
                 if ending else out.progress
         seq = self.run.seq
+        t3 = time.monotonic()
         done, wrote = self._act(out.actions, snap, now, epoch_now)
+        self.phase("act", time.monotonic() - t3)
         with self.lock:
             if ending and done:
                 self.run.progress = replace(self.run.progress, phase=out.progress.phase)

@@ -1,4 +1,5 @@
-"""The shell's own cost, counted where it is spent: per tick its duration, store writes and
+"""The shell's own cost, counted where it is spent: per tick its duration and the part of it
+each phase took (plan() apart from the shell's view, acting and persisting), store writes and
 their bytes, mon commands and the cluster reads it made; per command handler its duration.
 `ceph recovery perf -f json` shows it (the mgr-scale bench reads it).
 
@@ -79,6 +80,15 @@ class Meter(object):
             cur = self._here()
             if cur is not None:
                 cur["reads"][what] = round(cur["reads"].get(what, 0.0) + seconds, 4)
+
+    def phase(self, what: str, seconds: float) -> None:
+        """Time the tick spent in one of its phases (view, plan, act, persist): plan() is
+        the core, the others are the shell's."""
+        with self.lock:
+            cur = self._here()
+            if cur is not None:
+                phases = cur.setdefault("phases", {})
+                phases[what] = round(phases.get(what, 0.0) + seconds, 4)
 
     def call(self, name: str, seconds: float) -> None:
         with self.lock:

@@ -120,7 +120,7 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, Mg
         self._progress_ev = ""
         self._maint_ev: Dict[str, str] = {}
         self.slog = make_logger(self.log) if IMPORT_ERROR is None else None
-        self.engine = Engine(self, self._slog, self._persist, self._wake.set) \
+        self.engine = Engine(self, self._slog, self._persist, self._wake.set, self.meter.phase) \
             if IMPORT_ERROR is None else None
         # one lock for the engine's state: commands and the tick's decisions; no mon or OSD
         # command and no store write is made while it is held

@@ -54,8 +54,10 @@ class StateIO(object):
                         "recovery run state not saved: a mgr failover would lose it", [str(e)])
                 self.log.error("recovery: %s", e)
                 return
+            t0 = time.monotonic()
             for key, value in writes:
                 self.set_store(key, value)
+            self.meter.phase("persist", time.monotonic() - t0)
             self._store.done(writes)
             self.meter.state_write(len(writes), sum(len(v or "") for _k, v in writes),
                                    len(text))
