@@ -153,13 +153,16 @@ def _write_objects(conf: str, keyring: str, pool: str, prefix: str, count: int,
         cluster.shutdown()
 
 
-def _remove_objects(conf: str, keyring: str, pool: str, names: List[str]) -> int:
+def _remove_objects(conf: str, keyring: str, pool: str, names: Optional[List[str]]) -> int:
+    """`names` removed from the pool; None: every object the pool lists."""
     import rados
     from ceph_recovery_tools.drill.objects import ObjectSet
     cluster = rados.Rados(conffile=conf, conf={"keyring": keyring})
     cluster.connect(timeout=30)
     try:
         objs = ObjectSet(cluster.open_ioctx(pool))
+        if names is None:
+            names = [o.key for o in objs.ioctx.list_objects()]
         objs.sums = dict.fromkeys(names, "")
         n = objs.remove()
         objs.ioctx.close()
@@ -208,5 +211,12 @@ class LabObjects(object):
     def remove(self) -> int:
         """Every object written removed from the pool (ObjectSet.remove); how many."""
         n = call(self.state, _remove_objects, *self._where(), sorted(self.sums))
+        self.sums = {}
+        return n
+
+    def purge(self) -> int:
+        """Every object in the pool removed, whoever wrote it (this set forgets its own);
+        how many."""
+        n = call(self.state, _remove_objects, *self._where(), None)
         self.sums = {}
         return n

@@ -42,11 +42,34 @@ if "fault_row" not in sys.modules:
     _spec.loader.exec_module(_fault_row)
 
 
+# Each file's wall seconds in the tier (pytest --durations, every phase summed, rounded): the
+# files run longest first, so that the two workers (--dist loadfile, --no-loadscope-reorder)
+# end close together; a file not listed counts as FILE_SECONDS_DEFAULT. Order only: nothing
+# asserts a time.
+FILE_SECONDS = {
+    "test_drill_memory.py": 1290, "test_fault_matrix.py": 570, "test_liveness.py": 540,
+    "test_drill_engine_module.py": 360, "test_restart_overlap.py": 330,
+    "test_maintenance.py": 325, "test_network_netns.py": 320, "test_release_smoke.py": 290,
+    "test_throttle_lab.py": 230, "test_drill_controlled.py": 220, "test_drill_module.py": 210,
+    "test_drill_staged.py": 190, "test_module_commands.py": 160, "test_host_out.py": 135,
+    "test_cephadm_podman.py": 120, "test_fault_netns.py": 115, "test_scale_lab.py": 105,
+    "test_rebuild_phase.py": 100, "test_helper_lab.py": 90, "test_installed_debs.py": 85,
+    "test_lab.py": 70}
+FILE_SECONDS_DEFAULT = 120
+
+
+def file_seconds(path: str) -> int:
+    return FILE_SECONDS.get(os.path.basename(path), FILE_SECONDS_DEFAULT)
+
+
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.integration)
+    # longest file first; a file's own tests keep their order (sorted() is stable)
+    items[:] = sorted(items, key=lambda item: -file_seconds(str(item.fspath))
+                      if str(item.fspath).startswith(here) else 0)
 
 
 _SKIPPED: List[str] = []

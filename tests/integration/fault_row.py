@@ -44,12 +44,14 @@ BALLOON = ("import sys, time\n"
 def objects(state):
     """The rows' objects in the lab's pool (state["_objects"]), written and read back by the
     lab release's librados (inrelease.LabObjects): a Pacific client cannot authenticate to a
-    Tentacle cluster. Removed again once the rows passed."""
+    Tentacle cluster. The pool is emptied first, and the rows' objects removed once they
+    passed."""
     state["_objects"] = inrelease.LabObjects(state)
+    # a session's lab serves many files: a row's recoveries and backfills move only what its
+    # own rows write (each row verifies only its own objects)
+    state["_objects"].purge()
     try:
         yield state["_objects"]
-        # a session's lab serves many files: what a later row's recovery moves stays the
-        # size of that row's own writes
         state["_objects"].remove()
     finally:
         state.pop("_objects", None)

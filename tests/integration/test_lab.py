@@ -92,6 +92,10 @@ def test_lab_objects_read_back_and_are_removed_without_a_trace(lab):
     assert ok == 0 and sorted(gone) == sorted(written)
     objs.sums = written                 # removing what is gone already is not an error
     assert objs.remove() == 40
+    objs.write_aio("lab-objects-purged", 10)
+    objs.sums = {}
+    assert objs.purge() >= 10               # whoever wrote them
+    assert inrelease.LabObjects(lab).purge() == 0
 
 
 def test_helper_key_has_its_caps_and_no_more(lab):

@@ -24,7 +24,7 @@ from ceph_recovery_tools.netfault import faults
 from ceph_recovery_tools.netfault.watch import NetWatch, probe_once
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns]
-CLEAN_S = float(os.environ.get("CEPH_RECOVERY_NET_CLEAN_S", "300"))
+CLEAN_S = float(os.environ.get("CEPH_RECOVERY_NET_CLEAN_S", "120"))
 RESULTS = os.environ.get("CEPH_RECOVERY_NET_RESULTS", "/tmp/ceph-recovery-network-results.jsonl")
 INTERVAL_S = 2.0
 
