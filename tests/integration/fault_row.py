@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ceph_recovery.inflight import MAX_START_FAILURES  # noqa: F401 (the rows' bound)
 from ceph_recovery_tools.common import cgroup
@@ -161,10 +161,26 @@ def excerpt(entries, n=12) -> List[str]:
 
 
 # ------------------------------------------------------------------ faults
+STATE_KEY = "mgr/recovery/run_state"
+
+
+def stored_header(state) -> Tuple[Dict[str, Any], str]:
+    """The stored run state's header and, for a state written inline (it fits one entry:
+    the header's line, then the text), its text; a chunked state's text is "" here."""
+    entry = launch.ceph(state, "config-key", "get", STATE_KEY, json_out=False, timeout=30)
+    first, _sep, text = entry.partition("\n")
+    head = json.loads(first)
+    return head, text if head.get("format") == "inline-v1" else ""
+
+
 def corrupt_state(state) -> str:
-    head = launch.ceph(state, "config-key", "get", "mgr/recovery/run_state", json_out=False)
-    slot = json.loads(head)["slot"]
-    key = "mgr/recovery/run_state.%s.0" % slot
+    """Garbage where the stored state's text is: its inline text, else its first chunk."""
+    head, text = stored_header(state)
+    if text:
+        launch.ceph(state, "config-key", "set", STATE_KEY, json.dumps(head) + "\ncorrupt{",
+                    json_out=False)
+        return STATE_KEY
+    key = "%s.%s.0" % (STATE_KEY, head["slot"])
     launch.ceph(state, "config-key", "set", key, "corrupt{", json_out=False)
     return key
 
@@ -187,13 +203,13 @@ def osd_config(state) -> List[Any]:
 
 
 def stored_progress(state) -> Dict[str, Any]:
-    """The run's progress as the module stored it (config-key chunks of mgr/recovery/run_state):
+    """The run's progress as the module stored it (config-key mgr/recovery/run_state):
     what a standby would resume, e.g. `failures` (failed starts per OSD in this run)."""
-    def get(key):
-        return launch.ceph(state, "config-key", "get", key, json_out=False, timeout=30)
-    head = json.loads(get("mgr/recovery/run_state"))
-    text = "".join(get("mgr/recovery/run_state.%s.%d" % (head["slot"], i))
-                   for i in range(head["chunks"]))
+    head, text = stored_header(state)
+    if not text:
+        text = "".join(launch.ceph(state, "config-key", "get", "%s.%s.%d" % (
+            STATE_KEY, head["slot"], i), json_out=False, timeout=30)
+            for i in range(head["chunks"]))
     return json.loads(text)["progress"]
 
 
