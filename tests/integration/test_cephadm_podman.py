@@ -12,10 +12,12 @@ mount. Asserted: the containerized mgr is the active one, the module is enabled 
 a controlled start answers.
 
 The helper side of the recipe, on the same lab: h2's helper runs in a container of that image,
-with the recipe's namespaces (the host's PID, network, UTS and cgroup namespaces, privileged)
-and its mounts at the lab's paths (conf, keyring and admin sockets live in the lab directory,
-the package in the lab's pylib; the cgroup tree). These machines have no systemd, so it
-starts OSDs with the lab's process launcher instead of cephadm's `systemctl`. Asserted: a
+with the recipe's namespaces (the host's PID, network, UTS and cgroup namespaces, privileged),
+its package mounted read-only where the recipe mounts it, and the recipe's entrypoint and
+helper path. Conf, keyring and admin sockets live in the lab directory, mounted where it
+lives; the cgroup tree is mounted read-write, since the lab's process launcher places the
+OSDs it spawns in their host's cgroup. These machines have no systemd, so that launcher
+stands in for cephadm's `systemctl`. Asserted: a
 controlled start of h2, whose OSDs were SIGKILLed, ends done with its flags restored, and the
 OSDs that came back were started from inside the container (their mount namespace is the
 containerized helper's)."""
@@ -32,13 +34,14 @@ import time
 import pytest
 
 import ceph_recovery
-from ceph_recovery_tools.lab import launch, procs
+from ceph_recovery_tools.lab import launch, procs, release
 import fault_row as fr  # see conftest.py
 
 pytestmark = pytest.mark.integration
 
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 MOUNT = "/usr/share/ceph/mgr/recovery"
+HELPER_MOUNT = "/opt/ceph-recovery/helper"       # docs/cephadm.md's helper package
 # what a Ceph image does not need and the import would copy for nothing, and where labs bind
 # their directories into the chroot (their sparse OSD files) and daemons write meanwhile
 EXCLUDE = ("./proc", "./sys", "./dev", "./run", "./tmp", "./var/tmp", "./var/log",
@@ -148,8 +151,12 @@ def test_the_recipes_helper_container_reports_and_starts_the_osds_it_is_granted(
            "--pid", "host", "--network", "host", "--uts", "host", "--cgroupns", "host",
            "-v", "/sys/fs/cgroup:/sys/fs/cgroup",
            "-v", "%s:%s" % (lab["dir"], lab["dir"]),
-           "-e", "PYTHONPATH=%s" % lab["pythonpath"],
-           image, "python3", os.path.join(lab["dir"], "pylib", "bin", "ceph-recovery-helper"),
+           # the package where the recipe mounts it, read-only; its dependencies are the
+           # image's own (the lab's chroot holds them in DEPS_DIR)
+           "-v", "%s:%s:ro" % (os.path.join(lab["dir"], "pylib"), HELPER_MOUNT),
+           "-e", "PYTHONPATH=%s:%s" % (HELPER_MOUNT, release.DEPS_DIR),
+           "--entrypoint", "/usr/bin/python3", image,
+           HELPER_MOUNT + "/bin/ceph-recovery-helper",
            "run", "--lab-dir", lab["dir"], "--host", host, "--launcher", "process")
         helper = int(sh(*PODMAN, "inspect", "--format", "{{.State.Pid}}", name).stdout)
         assert mnt_ns(helper) != mnt_ns(os.getpid())
