@@ -166,9 +166,9 @@ def _watch_run(lab, osd, timeout=240.0):
 
 @pytest.fixture(scope="module")
 def rlab(lab_factory):
-    """A lab of its own: an OSD taken through a loop device and back is not handed to the
-    session lab's later files (on Tentacle, such an OSD once hung in its next clean stop,
-    after `freelist shutdown`)."""
+    """A lab of its own, taken down after: an OSD taken through a loop device and back can
+    hang in its next clean stop on Tentacle (after `freelist shutdown`), so it is never
+    handed to the session lab's later files."""
     yield lab_factory()
     lab_factory.down()
 
