@@ -4,8 +4,9 @@ One config-key entry holds at most `mon_config_key_max_entry_size` bytes (65,536
 a larger `set_store` fails on the mon while ceph-mgr only logs it, so the module must never
 write a larger value. A state that fits one entry with its header is written inline, in that
 one entry (the header's line, then the text): one set_store per change, atomic on the mon. A
-larger one is cut into chunks of at most CHUNK_BYTES and written to two alternating slots: the chunks of the slot the current header does not name first, then the
-header (slot, count, sha256). A mgr killed mid-write leaves the previous header pointing at the
+larger one is cut into chunks of at most CHUNK_BYTES and written to two alternating slots: the
+chunks of the slot the current header does not name first, then the header (slot, count,
+sha256). A mgr killed mid-write leaves the previous header pointing at the
 previous, complete slot. A state that would need more than MAX_CHUNKS chunks is not written
 at all (StateTooLarge: the module raises a health check). The mon's limit is a setting: the
 module passes its current value (`entry_limit`), chunks are cut at most that long, and a
@@ -115,8 +116,8 @@ class ChunkedStore(object):
                                 % (len(summary.encode("utf-8")), entry, entry_limit))
         if summary is not None and self.written.get(self.marks_key) != summary:
             out.append((self.marks_key, summary))
-        inline = inline_entry(text)
-        if len(inline.encode("utf-8")) <= size:
+        inline = inline_entry(text) if len(parts) == 1 else ""
+        if inline and len(inline.encode("utf-8")) <= size:
             out.append((self.key, inline))
             return out + [(k, None) for k, v in sorted(self.written.items())
                           if v is not None and k.startswith(self.key + ".")
@@ -143,8 +144,8 @@ class ChunkedStore(object):
         """The writes were carried out."""
         for k, v in writes:
             self.written[k] = v
-            if k == self.key and inline_text(v) is None:
-                self.slot = json.loads(v)["slot"]
+            if k == self.key:     # a chunked header names its slot, an inline one none
+                self.slot = json.loads(v.partition("\n")[0]).get("slot", self.slot)
 
     def read(self, get: Callable[[str], Optional[str]]) -> Optional[str]:
         """The stored state text (None when there is none); StateCorrupt when the header

@@ -174,7 +174,6 @@ def page(doc: Dict[str, Any]) -> str:
              "| first tick s | writes/tick | state KiB | mon cmds/tick | RTT p50 ms | RTT p99 ms "
              "| failed | rate at p99 > 1 s |",
              "|---" * 16 + "|"]
-
     for r in doc["rows"]:
         rate = r["max_report_rate_per_s"]
         rate_txt = "%s" % rate if rate is not None else ">= %s" % r[
