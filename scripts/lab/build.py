@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import sysconfig
 import time
 import uuid
@@ -86,6 +87,9 @@ def initial_state(d: str, opts: LabOptions, root: Optional[str] = None) -> Dict[
         "fsid": str(uuid.uuid4()), "mon_addr": None, "objectstore": opts.objectstore,
         "netns": opts.netns, "pool": "lab", "pool_size": pool_size(opts.hosts),
         "module_dir": opts.module_dir,
+        # this project's commands for a host release: beside the Python that brings the lab up
+        # (a virtualenv's bin, or /usr/bin for the packages), whoever drives the lab later
+        "bin": os.path.dirname(sys.executable),
         "pythonpath": sysconfig.get_paths()["purelib"], "names": kn,
         "cgroup_version": version, "subnet": None, "bridge_addr": None,
         "hosts": {}, "osds": {}, "pids": {}}

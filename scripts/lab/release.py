@@ -73,9 +73,10 @@ def prefix(state: Dict[str, Any]) -> List[str]:
 
 def tool_argv(state: Dict[str, Any], name: str) -> List[str]:
     """argv of one of this project's commands (ceph-recovery-helper, ...) for the lab's release:
-    on a chroot release, the wrapper install_core wrote, run by the chroot's Python."""
+    on a host release, the one the lab was brought up with; on a chroot release, the wrapper
+    install_core wrote, run by the chroot's Python."""
     if not state.get("root"):
-        return [os.path.join(os.path.dirname(sys.executable), name)]
+        return [os.path.join(state.get("bin") or os.path.dirname(sys.executable), name)]
     return prefix(state) + ["python3", os.path.join(state["dir"], "pylib", "bin", name)]
 
 

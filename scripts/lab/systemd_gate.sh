@@ -14,7 +14,8 @@
 #   WORK (env, default /tmp/ceph-recovery-sdgate): $WORK/base is the debootstrapped rootfs,
 #   built once and reused (--fresh rebuilds it); each run boots a copy, $WORK/root (removed at
 #   the end unless --keep). Logs in $WORK/*.log.
-# Not collected by pytest: it needs root, debootstrap from a Debian mirror and systemd-nspawn.
+# Needs root, debootstrap from a Debian mirror and systemd-nspawn (installed if missing). The
+# integration tier runs it: tests/integration/test_systemd_gate.py.
 #
 # How systemd-nspawn runs on a host whose PID 1 is not systemd: --register=no --keep-unit.
 # Without both, nspawn asks the host's system bus (machined registration, a transient scope

@@ -1,19 +1,18 @@
-"""The Debian packages installed as an operator installs them, and a lab brought up from them
-alone. The four .debs are built from the tree (scripts/build-debs.sh) and installed with
-`apt-get install ./*.deb` (their Debian dependencies from the archive); the lab is then
-Debian's /usr/bin/python3 running /usr/bin/ceph-recovery-lab with nothing of the checkout:
-the mgr module from /usr/share/ceph/mgr/recovery, the helpers from /usr/bin, the host's Ceph
-(Debian's Pacific 16.2 packages), an environment without PYTHONPATH or the test virtualenv.
-Smoke: the module answers `ceph recovery version` with the packages' version and each
-host's helper's, and a controlled start brings back a host whose OSDs were SIGKILLed, ending
-done with every flag restored and HEALTH_OK. The lab is taken down and the four packages purged
-after, whatever happened (the dependencies apt pulled in stay)."""
+"""The Debian packages installed as an operator installs them, and the smoke tier run on a lab
+brought up from them alone. The four .debs are built from the tree (scripts/build-debs.sh) and
+installed with `apt-get install ./*.deb` (their Debian dependencies from the archive); the lab
+is then Debian's /usr/bin/python3 running /usr/bin/ceph-recovery-lab with nothing of the
+checkout: the mgr module from /usr/share/ceph/mgr/recovery, the helpers and the drill from
+/usr/bin, the host's Ceph (Debian's Pacific 16.2 packages), an environment without PYTHONPATH
+or the test virtualenv. The packages' own promises (each tool's and the module's version,
+every helper running from /usr/bin), and every test of the smoke tier
+(test_release_smoke.py) on that lab. The lab is taken down and the four packages purged after,
+whatever happened (the dependencies apt pulled in stay)."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 
@@ -22,6 +21,13 @@ import pytest
 import ceph_recovery
 from ceph_recovery_tools.lab import launch
 import fault_row as fr  # see conftest.py
+# the smoke tier's tests, collected here again: they take this file's `release_lab`
+from test_release_smoke import (  # noqa: F401
+    test_daemons_run_the_release, test_failed_host_comes_back_through_start_controlled,
+    test_module_commands_hold_release_dry_run_and_bad_input, test_module_enabled_and_status_answers,
+    test_osd_memory_target_sizes_the_caches_at_runtime_with_tcmalloc_at_start_without,
+    test_status_carries_per_pool_service_in_cephs_terms,
+    test_the_dups_preflight_no_false_positive_and_a_logged_warning)
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +64,7 @@ def installed():
 
 
 @pytest.fixture(scope="module")
-def pkglab(installed):
+def release_lab(installed):
     d = tempfile.mkdtemp(prefix="lab-pytest-debs-", dir="/tmp")
     os.rmdir(d)
     try:
@@ -72,8 +78,9 @@ def pkglab(installed):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def test_a_lab_from_the_installed_packages_runs_a_controlled_start(pkglab):
-    lab = pkglab
+def test_the_packages_answer_with_their_version_and_run_every_helper(release_lab):
+    lab = release_lab
+    assert lab["bin"] == "/usr/bin" and lab["module_dir"] == "/usr/share/ceph/mgr/recovery", lab
     version = ceph_recovery.__version__
     for tool in ("ceph-recovery-lab", "ceph-recovery-helper", "ceph-recovery-drill"):
         assert sh("/usr/bin/" + tool, "--version").startswith("%s %s" % (tool, version))
@@ -87,19 +94,3 @@ def test_a_lab_from_the_installed_packages_runs_a_controlled_start(pkglab):
                if "ceph-recovery-helper run" in ln and lab["dir"] in ln]
     assert len(helpers) == len(lab["hosts"]) and all(
         ln.startswith("/usr/bin/python3 /usr/bin/ceph-recovery-helper") for ln in helpers), helpers
-    # a failed host (both OSDs of h2 SIGKILLed) comes back through a controlled start
-    osds = sorted(int(o) for o in lab["hosts"]["h2"]["osds"])
-    for osd in osds:
-        launch.stop_osd(lab, osd, signal.SIGKILL, 10)
-    fr.wait_for(lambda: not [x for x in fr.osd_dump(lab)["osds"]
-                             if x["osd"] in osds and x["up"]], 90, "h2's OSDs down")
-    launch.ceph(lab, "recovery", "start-controlled", json_out=False, timeout=60)
-    s = fr.wait_for(lambda: (lambda x: x if x["phase"] in ("done", "aborted") and
-                             not x["active"] else None)(fr.status(lab)), 240, "the run's end",
-                    every=2.0)
-    assert s["phase"] == "done", s["phase"]
-    assert sorted(j["action"]["osd"] for j in fr.kinds(s["journal"], "grant_start")) == osds
-    launch.wait_all_up(lab, 120)
-    m = fr.osd_dump(lab)
-    assert not {"noout", "norebalance"} & set(m["flags"].split(",")), m["flags"]
-    assert launch.wait_health_ok(lab, 240)["status"] == "HEALTH_OK"

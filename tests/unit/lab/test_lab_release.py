@@ -23,6 +23,9 @@ def test_pacific_runs_host_tools_unprefixed():
     assert release.tool_argv(state, "ceph-recovery-helper") == [
         os.path.join(os.path.dirname(sys.executable), "ceph-recovery-helper")]
     assert release.tool_env(state) == dict(os.environ)
+    # a lab brought up by the installed packages' Python runs the installed commands
+    assert release.tool_argv(dict(state, bin="/usr/bin"), "ceph-recovery-drill") == [
+        "/usr/bin/ceph-recovery-drill"]
 
 
 def test_unknown_release_is_refused():
