@@ -10,6 +10,7 @@ every helper running from /usr/bin), and every test of the smoke tier
 whatever happened (the dependencies apt pulled in stay)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -21,13 +22,6 @@ import pytest
 import ceph_recovery
 from ceph_recovery_tools.lab import launch
 import fault_row as fr  # see conftest.py
-# the smoke tier's tests, collected here again: they take this file's `release_lab`
-from test_release_smoke import (  # noqa: F401
-    test_daemons_run_the_release, test_failed_host_comes_back_through_start_controlled,
-    test_module_commands_hold_release_dry_run_and_bad_input, test_module_enabled_and_status_answers,
-    test_osd_memory_target_sizes_the_caches_at_runtime_with_tcmalloc_at_start_without,
-    test_status_carries_per_pool_service_in_cephs_terms,
-    test_the_dups_preflight_no_false_positive_and_a_logged_warning)
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +30,13 @@ PACKAGES = ("python3-ceph-recovery", "ceph-recovery-mgr", "ceph-recovery-helper"
             "ceph-recovery-tools")
 # another test (or tier) may hold the dpkg lock meanwhile: wait for it
 APT = ("-o", "DPkg::Lock::Timeout=600")
+# every test of the smoke tier, collected here again: each takes this file's `release_lab`
+_SPEC = importlib.util.spec_from_file_location(
+    "release_smoke_on_debs", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          "test_release_smoke.py"))
+_SMOKE = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_SMOKE)
+globals().update({n: f for n, f in vars(_SMOKE).items() if n.startswith("test_")})
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
        "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8"}
 
