@@ -56,7 +56,7 @@ class HoldOsd(Action):
 class AllowBoot(Action):
     kind: ClassVar[str] = "allow_boot"
     osd: int = -1
-    predicted_bytes: Optional[int] = None   # the peak gate 2 let it boot on (Decision.boot_peak)
+    predicted_bytes: Optional[int] = None   # the peak gate 2 let it boot on (Predictor.boot_peak)
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ def grant_stage(t: Decision) -> None:
                 str(x) for x in sorted(flight[h])))
     for h, st in hosts.items():
         if st["next_osd"] is not None and st["predicted"] is None and h in v.hostmem:
-            st["predicted"] = t.predict(st["next_osd"])
+            st["predicted"] = t.predictor.predict(st["next_osd"])
         t.hosts_summary[h] = {"budget": st["budget"], "used": st["used"],
                               "in_flight": len(st["in_flight"]),
                               "in_flight_osds": list(st["in_flight"]),
@@ -154,7 +154,7 @@ def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
 
 
 def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
-    pred = t.predict(o.id)
+    pred = t.predictor.predict(o.id)
     need = max(0, pred - o.rss_bytes)
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
@@ -232,9 +232,9 @@ def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
 
 def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
     """A start beside others on a host whose queue does not fit: staged (staging.py),
-    admitted on its load (Decision.expected_load; x the margin beside others while the run
+    admitted on its load (Predictor.expected_load; x the margin beside others while the run
     warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
-    load = t.expected_load(o.id)
+    load = t.predictor.expected_load(o.id)
     beside = len(st["in_flight"]) >= t.concurrency()
     margin = st["margin"] if beside else 1.0
     res = st["reserved_margin"] if beside else st["reserved"]
@@ -283,7 +283,7 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     moves its OSD's need from the queue into st["reserved_peaks"], the sum stays the same
     (an OSD granted earlier in this tick is counted there, not in the queue)."""
     if st.get("queue_fits") is None:
-        need = sum(max(0, t.predict(x.id) - x.rss_bytes) for x in st["queue"]
+        need = sum(max(0, t.predictor.predict(x.id) - x.rss_bytes) for x in st["queue"]
                    if x.id not in t.granted)
         st["queue_fits"] = st["used"] + st["reserved_peaks"] + need <= st["budget"]
     return st["queue_fits"]

@@ -7,7 +7,7 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   model.KERNEL_HEADROOM).
 - "raised": AUTO_RAISED_FRACTION (0.95) once at least AUTO_EVIDENCE OSDs this run let boot
   are past their peak (reserve.past_peak), each at or below the peak its start was
-  admitted on (Decision.admitted_peak), and nothing holds it (below). Where predictions hold,
+  admitted on (Predictor.admitted_peak), and nothing holds it (below). Where predictions hold,
   what the room above the budget must hold is what an OSD grows past its prediction within
   one tick, and none did.
   The same evidence ends the warm-up of concurrency auto (Decision.warmed_up: starts beside
@@ -50,9 +50,9 @@ def outgrown(t: Decision) -> List[str]:
     over: Dict[str, int] = {}
     for o in _ours(t):
         top = max(t.peaks.get(o.id, 0), o.rss_bytes)
-        if top <= t.load_bound(o.id):    # admitted_peak >= load_bound: nothing outgrown, and
+        if top <= t.predictor.load_bound(o.id):    # admitted_peak >= load_bound: nothing outgrown, and
             continue                     # the footprint policy is not asked (plan()'s cost)
-        over[o.host] = over.get(o.host, 0) + max(0, top - t.admitted_peak(o))
+        over[o.host] = over.get(o.host, 0) + max(0, top - t.predictor.admitted_peak(o))
     return ["%s (%s past their predictions)" % (h, fmt_bytes(n)) for h, n in sorted(over.items())
             if h in t.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
             * t.view.hostmem[h].cap]
@@ -61,7 +61,7 @@ def outgrown(t: Decision) -> List[str]:
 def within(t: Decision) -> List[int]:
     """OSDs of this run past their peak, that peak at or below the one admitted."""
     return [o.id for o in _ours(t) if o.id in t.settling and past_peak(t, o)
-            and t.peaks.get(o.id, 0) <= t.admitted_peak(o)]
+            and t.peaks.get(o.id, 0) <= t.predictor.admitted_peak(o)]
 
 
 def update(t: Decision) -> None:

@@ -52,8 +52,8 @@ def watch(t: Decision) -> None:
 
 
 def _admitted(t: Decision, o) -> int:
-    """The peak this OSD's start was admitted on (Decision.admitted_peak)."""
-    return t.admitted_peak(o)
+    """The peak this OSD's start was admitted on (Predictor.admitted_peak)."""
+    return t.predictor.admitted_peak(o)
 
 
 def brake(t: Decision, host: str) -> bool:
@@ -72,7 +72,7 @@ def brake(t: Decision, host: str) -> bool:
             "(rss %s, predicted %s) before the kernel kills one; ok-to-stop cleared it and no "
             "PG drops below min_size" % (
                 host, fmt_bytes(hm.mem_used), fmt_bytes(t.budget(host)), o.id,
-                fmt_bytes(o.rss_bytes), fmt_bytes(t.predict(o.id))))))
+                fmt_bytes(o.rss_bytes), fmt_bytes(t.predictor.predict(o.id))))))
         fail_start(t, o, "stopped over budget")
         t.held_osds.add(o.id)
         return True

@@ -16,7 +16,7 @@ from .membership import stop_breaks, up_ids
 from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot,
                     BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
 from .policy_types import Policies
-from .predict import PEER_FLOOR_FACTOR, WARMUP_OBSERVATIONS, Predictions
+from .predict import WARMUP_OBSERVATIONS, Predictor
 from .result import PlanResult
 from .view import View
 
@@ -62,7 +62,7 @@ def fmt_bytes(n: float) -> str:
     return "%.0f MiB" % (n / 1048576.0)
 
 
-class Decision(Predictions):
+class Decision:
     """The decision being made by one plan() call (see the module docstring)."""
 
     def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress,
@@ -120,15 +120,12 @@ class Decision(Predictions):
         self.hosts_summary: Dict[str, dict] = {}
         self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
         self._budgets: Dict[str, int] = {}
-        self._pred: Dict[int, int] = {}
-        self._floor: Dict[str, int] = {}
-        self._learn: Optional[List[Observation]] = None
-        self._growth: Optional[List[Tuple[int, Optional[int]]]] = None
-        self._own: Optional[Dict[int, int]] = None
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
         self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
-        self._running: Optional[int] = None
+        # peak predictions over this decision's own records, observations and finished set
+        self.predictor = Predictor(self.view, policies.footprint, now, self.osds,
+                                   self.observations, self.finished)
 
     # ------------------------------------------------------------------ helpers
     def emit(self, stage: str, action: Action) -> None:
@@ -265,7 +262,7 @@ class Decision(Predictions):
         (measured in docs/memory-model.md, "Staged starts: a host's OSDs peer in turn (stop
         24)")."""
         return self.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED) or \
-            self.final_observations() >= WARMUP_OBSERVATIONS
+            self.predictor.final_observations() >= WARMUP_OBSERVATIONS
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

@@ -189,7 +189,7 @@ def _settled_observation(t: Decision, o) -> None:
         if ob.osd == o.id:
             if peak > 0 and (peak, load) != (ob.peak_bytes, ob.load_bytes):
                 t.observations[i] = replace(ob, peak_bytes=peak, load_bytes=load)
-                t.learning_changed()
+                t.predictor.learning_changed()
             return
     _observe(t, o, load)
 
@@ -225,14 +225,14 @@ def boots(t: Decision) -> None:
             continue
         if not again and (staged_wait(t, o) or not _boot_fits(t, o)):
             continue
-        peak = None if again or o.rss_bytes <= 0 else t.boot_peak(o)
+        peak = None if again or o.rss_bytes <= 0 else t.predictor.boot_peak(o)
         t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
             "noup still set, again" if again else "preboot", _load_note(o, ran, known),
             "" if peak is None else ", predicted peak %s" % fmt_bytes(peak))))
         t.booting.setdefault(osd_id, t.now)
         t.staged.pop(osd_id, None)
         if not again and o.rss_bytes > 0:
-            t.record_load(osd_id, o.rss_bytes)
+            t.predictor.record_load(osd_id, o.rss_bytes)
 
 
 def _load_note(o, ran: float, known: bool) -> str:
@@ -257,15 +257,15 @@ def _loaded(t: Decision, o, ran: float) -> bool:
 
 
 def boot_growth(t: Decision, o) -> Tuple[int, int]:
-    """(peak, growth) of a granted OSD in preboot for gate 2: Decision.boot_peak, and that
+    """(peak, growth) of a granted OSD in preboot for gate 2: Predictor.boot_peak, and that
     peak minus the rss it already holds (in the host's `used`)."""
-    peak = t.boot_peak(o)
+    peak = t.predictor.boot_peak(o)
     return peak, max(0, peak - o.rss_bytes)
 
 
 def _boot_fits(t: Decision, o) -> bool:
     """Gate 2: boot only if the growth still to come fits the host's budget. The peak is
-    Decision.boot_peak (load + learned growth, or without a learned growth the larger of the
+    Predictor.boot_peak (load + learned growth, or without a learned growth the larger of the
     prediction and LOAD_TO_PEAK_MIN x the load); the growth is that peak minus the rss already
     in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
     why."""
@@ -310,17 +310,17 @@ def regrants(t: Decision) -> None:
 
 def _observe(t: Decision, o, load=None) -> None:
     """An observation of a finished (or failed) start: its peak so far, and at least its load
-    floor (Decision.load_floor) while its real peak is still to come (a run may end before its
+    floor (Predictor.load_floor) while its real peak is still to come (a run may end before its
     OSDs settle). `load` (its preboot rss) only for a settled start: its peak is then real
     (Observation)."""
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.load_floor(o.id) if load is None else 0)
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.predictor.load_floor(o.id) if load is None else 0)
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),
             pg_log_entries=o.pg_log_entries, peak_bytes=peak,
             missed_entries=t.missed.get(o.id), load_bytes=load))
         if load is not None:
-            t.learning_changed()
+            t.predictor.learning_changed()
 
 
 def _failed_start(t: Decision, o) -> None:
@@ -333,7 +333,7 @@ def fail_start(t: Decision, o, why: str) -> None:
     run markers (it is a candidate again, held, admitted on the new prediction)."""
     t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
     _observe(t, o)
-    t.learning_changed()
+    t.predictor.learning_changed()
     t.failures[o.id] = t.failures.get(o.id, 0) + 1
     t.failed_now.add(o.id)
     t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (

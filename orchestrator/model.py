@@ -249,7 +249,7 @@ class Observation:
     """A measured start: used to learn footprints online. `load_bytes` is the rss the OSD had
     loaded in preboot when it was allowed to boot, set only once it settled (its peak_bytes is
     then its real peak, not a lower bound): peak_bytes - load_bytes is what peering and
-    recovery added (Decision.peak_from_load learns from it). None: not settled, or an older
+    recovery added (Predictor.peak_from_load learns from it). None: not settled, or an older
     record."""
 
     osd: int

@@ -1,14 +1,23 @@
-"""What a decision predicts of an OSD's peak (a mixin of Decision, see decision.py): the
-footprint policy on the observations, and the core's rules that override or floor it (the
-OSD's load and missed entries, growth.py; its host's running OSDs; its own past peaks).
-Reads the Decision's attributes (view, observations, load_rss, missed, ...); no I/O."""
+"""What a plan() call predicts of an OSD's peak: the footprint policy on the observations, and
+the core's rules that override or floor it (the OSD's load and missed entries, growth.py; its
+host's running OSDs; its own past peaks).
+
+A Predictor stands alone: it is made from the view of the snapshot, the footprint policy, the
+time, the run's per-OSD records (OsdRun), its observations and the OSDs it finished, and
+answers with numbers. A decision shares its own records, observations and finished set with
+its Predictor, so that what a stage records (a load, an observation) is what the next
+prediction reads; the stage then calls learning_changed(), since predictions made earlier in
+the call are cached. The per-host floor and the running OSDs' size are taken once per call,
+when first asked. No I/O."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .growth import floor_from_load, growth_samples, peak_from_load, settled
-from .model import Observation, OsdState
+from .model import Intent, Observation, OsdColumn, OsdRun, OsdState, Progress, Snapshot
+from .policy_types import Policies
+from .view import View
 
 WARMUP_OBSERVATIONS = 3     # measured starts before a start beside another in flight on its
                             # host is charged its plain prediction
@@ -18,8 +27,33 @@ PROBE_LOAD_FRACTION = 1 / 3.0   # a probe start's load, at most this share of it
 PEER_FLOOR_FACTOR = 1.2     # RSS can run 20 % over osd_memory_target (docs/design.md, Ceph facts)
 
 
-class Predictions:
-    """Peak predictions of one plan() call (mixed into Decision)."""
+class Predictor:
+    """Peak predictions of one plan() call (see the module docstring)."""
+
+    def __init__(self, view: View, footprint: Callable[..., int], now: float,
+                 records: Dict[int, OsdRun], observations: List[Observation],
+                 finished: Set[int]) -> None:
+        self.view, self.footprint_policy, self.now = view, footprint, now
+        self.observations, self.finished = observations, finished
+        self.granted = OsdColumn(records, "granted")
+        self.downtime = OsdColumn(records, "downtime")
+        self.missed = OsdColumn(records, "missed")
+        self.load_rss = OsdColumn(records, "load_rss")
+        self.peaks = OsdColumn(records, "peaks")
+        self.settling = OsdColumn(records, "settling")
+        self._pred: Dict[int, int] = {}
+        self._floor: Dict[str, int] = {}
+        self._learn: Optional[List[Observation]] = None
+        self._growth: Optional[List[Tuple[int, Optional[int]]]] = None
+        self._own: Optional[Dict[int, List[Observation]]] = None
+        self._running: Optional[int] = None
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,
+           now: float) -> "Predictor":
+        """The predictions a plan() call on these inputs starts from, before any stage."""
+        return cls(View(snapshot, intent, progress, now), policies.footprint, now,
+                   dict(progress.osds), list(progress.observations), set(progress.finished))
 
     def predict(self, osd_id: int) -> int:
         """The peak an OSD is admitted on. Where its missed entries are known and a load of
@@ -96,10 +130,10 @@ class Predictions:
     def footprint(self, o: OsdState, observations: Sequence[Observation]) -> int:
         """The footprint policy, told the cluster's own size (running_rss()) if it takes it
         (policy_types: the attribute `takes_running_rss`)."""
-        if getattr(self.pol.footprint, "takes_running_rss", False):
-            return int(self.pol.footprint(o, observations, self.now,
-                                          running_rss=self.running_rss()))
-        return int(self.pol.footprint(o, observations, self.now))
+        if getattr(self.footprint_policy, "takes_running_rss", False):
+            return int(self.footprint_policy(o, observations, self.now,
+                                             running_rss=self.running_rss()))
+        return int(self.footprint_policy(o, observations, self.now))
 
     def running_rss(self) -> Optional[int]:
         """The largest rss of the cluster's up, running OSDs this run did not start (any host:

@@ -4,9 +4,9 @@
 Rules:
 - an OSD in flight (granted and not finished, or restarting) reserves max(0, predicted - rss):
   the growth it is still expected to make (its rss is already in the host's `used`); its live
-  load voids a lower prediction (Decision.peak_from_load); a restarted OSD grows back at most
+  load voids a lower prediction (Predictor.peak_from_load); a restarted OSD grows back at most
   to the rss it was restarted at (no second peak; view.still_peering);
-- a staged OSD (staging.py) not yet let boot reserves only its load (Decision.expected_load):
+- a staged OSD (staging.py) not yet let boot reserves only its load (Predictor.expected_load):
   in preboot a process holds what it loaded, and it grows to its peak only after its boot,
   which staging.room_to_peak lets happen only where that growth fits beside every other
   reservation on its host; the rest of its prediction (staged_rest) counts where what every
@@ -65,15 +65,15 @@ def in_flight_reserve(t: Decision, osd_id: int, margin: float = 1.0,
     """Growth still expected from one OSD in flight (the module's rules)."""
     rss = t.view.by_id[osd_id].rss_bytes
     if osd_id in t.staged and not peaks:
-        return max(0, int(t.expected_load(osd_id) * margin) - rss)
+        return max(0, int(t.predictor.expected_load(osd_id) * margin) - rss)
     # before its boot its rss is its load so far, and that live load voids a lower prediction
-    # (Decision.load_bound counts only from the boot on): with several starts in flight, the
+    # (Predictor.load_bound counts only from the boot on): with several starts in flight, the
     # next grant is gated by the load the ones before it show, which can exceed peaks learned
     # on lighter starts. Once let boot, its rss is no load: it grows through peering and
     # recovery, and predict() carries the bound of the load it booted with.
-    peak = t.predict(osd_id)
+    peak = t.predictor.predict(osd_id)
     if osd_id not in t.load_rss:
-        peak = max(peak, t.peak_from_load(osd_id, rss))
+        peak = max(peak, t.predictor.peak_from_load(osd_id, rss))
     if osd_id not in t.granted and osd_id in t.restart_rss:
         peak = min(peak, t.restart_rss[osd_id])
     return max(0, int(peak * margin) - rss)
@@ -83,7 +83,7 @@ def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
     """Growth still expected from a settling OSD: predicted - rss while it is at its peak so
     far (still growing, as on the lab where RSS grows through recovery); once it has fallen
     SETTLE_DROP below that peak (its peak is behind it), only its way back up to that peak.
-    A peak below the OSD's load floor (Decision.load_floor) is not behind it: that was its
+    A peak below the OSD's load floor (Predictor.load_floor) is not behind it: that was its
     preboot load. Past its peak, a tcmalloc OSD whose osd_memory_target is known grows back
     only up to target x PEER_FLOOR_FACTOR: its PG log and recovery memory shrink as its PGs
     recover, and PriorityCache::Manager::tune_memory grows caches only below the target."""
@@ -93,11 +93,11 @@ def settling_reserve(t: Decision, o: OsdState, margin: float = 1.0) -> int:
         if o.heap_release is True and o.memory_target:
             back = min(peak, int(o.memory_target * PEER_FLOOR_FACTOR))
         return max(0, back - o.rss_bytes)
-    return max(0, int(t.predict(o.id) * margin) - o.rss_bytes)
+    return max(0, int(t.predictor.predict(o.id) * margin) - o.rss_bytes)
 
 
 def past_peak(t: Decision, o: OsdState) -> bool:
     """A settling OSD SETTLE_DROP below its peak so far, a peak at or above its load floor
     (below it, that peak was its preboot load): its peak is behind it."""
     peak = t.peaks.get(o.id, 0)
-    return peak > 0 and peak >= t.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)
+    return peak > 0 and peak >= t.predictor.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)

@@ -69,7 +69,7 @@ def lower_targets(t: Decision) -> None:
         cands = [o for o in osds if o.id in down]
         if not cands:
             continue
-        room = t.budget(host) - _base(t, host) - max(t.predict(o.id) for o in cands)
+        room = t.budget(host) - _base(t, host) - max(t.predictor.predict(o.id) for o in cands)
         ratio = TARGET_RSS_RATIO if all(o.heap_release is True for o in osds) else BLIND_RSS_RATIO
         want = max(MIN_TARGET, int(room / len(osds) / ratio))
         for o in osds:

@@ -60,7 +60,7 @@ def staged_wait(t: Decision, o) -> bool:
 
 def room_to_peak(t: Decision, o) -> bool:
     """A staged OSD was admitted on its load (reserve.py): it boots only where the rest of
-    the peak a start is admitted on (Decision.predict) fits beside what is used and what
+    the peak a start is admitted on (Predictor.predict) fits beside what is used and what
     every other OSD in flight or settling on its host is still expected to grow, with the
     margin its grant was charged (reserve.host_margin): the admission a plain start passes
     at its grant, deferred to its boot. Gate 2 (inflight._boot_fits) then checks the peak
@@ -92,7 +92,7 @@ def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[in
     if hm is None:          # no report: gate 2 (inflight._boot_fits) decides
         return 0, ""
     margin = host_margin(t)
-    peak = t.predict(o.id)
+    peak = t.predictor.predict(o.id)
     growth = max(0, int(peak * margin) - o.rss_bytes)
     res = reserved(t, o.host, _others(t, o) if others is None else others, margin)
     budget = t.budget(o.host)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ceph_recovery import netview, network
-from ceph_recovery.decision import Decision
+from ceph_recovery.predict import Predictor
 from ceph_recovery.dups import why_suspect
 from ceph_recovery.model import Budget, HostMem, Intent, Progress, Snapshot
 from ceph_recovery.model import budget_now as _budget_now
@@ -67,7 +67,7 @@ def dry_run_text(d: Mapping[str, Any]) -> str:
 
 def _predictor(snapshot, intent, progress, pol, now):
     """The plan's own prediction: the footprint policy floored as plan() floors it."""
-    tick = Decision(snapshot, intent, progress, pol, now)
+    tick = Predictor.of(snapshot, intent, progress, pol, now)
     return lambda o: int(tick.predict(o.id))
 
 

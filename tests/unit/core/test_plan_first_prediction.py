@@ -18,7 +18,7 @@ from ceph_recovery.model import Budget, Intent, Progress, Snapshot
 from ceph_recovery.plan import check_invariants, plan
 from ceph_recovery.policies import resolve
 from ceph_recovery.policies.footprint import DOWNTIME_EXTRA, DOWNTIME_FULL_S, PEERING_PEAK, prior
-from ceph_recovery.decision import Decision
+from ceph_recovery.predict import Predictor
 import labh2cases  # see conftest.py
 
 MiB = 1 << 20
@@ -95,6 +95,6 @@ def test_an_osd_this_run_started_is_not_the_clusters_own_size():
     (140 MiB) down: the cluster's own size is the largest survivor left, 130 MiB."""
     s = snap(osd(2, process="running", rss_bytes=190 * MiB),
              osd(1, up=False, process="stopped", rss_bytes=0))
-    t = Decision(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
+    t = Predictor.of(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
     assert t.running_rss() == 130 * MiB
     assert t.predict(3) == own_size_prior(130 * MiB)

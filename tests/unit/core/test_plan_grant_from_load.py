@@ -1,4 +1,4 @@
-"""A grant's peak from loads this cluster showed (Decision.grant_from_load): where the OSD's
+"""A grant's peak from loads this cluster showed (Predictor.grant_from_load): where the OSD's
 missed entries are known, the load of the OSDs booted before it (or its own last settled
 load) and growth.peak_from_load decide, not the footprint policy's prior. Fresh labs
 (docs/releases.md "Growth per missed entry"): the second start of a run was granted on the
@@ -60,8 +60,8 @@ def test_its_own_settled_load_and_the_learned_growth_predict_its_next_start():
     start = GRANTED2.evolve(observations=past, granted={}, peaks={}, downtime={}, load_rss={})
     s = snap(osd(2, missed_entries=3570), osd(3, missed_entries=1430))
     res = plan(s, BUDGET, start, POL, NOW)
-    from ceph_recovery.decision import Decision
-    d = Decision(s, BUDGET, start, POL, NOW)
+    from ceph_recovery.predict import Predictor
+    d = Predictor.of(s, BUDGET, start, POL, NOW)
     growth3 = 76 * MiB - (5593 - 1430) * 8 * 1024
     growth2 = 167 * MiB - (14407 - 1430) * 8 * 1024
     want3 = int(103 * MiB + max(growth3, growth2) * GROWTH_MARGIN)

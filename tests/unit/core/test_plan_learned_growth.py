@@ -1,4 +1,4 @@
-"""The peak of a booted OSD predicted from its preboot load (Decision.peak_from_load): load + the
+"""The peak of a booted OSD predicted from its preboot load (Predictor.peak_from_load): load + the
 growth learned from settled starts (peak - load, x GROWTH_MARGIN), LOAD_TO_PEAK_MIN x the load
 only while nothing is learned. On the lab (Pacific) the growth after the load was about
 constant (128-155 MiB) while the load varied (81-193 MiB): 2 x the load under-predicted light

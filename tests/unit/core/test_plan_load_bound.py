@@ -1,4 +1,4 @@
-"""The load bound (Decision.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
+"""The load bound (Predictor.load_bound): once an OSD was allowed to boot, LOAD_TO_PEAK_MIN x its
 preboot rss is a floor of its predicted peak until its real peak is known (it settled).
 
 Replays an early CI failure (tests/integration/test_drill_memory.py, lab h2 with osd.2

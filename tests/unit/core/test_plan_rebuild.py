@@ -106,7 +106,7 @@ def test_a_rebuilding_osd_counts_its_rss_on_its_host():
     """The rebuild's memory is in its host's `used` (the helper's measure of the host) while it
     lasts, and its grant reserves the growth still predicted beyond its rss, like any start in
     flight (auto concurrency: 500 MiB x the warm-up margin 1.7, less its rss). An rss above
-    that counts as a load (Decision.peak_from_load): conservative, no PG is loaded yet."""
+    that counts as a load (Predictor.peak_from_load): conservative, no PG is loaded yet."""
     auto = Intent(mode="controlled", run_id="r1", budget=RUN.budget)
     granted = RUNNING.evolve(granted={3: NOW - 700})
     # budget 6,554 MiB: 5,600 used + 700 reserved (850 - 150) leave no room for osd.4's load

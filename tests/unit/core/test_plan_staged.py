@@ -86,7 +86,7 @@ def test_a_start_beside_others_where_the_queue_fits_is_not_staged():
 
 # osd.2 and osd.3 were let boot; osd.6 was staged 20 s ago and its daemon is in preboot with
 # 40 MiB loaded; osd.7 waits. 100 MiB used on h2. Let boot, osd.6's peak is re-predicted from
-# its load (Decision.boot_peak: twice 40 MiB, above its 65 MiB prediction).
+# its load (Predictor.boot_peak: twice 40 MiB, above its 65 MiB prediction).
 PEERING = dict(up=True, flags=frozenset(), process="running", rss_bytes=30 * MiB,
                pgs_inactive=16, pgs_degraded=16, down_since=None)
 PRE6 = on_h2(6, process="running", rss_bytes=40 * MiB, daemon_state=DAEMON_PREBOOT,
