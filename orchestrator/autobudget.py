@@ -50,8 +50,10 @@ def outgrown(t: Decision) -> List[str]:
     over: Dict[str, int] = {}
     for o in _ours(t):
         top = max(t.peaks.get(o.id, 0), o.rss_bytes)
-        if top <= t.predictor.load_bound(o.id):    # admitted_peak >= load_bound: nothing outgrown, and
-            continue                     # the footprint policy is not asked (plan()'s cost)
+        # admitted_peak >= load_bound: nothing outgrown, and the footprint policy is not
+        # asked (plan()'s cost)
+        if top <= t.predictor.load_bound(o.id):
+            continue
         over[o.host] = over.get(o.host, 0) + max(0, top - t.predictor.admitted_peak(o))
     return ["%s (%s past their predictions)" % (h, fmt_bytes(n)) for h, n in sorted(over.items())
             if h in t.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)

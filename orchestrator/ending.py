@@ -51,7 +51,7 @@ def _progressing(t: Decision) -> bool:
     does not itself keep in preboot, or an OSD settling (its memory may still fall). A grant
     past boot_timeout is no progress, whatever its OSD does (inflight._timed_out)."""
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
-           t.p.granted] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
+           t.p.osd_map("granted")] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
             t.now - t.grant_clock(x) < t.i.boot_timeout_s]
     return bool(new or live or t.settling)
@@ -112,7 +112,7 @@ def _withdraw_restarts(t: Decision) -> None:
     for a in gone:
         for name, column in (("restarted", t.restarted), ("restart_rss", t.restart_rss),
                              ("fresh_rss", t.fresh_rss)):
-            before = getattr(t.p, name).get(a.osd)
+            before = t.p.osd_map(name).get(a.osd)
             column.pop(a.osd, None)
             if before is not None:
                 column[a.osd] = before

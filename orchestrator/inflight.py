@@ -313,7 +313,8 @@ def _observe(t: Decision, o, load=None) -> None:
     floor (Predictor.load_floor) while its real peak is still to come (a run may end before its
     OSDs settle). `load` (its preboot rss) only for a settled start: its peak is then real
     (Observation)."""
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes, t.predictor.load_floor(o.id) if load is None else 0)
+    peak = max(t.peaks.get(o.id, 0), o.rss_bytes,
+               t.predictor.load_floor(o.id) if load is None else 0)
     if peak > 0:
         t.observations.append(Observation(
             osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),

@@ -57,8 +57,8 @@ def _alone(actions, progress, newp, new: View) -> List[str]:
     """I11: a start granted this tick leaves no OSD that may load inflated PG log dups
     (dups.why_suspect) in flight beside another on its host (dups.py)."""
     hosts = {a.host for a in actions if isinstance(a, GrantStart)
-             and a.osd not in progress.granted}
-    flight = new.in_flight(newp.granted)
+             and a.osd not in progress.osd_map("granted")}
+    flight = new.in_flight(newp.osd_map("granted"))
     errs = []
     for h in sorted(hosts):
         ids = flight.get(h, [])
@@ -74,13 +74,13 @@ def _staged_boots(actions, progress, newp, old: View) -> List[str]:
     """I10: a staged OSD's first AllowBoot only while fewer than PEERING_PER_HOST OSDs let
     boot on its host are still peering: those let boot before this tick and not finished in
     it, and those let boot earlier in this list."""
-    errs, booted = [], set(progress.booting) & set(newp.booting)
+    errs, booted = [], set(progress.osd_map("booting")) & set(newp.osd_map("booting"))
     for a in actions:
         if not isinstance(a, AllowBoot) or a.osd in booted:
             continue
         o = old.by_id.get(a.osd)
-        if a.osd in progress.staged and o is not None:
-            peering = peering_on(old.by_id, booted, progress.granted, o.host)
+        if a.osd in progress.osd_map("staged") and o is not None:
+            peering = peering_on(old.by_id, booted, progress.osd_map("granted"), o.host)
             if len(peering) >= PEERING_PER_HOST:
                 errs.append("I10: staged osd.%d let boot while osd.%s peer on %s" % (
                     a.osd, ",".join(map(str, peering)), o.host))
@@ -121,7 +121,7 @@ def _marked_out(actions, intent, snapshot) -> List[str]:
 
 def _in_flight(actions, intent, newp, new: View) -> List[str]:
     touched = {a.host for a in actions if isinstance(a, (GrantStart, RestartOsd))}
-    flight = new.in_flight(newp.granted)
+    flight = new.in_flight(newp.osd_map("granted"))
     if not intent.concurrency:
         return []
     return ["I2: host %s has %d in flight > concurrency %d after granting/restarting"
@@ -148,10 +148,10 @@ def _grants(actions, intent, progress, old: View, summary, policies, newp) -> Li
             errs.append("I3: osd.%d granted on %s without a fresh helper or with a network "
                         "finding" % (a.osd, o.host))
             continue
-        if o.id in progress.granted:
+        if o.id in progress.osd_map("granted"):
             continue            # a re-grant: admitted (and reserved) when first granted
         # a staged start is admitted on its load (at least PROBE_LOAD_FRACTION of its peak)
-        share = PROBE_LOAD_FRACTION if a.osd in newp.staged else 1.0
+        share = PROBE_LOAD_FRACTION if a.osd in newp.osd_map("staged") else 1.0
         need[o.host] = need.get(o.host, 0) + max(0, int(a.predicted_bytes * share) - o.rss_bytes)
         probes[o.host] = probes.get(o.host, 0) + 1
         if a.predicted_bytes <= 0:
@@ -174,9 +174,9 @@ def _grants(actions, intent, progress, old: View, summary, policies, newp) -> Li
 def _probe(old: View, progress, newp, host: str) -> bool:
     """Nothing of this run in flight or settling on `host` (where a probe start may go). A
     grant this tick ended (a failed start given up, a finished one) is not in flight."""
-    kept = {o: t for o, t in progress.granted.items() if o in newp.granted}
+    kept = {o: t for o, t in progress.osd_map("granted").items() if o in newp.osd_map("granted")}
     return not old.in_flight(kept).get(host) and \
-        not any(old.host_of(x) == host for x in progress.settling) and \
+        not any(old.host_of(x) == host for x in progress.osd_map("settling")) and \
         not any(o.up or o.process != PROC_STOPPED for o in old.by_host.get(host, ()))
 
 
@@ -197,7 +197,7 @@ def _restarts(actions, snapshot, intent, progress, now) -> List[str]:
         if isinstance(a, RestartOsd):
             if snapshot.ok_to_stop.get(a.osd) is not True:
                 errs.append("I4: restart of osd.%d without ok-to-stop True" % a.osd)
-            last = progress.restarted.get(a.osd)
+            last = progress.osd_map("restarted").get(a.osd)
             o = snapshot.osd(a.osd)
             lost = o is not None and o.process_started_at is not None and \
                 o.process_started_at < (last or 0.0)      # that restart never happened
@@ -230,7 +230,8 @@ def _prefix(actions, intent, newp, old: View) -> List[str]:
 
 def _unheld_under(bucket, held_now, newp, old: View) -> List[str]:
     bad = [o.id for o in old.candidates
-           if bucket in osd_path(o) and o.id not in held_now and o.id not in newp.booting]
+           if bucket in osd_path(o) and o.id not in held_now
+           and o.id not in newp.osd_map("booting")]
     return ["I5: release of %s leaves down osd(s) %s without a per-OSD hold" % (bucket, bad)] \
         if bad else []
 
@@ -242,7 +243,7 @@ def _modes(actions, intent, progress, newp, up) -> List[str]:
     for a in actions:
         if isinstance(a, (GrantStart, AllowBoot, RestartOsd)) and not running:
             errs.append("I6: %s osd.%d while mode is %s" % (a.kind, a.osd, intent.mode))
-        if isinstance(a, AllowBoot) and a.osd not in newp.granted and not up.get(a.osd):
+        if isinstance(a, AllowBoot) and a.osd not in newp.osd_map("granted") and not up.get(a.osd):
             errs.append("I6: AllowBoot osd.%d that this run did not grant" % a.osd)
         if isinstance(a, UnsetFlag):
             saved = newp.saved_flags or frozenset()
@@ -258,7 +259,8 @@ def _modes(actions, intent, progress, newp, up) -> List[str]:
 def _ends(actions, newp, new: View, health) -> List[str]:
     """Per-tick form of I7: a running run with nothing in flight and nothing granted this tick
     that still has candidates must say why in a health check."""
-    if newp.phase != PHASE_RUNNING or newp.granted or new.restarting or newp.settling:
+    if newp.phase != PHASE_RUNNING or newp.osd_map("granted") or new.restarting or \
+            newp.osd_map("settling"):
         return []
     if any(isinstance(a, (GrantStart, RestartOsd, QueryOkToStop, HeapRelease, AllowBoot))
            or (isinstance(a, Wait) and a.host) for a in actions):

@@ -9,7 +9,7 @@ Python >= 3.9 (runs inside ceph-mgr): no `match`, no `X | Y` at runtime, no data
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
@@ -261,13 +261,12 @@ class Observation:
     load_bytes: Optional[int] = None
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Progress:
     """What a run persists (with a schema version): intent markers, never a cluster copy.
-    Per-OSD facts live in one OsdRun per OSD (`osds`); the constructor, evolve() and
-    dataclasses.replace() also take the per-field maps (granted={osd: t}, peaks=..., see
-    OSD_FIELDS), each replacing that field of every record, and read them back as
-    properties."""
+    Per-OSD facts live in one OsdRun per OSD (`osds`): osd_map(name) reads one field of every
+    record as an osd -> value map (granted, peaks, ...: OSD_FIELDS), and with_columns() builds
+    records from such maps."""
 
     run_id: str = ""
     phase: RunPhase = PHASE_IDLE
@@ -296,21 +295,16 @@ class Progress:
     restoring_flags: Mapping[str, float] = field(default_factory=dict)
     # cluster flag -> when its UnsetFlag was last sent: kept until the OSD map shows it unset
 
-    def __init__(self, **kw: Any) -> None:
-        maps = {n: kw.pop(n) for n in OSD_FIELDS if n in kw}
-        for f in fields(self):
-            if f.name in kw:
-                v = kw.pop(f.name)
-            else:
-                v = f.default if f.default_factory is MISSING else f.default_factory()
-            object.__setattr__(self, f.name, v)
-        if kw:
-            raise TypeError("Progress: unknown field(s) %s" % ", ".join(sorted(kw)))
-        if maps:
-            object.__setattr__(self, "osds", _osd_records(self.osds, maps))
-
     def evolve(self, **changes) -> "Progress":
         return replace(self, **changes)
+
+    def with_columns(self, **maps: Mapping[int, Any]) -> "Progress":
+        """This progress with each named per-OSD map (granted={osd: t}, peaks=...: OSD_FIELDS)
+        replacing that field of every record."""
+        unknown = sorted(set(maps) - set(OSD_FIELDS))
+        if unknown:
+            raise TypeError("Progress: unknown per-OSD map(s) %s" % ", ".join(unknown))
+        return replace(self, osds=_osd_records(self.osds, maps))
 
     def osd_map(self, name: str) -> Dict[int, Any]:
         """One per-OSD map (a name of OSD_FIELDS), built once per Progress (it is frozen, and
@@ -321,10 +315,6 @@ class Progress:
             m = cache[name] = dict(OsdColumn(dict(self.osds), name))
         return m
 
-
-# the per-OSD maps as read-only properties: Progress.granted, .peaks, ... (OSD_FIELDS)
-for _name in OSD_FIELDS:
-    setattr(Progress, _name, property(lambda self, _n=_name: self.osd_map(_n)))
 
 @dataclass(frozen=True)
 class HealthCheck:

@@ -12,24 +12,26 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .model import BUDGET_STATES, PHASE_IDLE, Budget, Intent, Observation, Progress, RunPhase
+from .model import (BUDGET_STATES, OSD_FIELDS, PHASE_IDLE, Budget, Intent, Observation, Progress,
+                    RunPhase)
 
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
 _OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
                    "grew_at", "shrink_at", "staged", "stopped", "rebuild_from", "rebuild_seen")
 _OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
+INT_MAPS = _OSD_INT_MAPS + ("peaks", "failures")
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d: Dict[str, Any] = {"schema": SCHEMA_VERSION, "run_id": p.run_id, "phase": p.phase,
                          "epoch": p.epoch}
     for k in _OSD_FLOAT_MAPS:
-        d[k] = {str(osd): float(t) for osd, t in sorted(getattr(p, k).items())}
-    d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.peaks.items())}
+        d[k] = {str(osd): float(t) for osd, t in sorted(p.osd_map(k).items())}
+    d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.osd_map("peaks").items())}
     for k in _OSD_INT_MAPS:
-        d[k] = {str(osd): int(b) for osd, b in sorted(getattr(p, k).items())}
-    d["failures"] = {str(osd): int(n) for osd, n in sorted(p.failures.items())}
+        d[k] = {str(osd): int(b) for osd, b in sorted(p.osd_map(k).items())}
+    d["failures"] = {str(osd): int(n) for osd, n in sorted(p.osd_map("failures").items())}
     d["finished"] = sorted(p.finished)
     d["held_osds"] = sorted(p.held_osds)
     d["held_buckets"] = sorted(p.held_buckets)
@@ -137,27 +139,20 @@ def progress_from_dict(d: Any) -> Progress:
     saved = d.get("saved_flags")
     return Progress(
         run_id=run_id, phase=phase, epoch=_num(d.get("epoch", 0), "epoch", int),
-        granted=_osd_map(d, "granted"), booting=_osd_map(d, "booting"),
         finished=_int_set(d, "finished"), held_osds=_int_set(d, "held_osds"),
-        held_buckets=_str_set(d, "held_buckets"), restarted=_osd_map(d, "restarted"),
-        heap_released=_osd_map(d, "heap_released"),
+        held_buckets=_str_set(d, "held_buckets"),
         saved_flags=None if saved is None else _str_set(d, "saved_flags"),
-        observations=_observations(d), peaks=_osd_map(d, "peaks", int),
+        observations=_observations(d),
         started_at=_opt_time(d, "started_at"), finished_at=_opt_time(d, "finished_at"),
-        auto_held=_str_set(d, "auto_held"), downtime=_osd_map(d, "downtime"),
-        fresh_rss=_osd_map(d, "fresh_rss", int), failures=_osd_map(d, "failures", int),
-        settling=_osd_map(d, "settling"), grew_at=_osd_map(d, "grew_at"),
-        load_rss=_osd_map(d, "load_rss", int), missed=_osd_map(d, "missed", int),
-        heap_rss=_osd_map(d, "heap_rss", int), restart_rss=_osd_map(d, "restart_rss", int),
-        shrink_at=_osd_map(d, "shrink_at"), shrink_rss=_osd_map(d, "shrink_rss", int),
-        staged=_osd_map(d, "staged"), stopped=_osd_map(d, "stopped"),
-        rebuild_from=_osd_map(d, "rebuild_from"), rebuild_seen=_osd_map(d, "rebuild_seen"),
+        auto_held=_str_set(d, "auto_held"),
         saved_config=_saved_config(d), restoring=_restoring(d),
         restoring_flags=_restoring_flags(d),
         service_at=_opt_time(d, "service_at"), stalled_since=_opt_time(d, "stalled_since"),
         inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),
         inactive_seen=_inactive_seen(d),
-        budget_state=_budget_state(d))
+        budget_state=_budget_state(d),
+    ).with_columns(**{name: _osd_map(d, name, int if name in INT_MAPS else float)
+                      for name in OSD_FIELDS})
 
 
 def _budget_state(d: Mapping[str, Any]) -> str:

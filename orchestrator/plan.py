@@ -40,7 +40,7 @@ Shell contract: persist the returned progress BEFORE carrying out the actions (w
 A crash then loses at most actions, which the next tick re-issues (holds, boots, grants after
 GRANT_RETRY_S, flag restores after Done/abort); a lost progress after SetFlag would make the
 next first tick save the run's own flags as the operator's. Standing grants for the helper's
-boot gate are `progress.granted`. Lifecycle timing constants: see inflight.py.
+boot gate are `progress.osd_map("granted")`. Lifecycle timing constants: see inflight.py.
 
 Abort semantics ("no OSD half-started"): OSDs already allowed to boot are left to come up;
 granted OSDs not yet allowed to boot stay held by their per-OSD noup (their process may sit in
@@ -287,7 +287,7 @@ def _tail(t: Decision) -> None:
     # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
     # noup stay named until a new run starts (or their noup goes)
     if t.phase == PHASE_ABORTED and t.i.mode in (MODE_ABORT, MODE_IDLE):
-        left = sorted(o.id for o in v.candidates if o.id not in t.p.booting and (
+        left = sorted(o.id for o in v.candidates if o.id not in t.p.osd_map("booting") and (
             t.i.mode == MODE_ABORT or "noup" in o.flags))
         if left:
             t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(

@@ -100,4 +100,5 @@ def past_peak(t: Decision, o: OsdState) -> bool:
     """A settling OSD SETTLE_DROP below its peak so far, a peak at or above its load floor
     (below it, that peak was its preboot load): its peak is behind it."""
     peak = t.peaks.get(o.id, 0)
-    return peak > 0 and peak >= t.predictor.load_floor(o.id) and o.rss_bytes < peak * (1.0 - SETTLE_DROP)
+    return peak > 0 and peak >= t.predictor.load_floor(o.id) and \
+        o.rss_bytes < peak * (1.0 - SETTLE_DROP)

@@ -59,11 +59,11 @@ def begin_run(intent: Intent, progress: Progress, snapshot: Snapshot, now: float
     which the new run_id takes over), cluster flags saved, learning and cooldowns kept."""
     p = progress
     if p.phase not in ACTIVE_PHASES or p.saved_flags is None:
-        p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), granted={}, booting={},
-                     peaks={}, downtime={}, failures={}, settling={}, grew_at={},
-                     load_rss={}, missed={}, service_at=None, stalled_since=None,
-                     budget_state="", finished=frozenset(),
-                     held_osds=frozenset())
+        p = p.evolve(saved_flags=frozenset(snapshot.cluster_flags), service_at=None,
+                     stalled_since=None, budget_state="", finished=frozenset(),
+                     held_osds=frozenset()).with_columns(
+            granted={}, booting={}, peaks={}, downtime={}, failures={}, settling={},
+            grew_at={}, load_rss={}, missed={})
         return p.evolve(run_id=intent.run_id, phase=PHASE_RUNNING, started_at=now,
                         finished_at=None)
     # a new run_id taking over a run going on: its restarts are still this run's
@@ -106,7 +106,7 @@ class View:
             if holds and not holds.isdisjoint(path):
                 self.op_held[o.id] = next(b for b in path if b in holds)
         self.restarting: Set[int] = set()
-        for osd_id, t in progress.restarted.items():
+        for osd_id, t in progress.osd_map("restarted").items():
             o = self.by_id.get(osd_id)
             if o is None or by_earlier_run(t, progress):
                 continue
@@ -163,7 +163,7 @@ def in_restart_cooldown(osd_id: int, progress: Progress, intent: Intent, now: fl
     unless this run has brought the OSD up since (it went down again and this run started a
     fresh process of it: the restart being cooled down is history, and the fresh process may
     be restarted to make room)."""
-    last = progress.restarted.get(osd_id)
+    last = progress.osd_map("restarted").get(osd_id)
     if last is None or now - last >= intent.restart_cooldown_s:
         return False
     return not (by_earlier_run(last, progress) and osd_id in progress.finished)
@@ -178,7 +178,7 @@ def still_peering(o: OsdState, progress: Progress) -> bool:
     tcmalloc: 0.41-0.52 x; no second peak; its PGs active again ~4 s after it is up, as on
     its first return; docs/data/restart-while-recovering), so it may be restarted to make
     room like any other OSD, on ok-to-stop and PG membership (Decision.stop_breaks)."""
-    return o.id in progress.settling and o.pgs_inactive > 0
+    return o.id in progress.osd_map("settling") and o.pgs_inactive > 0
 
 
 def restart_gain(o: OsdState, progress: Progress) -> int:
@@ -194,12 +194,12 @@ def restart_gain(o: OsdState, progress: Progress) -> int:
     An OSD this run restarted that has grown back to within MIN_RESTART_GAIN of its rss at
     that restart (Progress.restart_rss) frees nothing lasting: its memory is what it holds at
     rest, not history a restart sheds. Its gain is 0, or make-room restarts of it would loop."""
-    before = progress.restart_rss.get(o.id)
+    before = progress.osd_map("restart_rss").get(o.id)
     if before is not None and o.rss_bytes >= before - MIN_RESTART_GAIN:
         return 0
-    fresh = progress.fresh_rss.get(o.id)
-    if fresh is None and progress.fresh_rss:
-        vals = sorted(progress.fresh_rss.values())
+    fresh = progress.osd_map("fresh_rss").get(o.id)
+    if fresh is None and progress.osd_map("fresh_rss"):
+        vals = sorted(progress.osd_map("fresh_rss").values())
         fresh = vals[(len(vals) - 1) // 2]
     if o.pgs > 0 and o.pgs_degraded == 0:
         loads = [ob.load_bytes for ob in progress.observations

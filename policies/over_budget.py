@@ -33,7 +33,8 @@ MiB = 1 << 20
 
 def _running(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
     return sorted((o for o in osds if o.up and o.process != PROC_STOPPED
-                   and o.id not in progress.granted), key=lambda o: (-o.rss_bytes, o.id))
+                   and o.id not in progress.osd_map("granted")),
+                  key=lambda o: (-o.rss_bytes, o.id))
 
 
 def _restartable(osds: Sequence[OsdState], progress: Progress) -> List[OsdState]:
@@ -71,14 +72,15 @@ def heap_then_restart(host: HostMem, osds_on_host: Sequence[OsdState], snapshot:
     running = _running(osds_on_host, progress)
     if running and running[0].rss_bytes > 0 and running[0].heap_release is not False:
         top = running[0]
-        last = progress.heap_released.get(top.id)
-        grew = top.rss_bytes - progress.heap_rss.get(top.id, 0) >= MIN_RESTART_GAIN
+        last = progress.osd_map("heap_released").get(top.id)
+        grew = top.rss_bytes - progress.osd_map("heap_rss").get(top.id, 0) >= MIN_RESTART_GAIN
         if last is None or (now - last >= HEAP_RELEASE_COOLDOWN_S and grew):
             return HeapRelease(osd=top.id, reason="%s short of memory: release free heap of "
                                "heaviest osd.%d (rss %.0f MiB)" % (host.name, top.id,
                                                                    top.rss_bytes / MiB))
     ids = {o.id for o in osds_on_host}
-    if any(now - t < HEAP_SETTLE_S for osd, t in progress.heap_released.items() if osd in ids):
+    if any(now - t < HEAP_SETTLE_S for osd, t in progress.osd_map("heap_released").items()
+           if osd in ids):
         return Wait(host=host.name, reason="heap release on %s settling" % host.name)
     return _restart(host, osds_on_host, snapshot, progress, intent, now)
 

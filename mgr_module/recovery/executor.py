@@ -192,7 +192,7 @@ def journal_facts(action: A.Action, answer: Any, snap: Any, progress: Any) -> Di
         if o.missed_entries is not None:    # what its PGs logged while it was down
             facts["observed"]["missed_entries"] = int(o.missed_entries)
     if isinstance(action, A.AllowBoot):
-        facts["load_rss_bytes"] = progress.load_rss.get(action.osd)
+        facts["load_rss_bytes"] = progress.osd_map("load_rss").get(action.osd)
     return facts
 
 

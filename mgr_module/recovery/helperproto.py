@@ -99,7 +99,7 @@ class HelperProtocol(object):
                                       key=lambda i: i["issued_at"]))
         host_osds = self.osds_of(host)
         p = self.run.progress
-        grants = sorted({o.id for o in host_osds if o.id in p.granted}
+        grants = sorted({o.id for o in host_osds if o.id in p.osd_map("granted")}
                         | {i.osd for i in items})
         held = sorted(o.id for o in host_osds if o.id not in grants and self._held(o, snap))
         probe = {"throughput_to": self.tput_requests.pop(host)} if host in self.tput_requests \

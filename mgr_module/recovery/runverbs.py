@@ -61,9 +61,10 @@ class RunVerbs(object):
             intent.run_id, self.snapshot.cluster_flags if self.snapshot else frozenset(),
             now, epoch)
         self.run.progress = replace(lost or Progress(), run_id=(lost or intent).run_id,
-                                    epoch=old.epoch, observations=old.observations,
-                                    peaks=old.peaks, restarted=old.restarted,
-                                    heap_released=old.heap_released)
+                                    epoch=old.epoch, observations=old.observations
+                                    ).with_columns(peaks=old.osd_map("peaks"),
+                                                   restarted=old.osd_map("restarted"),
+                                                   heap_released=old.osd_map("heap_released"))
         self.run.record(now, epoch,
                         {"kind": "command", "reason": "start-controlled run %s budget %s "
                          "scope %s concurrency %s start order %s%s" % (

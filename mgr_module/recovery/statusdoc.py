@@ -29,9 +29,10 @@ def host_table(eng: Any, intent: Optional[Intent] = None) -> Dict[str, Dict[str,
             h["down"].append(o.id)
             if o.daemon_state == DAEMON_REBUILDING:   # its allocator, after an unclean stop
                 h["rebuilding"].append(o.id)
-        if (o.id in p.granted or o.id in p.booting) and o.id not in p.finished:
+        in_flight = o.id in p.osd_map("granted") or o.id in p.osd_map("booting")
+        if in_flight and o.id not in p.finished:
             h["in_flight"].append(o.id)
-            if o.id in p.staged:        # loaded, waits in preboot for its turn to peer
+            if o.id in p.osd_map("staged"):        # loaded, waits in preboot for its turn to peer
                 h["staged"].append(o.id)
     budget = core.budget_now(intent.budget, p)
     for name, h in table.items():
@@ -65,9 +66,10 @@ def status(eng: Any, now: float) -> Dict[str, Any]:
         "budget": dict(i.budget.__dict__, state=getattr(p, "budget_state", "") or None,
                        now=core.budget_now(i.budget, p).value), "scope": list(i.scope),
         "concurrency": i.concurrency, "leave_out": i.leave_out, "holds": sorted(i.holds),
-        "granted": sorted(p.granted), "booting": sorted(p.booting), "staged": sorted(p.staged),
+        "granted": sorted(p.osd_map("granted")), "booting": sorted(p.osd_map("booting")),
+        "staged": sorted(p.osd_map("staged")),
         "finished": sorted(p.finished),
-        "restarted": {str(k): v for k, v in p.restarted.items()},
+        "restarted": {str(k): v for k, v in p.osd_map("restarted").items()},
         "heap_support": {str(k): v for k, v in eng.run.heap_support.items()},
         "starts_carried_out": {str(k): v for k, v in eng.run.starts.items()},
         "pgs": {"total": snap.pgs_total if snap else 0,

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from ceph_recovery.actions import HeapRelease, QueryOkToStop, RestartOsd, Wait
-from ceph_recovery.model import (Budget, HostMem, Intent, Observation, OsdState, Progress,
-                                 Snapshot)
+from ceph_recovery.model import (OSD_FIELDS, Budget, HostMem, Intent, Observation, OsdState,
+                                 Progress, Snapshot)
 from ceph_recovery.persist import intent_from_dict
 from ceph_recovery.policies import REGISTRY, resolve
 from ceph_recovery.policies.footprint import LEARN_MARGIN, prior
@@ -128,7 +128,8 @@ INT = Intent(mode="controlled", restart_cooldown_s=600.0)
 
 def ob(name, snap_ok=None, **progress):
     snap = Snapshot(epoch=1, osds=tuple(FAT), ok_to_stop=snap_ok or {})
-    return OB[name](HOST, FAT, snap, Progress(**progress), INT, 1000.0)
+    maps = {k: progress.pop(k) for k in list(progress) if k in OSD_FIELDS}
+    return OB[name](HOST, FAT, snap, Progress(**progress).with_columns(**maps), INT, 1000.0)
 
 
 def sig(a):

@@ -63,10 +63,9 @@ OBS3 = tuple(Observation(osd=9, pgs=16, downtime_s=60.0, pg_log_entries=0,
                          peak_bytes=400 * MiB) for _ in range(3))
 
 ROOM = [osd(i, up=True, rss_bytes=1200 * MiB, pgs_inactive=0) for i in (3, 4)]
-ROOMP = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
-                       restarted={3: NOW - 4000, 4: NOW - 4000},
-                       fresh_rss={3: 1000 * MiB, 4: 1000 * MiB},
-                       heap_released={3: NOW - 30, 4: NOW - 30})
+ROOMP = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5})).with_columns(
+    restarted={3: NOW - 4000, 4: NOW - 4000}, fresh_rss={3: 1000 * MiB, 4: 1000 * MiB},
+    heap_released={3: NOW - 30, 4: NOW - 30})
 
 
 def sig(a):

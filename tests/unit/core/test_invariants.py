@@ -6,7 +6,8 @@ import pytest
 
 from ceph_recovery.actions import (AllowBoot, Done, GrantStart, HoldOsd, ReleaseBucket,
                                    RestartOsd, UnsetFlag, Wait)
-from ceph_recovery.model import HealthCheck, HostMem, Intent, OsdState, Progress, Snapshot
+from ceph_recovery.model import (OSD_FIELDS, HealthCheck, HostMem, Intent, OsdState, Progress,
+                                 Snapshot)
 from ceph_recovery.plan import PlanResult, check_invariants, plan
 from ceph_recovery.policies import resolve
 
@@ -38,7 +39,8 @@ POL = resolve(INTENT)
 
 
 def result(actions, progress=None, health=(), **changes):
-    p = progress or PROG.evolve(**changes)
+    maps = {k: changes.pop(k) for k in list(changes) if k in OSD_FIELDS}
+    p = progress or PROG.evolve(**changes).with_columns(**maps)
     return PlanResult(tuple(actions), p, tuple(health), {"time": NOW})
 
 
@@ -65,7 +67,7 @@ BAD = [
     pytest.param(SNAP, PROG, result([RestartOsd(osd=1, host="h0", reason="t")],
                                     restarted={1: NOW}), "I4: restart of osd.1 without",
                  id="restart_with_ok_to_stop_false"),
-    pytest.param(SNAP, PROG.evolve(restarted={0: NOW - 10}),
+    pytest.param(SNAP, PROG.with_columns(restarted={0: NOW - 10}),
                  result([RestartOsd(osd=0, host="h0", reason="t")], restarted={0: NOW}),
                  "I4: osd.0 restarted again", id="restart_within_cooldown"),
     pytest.param(Snapshot(epoch=20, osds=SNAP.osds, hosts=SNAP.hosts,
@@ -85,7 +87,7 @@ BAD = [
                  result([grant(2)], granted={2: NOW}), "I5: osd.2 granted without a per-OSD",
                  id="grant_without_noup"),
     pytest.param(SNAP, PROG, result([grant(2)], granted={2: NOW}), None, id="valid_grant"),
-    pytest.param(SNAP, PROG.evolve(granted={2: NOW - 20}),
+    pytest.param(SNAP, PROG.with_columns(granted={2: NOW - 20}),
                  result([AllowBoot(osd=2, reason="t")], granted={2: NOW - 20}, booting={2: NOW}),
                  None, id="valid_allow_boot"),
     pytest.param(SNAP, PROG, result([AllowBoot(osd=3, reason="t")], health=HEALTH),
@@ -101,11 +103,11 @@ BAD = [
                  "I6: Done is not the last", id="done_not_last"),
     pytest.param(SNAP, PROG, result([Wait(reason="t")]), "I7: 2 candidate(s) left",
                  id="stuck_without_health"),
-    pytest.param(SNAP_DUPS, PROG.evolve(granted={2: NOW - 10}),
+    pytest.param(SNAP_DUPS, PROG.with_columns(granted={2: NOW - 10}),
                  result([grant(3)], granted={2: NOW - 10, 3: NOW}),
                  "I11: osd.3 may load inflated PG log dups, in flight on h1 beside osd.2",
                  id="dups_suspect_granted_beside_a_start"),
-    pytest.param(SNAP_DUPS, PROG.evolve(granted={3: NOW - 10}),
+    pytest.param(SNAP_DUPS, PROG.with_columns(granted={3: NOW - 10}),
                  result([grant(2)], granted={2: NOW, 3: NOW - 10}),
                  "I11: osd.3 may load inflated PG log dups, in flight on h1 beside osd.2",
                  id="start_granted_beside_a_dups_suspect"),

@@ -21,9 +21,9 @@ G5 = "grant_start host=h1 osd=5 predicted_bytes=%d" % (500 * MiB)
 # reserved for osd.3 and osd.4's way back up + 500 MiB for osd.5 = 7700 MiB: over 0.9, within
 # 0.95.
 BACK = [osd(i, up=True, pgs_degraded=5, pgs_inactive=2) for i in (0, 3, 4)] + [HELD[2]]
-PAST = RUNNING.evolve(finished=frozenset({0, 3, 4}), held_osds=frozenset({5}),
-                      settling={0: NOW - 60, 3: NOW - 60, 4: NOW - 60},
-                      peaks={0: 400 * MiB, 3: 400 * MiB, 4: 400 * MiB})
+PAST = RUNNING.evolve(finished=frozenset({0, 3, 4}), held_osds=frozenset({5})).with_columns(
+    settling={0: NOW - 60, 3: NOW - 60, 4: NOW - 60},
+    peaks={0: 400 * MiB, 3: 400 * MiB, 4: 400 * MiB})
 WATCH = ["query_ok_to_stop osd=3", "query_ok_to_stop osd=4"]   # h1 above 0.9 x its budget
 
 
@@ -50,7 +50,7 @@ def test_a_fixed_budget_and_an_auto_budget_short_of_evidence_stay_at_90_percent(
     assert (acts, state) == (WATCH, "validated")
     assert "budget fraction predictions validated, warm-up margin off: osd.0, osd.3, osd.4 " \
         "peaked within their predictions" in summary["reasons"]
-    at_peak = PAST.evolve(peaks={0: 310 * MiB, 3: 400 * MiB, 4: 400 * MiB})
+    at_peak = PAST.with_columns(peaks={0: 310 * MiB, 3: 400 * MiB, 4: 400 * MiB})
     assert tick(at_peak)[:2] == (WATCH, "")
 
 
@@ -58,7 +58,7 @@ def test_an_outgrowth_past_half_the_raised_room_holds_the_budget_for_the_rest_of
     """osd.3 peaked at 800 MiB on a 500 MiB prediction: 300 MiB past it on h1, more than half
     of the 5 % above 0.95 (205 MiB). The budget is held at 0.9, and stays held in later ticks
     even once three OSDs are past their peaks within their predictions."""
-    grown = PAST.evolve(peaks={0: 400 * MiB, 3: 800 * MiB, 4: 400 * MiB})
+    grown = PAST.with_columns(peaks={0: 400 * MiB, 3: 800 * MiB, 4: 400 * MiB})
     acts, state, _ = tick(grown)
     assert (acts, state) == (WATCH, "held")
     assert tick(PAST.evolve(budget_state="held"))[:2] == (WATCH, "held")
@@ -68,16 +68,16 @@ def test_a_small_outgrowth_does_not_hold_the_budget():
     """osd.3 peaked at 600 MiB (100 MiB past its prediction, under 205 MiB) and is still near
     it (580 MiB): not part of the evidence; osd.0, osd.1 and osd.4 are: raised, and osd.5
     fits (7000 + 100 MiB for osd.4's way back + 500 MiB <= 7782 MiB)."""
-    small = PAST.evolve(finished=frozenset({0, 1, 3, 4}),
-                        settling={0: NOW - 60, 1: NOW - 60, 3: NOW - 60, 4: NOW - 60},
-                        peaks={0: 400 * MiB, 1: 400 * MiB, 3: 600 * MiB, 4: 400 * MiB})
+    small = PAST.evolve(finished=frozenset({0, 1, 3, 4})).with_columns(
+        settling={0: NOW - 60, 1: NOW - 60, 3: NOW - 60, 4: NOW - 60},
+        peaks={0: 400 * MiB, 1: 400 * MiB, 3: 600 * MiB, 4: 400 * MiB})
     acts, state, _ = tick(small, AUTO, osd(1, up=True, pgs_degraded=5, pgs_inactive=2),
                           osd(3, up=True, pgs_degraded=5, pgs_inactive=2, rss_bytes=580 * MiB))
     assert (acts, state) == ([G5], "raised")
 
 
 def test_a_failed_start_holds_the_budget():
-    acts, state, _ = tick(PAST.evolve(failures={5: 1}))
+    acts, state, _ = tick(PAST.with_columns(failures={5: 1}))
     assert (acts, state) == (WATCH, "held")
 
 
@@ -94,7 +94,7 @@ def test_a_new_run_starts_from_the_base_whatever_the_last_one_ended_with():
     """A run that ended held (or raised) leaves its state in the progress; the next run
     (a new run_id after Done) starts again from 0.9: osd.5 does not fit 7373 MiB."""
     from ceph_recovery.model import PHASE_DONE
-    ended = PAST.evolve(phase=PHASE_DONE, budget_state="held", settling={}, peaks={})
+    ended = PAST.evolve(phase=PHASE_DONE, budget_state="held").with_columns(settling={}, peaks={})
     s = snap(*BACK, used={"h1": 7000 * MiB}, cluster_flags=RUNF)
     res = plan(s, replace(AUTO, run_id="r2"), ended, POL, NOW)
     assert res.progress.run_id == "r2" and res.progress.budget_state == ""

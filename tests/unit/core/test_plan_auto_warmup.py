@@ -26,9 +26,9 @@ AUTO = replace(BUDGET, concurrency=0)
 PEERING2 = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=60 * MiB,
                pgs_inactive=16, pgs_degraded=16, down_since=None)
 BOOTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                  held_osds=frozenset({3}), started_at=NOW - 60,
-                  granted={2: NOW - 20}, booting={2: NOW - 10}, peaks={2: 60 * MiB},
-                  downtime={2: 48.0}, load_rss={0: 60 * MiB, 2: 60 * MiB, 4: 60 * MiB})
+                  held_osds=frozenset({3}), started_at=NOW - 60).with_columns(
+                      granted={2: NOW - 20}, booting={2: NOW - 10}, peaks={2: 60 * MiB},
+                      downtime={2: 48.0}, load_rss={0: 60 * MiB, 2: 60 * MiB, 4: 60 * MiB})
 
 
 def test_auto_charges_a_second_start_the_margin_while_only_load_floors_are_known():
@@ -54,8 +54,8 @@ def fixed_50(o, observations, now):
 SMALL = replace(POL, footprint=fixed_50)
 STARTING2 = osd(2, process="running", rss_bytes=0)      # granted 5 s ago, no rss reported yet
 GRANTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                   held_osds=frozenset({2, 3}), started_at=NOW - 60, granted={2: NOW - 5},
-                   downtime={2: 55.0})
+                   held_osds=frozenset({2, 3}), started_at=NOW - 60).with_columns(
+                       granted={2: NOW - 5}, downtime={2: 55.0})
 
 
 def test_auto_grants_a_second_start_that_fits_with_the_margin_before_any_real_peak():

@@ -15,8 +15,8 @@ from ceph_recovery.plan import check_invariants, plan
 from labh2cases import BUDGET, MiB, NOW, POL, osd, sig, snap
 
 GRANTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                   held_osds=frozenset({2, 3}), started_at=NOW - 10,
-                   granted={2: NOW - 3}, downtime={2: 48.0})
+                   held_osds=frozenset({2, 3}), started_at=NOW - 10).with_columns(
+                       granted={2: NOW - 3}, downtime={2: 48.0})
 
 
 def preboot2(state, ran=3.0, rss=112 * MiB):
@@ -30,7 +30,7 @@ def test_a_daemon_in_preboot_is_allowed_to_boot_at_its_first_report():
     assert [sig(a) for a in r.actions] == ["allow_boot osd=2 predicted_bytes=%d" % (224 * MiB)]
     assert r.actions[0].reason == ("preboot: load-time rss 112 MiB in preboot (the daemon's "
                                    "state) after 3s, predicted peak 224 MiB")
-    assert r.progress.load_rss == {2: 112 * MiB}
+    assert r.progress.osd_map("load_rss") == {2: 112 * MiB}
     assert check_invariants(s, BUDGET, GRANTED, r) == []
 
 
@@ -38,7 +38,7 @@ def test_a_daemon_in_preboot_is_allowed_to_boot_at_its_first_report():
 def test_without_preboot_from_the_daemon_the_first_report_boots_nothing(state):
     r = plan(snap(preboot2(state), used=112 * MiB), BUDGET, GRANTED, POL, NOW)
     assert [sig(a) for a in r.actions] == ["wait"]
-    assert r.progress.booting == {}
+    assert r.progress.osd_map("booting") == {}
 
 
 def test_an_initializing_daemon_is_not_booted_on_a_flat_rss():

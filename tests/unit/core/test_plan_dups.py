@@ -107,7 +107,7 @@ def test_nothing_starts_beside_a_suspect_in_flight():
     s = snap(osd(3, flags=NOUP, process="running", rss_bytes=200 * 1048576,
                  process_started_at=NOW - 5, ceph_version=PACIFIC_10), *HELD[1:],
              cluster_flags=RUNF)
-    p = RUNNING.evolve(granted={3: NOW - 5}, downtime={3: 3595.0})
+    p = RUNNING.with_columns(granted={3: NOW - 5}, downtime={3: 3595.0})
     res = run(s, p)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert res.summary["hosts"]["h1"]["waiting_on"] == "osd.3 starts alone (PG log dups)"
@@ -116,7 +116,7 @@ def test_nothing_starts_beside_a_suspect_in_flight():
 def test_a_warned_osd_whose_start_failed_once_is_held_others_keep_their_three_tries():
     s = snap(osd(3, flags=NOUP, pglog_dups=1), osd(4, flags=NOUP, ceph_version=PACIFIC_10),
              HELD[2], cluster_flags=RUNF)
-    res = run(s, RUNNING.evolve(failures={3: 1, 4: 1}))
+    res = run(s, RUNNING.with_columns(failures={3: 1, 4: 1}))
     assert [sig(a) for a in res.actions] == [
         "grant_start host=h1 osd=4 predicted_bytes=%d" % WHOLE]
     assert [line.split(": ")[0] + ": " + line.split(": ")[2].split(";")[0]
@@ -139,9 +139,9 @@ def test_a_suspect_whose_plain_prediction_does_not_fit_waits_like_any_other():
 def test_a_warned_osd_that_dies_at_start_is_given_up_after_one_failure():
     from ceph_recovery.inflight import GRANT_RETRY_S
     s = snap(osd(3, flags=NOUP, pglog_dups=1), *HELD[1:], cluster_flags=RUNF)
-    p = RUNNING.evolve(granted={3: NOW - GRANT_RETRY_S - 1}, downtime={3: 3500.0})
+    p = RUNNING.with_columns(granted={3: NOW - GRANT_RETRY_S - 1}, downtime={3: 3500.0})
     res = run(s, p)
-    assert res.progress.failures == {3: 1} and 3 not in res.progress.granted
+    assert res.progress.osd_map("failures") == {3: 1} and 3 not in res.progress.osd_map("granted")
     assert [line for h in res.health if h.code == "RECOVERY_START_FAILED"
             for line in h.detail][0].endswith("failure 1 of 1")
     # the host is free again: osd.4 (no sign of dups) is granted, osd.3 is not

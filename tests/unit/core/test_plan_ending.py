@@ -81,8 +81,9 @@ def test_the_tick_that_ends_a_run_takes_back_its_make_room_restart():
     end = plan(room, RUN, ROOMP.evolve(stalled_since=NOW - STALL_END_S), POL, NOW)
     assert [sig(a) for a in end.actions] == [
         "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]
-    assert end.progress.restarted == ROOMP.restarted
-    assert end.progress.restart_rss == {} and end.progress.fresh_rss == ROOMP.fresh_rss
+    assert end.progress.osd_map("restarted") == ROOMP.osd_map("restarted")
+    assert end.progress.osd_map("restart_rss") == {}
+    assert end.progress.osd_map("fresh_rss") == ROOMP.osd_map("fresh_rss")
 
 
 def test_the_tick_that_ends_a_run_keeps_a_restart_for_a_host_over_its_budget():
@@ -90,7 +91,7 @@ def test_the_tick_that_ends_a_run_keeps_a_restart_for_a_host_over_its_budget():
     answers the budget, not a next start, and stays in the tick that ends the run."""
     over = snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: True})
     p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
-                       heap_released={3: NOW - 30}, stalled_since=NOW - STALL_END_S)
+                       stalled_since=NOW - STALL_END_S).with_columns(heap_released={3: NOW - 30})
     end = plan(over, RUN, p, POL, NOW)
     assert [sig(a) for a in end.actions] == [
         "restart_osd host=h1 osd=3", "unset_flag flag=noout", "unset_flag flag=norebalance",
@@ -142,14 +143,14 @@ def test_heap_release_is_not_repeated_on_an_osd_that_did_not_grow():
     100 MiB it may be released again."""
     from plancases import FAT3, OVER, osd
     s = snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF)
-    p = RUNNING.evolve(heap_released={3: NOW - 200}, heap_rss={3: 2 * GiB})
+    p = RUNNING.with_columns(heap_released={3: NOW - 200}, heap_rss={3: 2 * GiB})
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions][:1] == ["query_ok_to_stop osd=3"]
     grown = snap(osd(3, up=True, process="running", rss_bytes=2 * GiB + 100 * MiB,
                      pgs_inactive=0), *HELD[1:], used=OVER, cluster_flags=RUNF)
     res = plan(grown, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions][:1] == ["heap_release osd=3"]
-    assert res.progress.heap_rss == {3: 2 * GiB + 100 * MiB}
+    assert res.progress.osd_map("heap_rss") == {3: 2 * GiB + 100 * MiB}
 
 
 def test_an_osd_outgrowing_the_budget_is_stopped_before_the_kernel_kills_it():
@@ -160,14 +161,15 @@ def test_an_osd_outgrowing_the_budget_is_stopped_before_the_kernel_kills_it():
     from ceph_recovery.model import Observation
     from plancases import osd
     grown = osd(3, up=True, process="running", rss_bytes=1600 * MiB, pgs_inactive=4)  # > 500
-    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 9}, load_rss={3: 240 * MiB},
-                       held_osds=frozenset({4, 5}))
+    p = RUNNING.evolve(held_osds=frozenset({4, 5})).with_columns(granted={3: NOW - 30},
+                                                                 booting={3: NOW - 9},
+                                                                 load_rss={3: 240 * MiB})
     s = snap(grown, *HELD[1:], used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF,
              ok_to_stop={3: True})
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["hold_osd osd=3", "stop_osd host=h1 osd=3"]
     assert check_invariants(s, RUN, p, res, POL, NOW) == []
-    assert res.progress.failures == {3: 1} and 3 not in res.progress.granted
+    assert res.progress.osd_map("failures") == {3: 1} and 3 not in res.progress.osd_map("granted")
     assert res.progress.observations[-1] == Observation(
         osd=3, pgs=16, downtime_s=0.0, pg_log_entries=0, peak_bytes=1600 * MiB)
     unknown = plan(snap(grown, *HELD[1:], used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF),
@@ -181,7 +183,7 @@ def test_a_probe_whose_peak_does_not_fit_stays_in_preboot_and_the_run_still_ends
     keeps it held (no allow_boot), says why, and the stall clock runs (a probe kept in preboot
     is not progress): the run ends after STALL_END_S instead of waiting on it forever."""
     from plancases import PRE3
-    p = RUNNING.evolve(granted={3: NOW - 30}, peaks={3: 240 * MiB})
+    p = RUNNING.with_columns(granted={3: NOW - 30}, peaks={3: 240 * MiB})
     s = snap(PRE3, *HELD[1:], used={"h1": int(6.2 * GiB)}, cluster_flags=RUNF)
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]

@@ -82,7 +82,8 @@ def test_the_first_start_boots_on_its_load_where_the_static_prior_kept_it_in_pre
     62 + (168 - 60) <= 200 and it boots; on the static prior (457 MiB) it stayed in preboot."""
     s = snap(osd(2, process="running", rss_bytes=60 * MiB,
                  process_started_at=NOW - BOOT_OBSERVE_MAX_S - 1), used=62 * MiB)
-    progress = replace(RUNNING, granted={2: NOW - BOOT_OBSERVE_MAX_S - 2}, downtime={2: DOWN_S})
+    progress = replace(RUNNING).with_columns(granted={2: NOW - BOOT_OBSERVE_MAX_S - 2},
+                                             downtime={2: DOWN_S})
     res = run(s, progress)
     want = own_size_prior(140 * MiB)
     assert res.actions == (AllowBoot(osd=2, predicted_bytes=want, reason=(
@@ -95,6 +96,6 @@ def test_an_osd_this_run_started_is_not_the_clusters_own_size():
     (140 MiB) down: the cluster's own size is the largest survivor left, 130 MiB."""
     s = snap(osd(2, process="running", rss_bytes=190 * MiB),
              osd(1, up=False, process="stopped", rss_bytes=0))
-    t = Predictor.of(s, INTENT, replace(RUNNING, granted={2: NOW - 4}), resolve(INTENT), NOW)
+    t = Predictor.of(s, INTENT, RUNNING.with_columns(granted={2: NOW - 4}), resolve(INTENT), NOW)
     assert t.running_rss() == 130 * MiB
     assert t.predict(3) == own_size_prior(130 * MiB)

@@ -18,8 +18,8 @@ from ceph_recovery.model import Progress
 from labh2cases import BUDGET, MiB, NOW, osd, sig, snap
 
 GRANTED2 = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                    held_osds=frozenset({2, 3}), started_at=NOW - 20,
-                    granted={2: NOW - 12}, peaks={2: 112 * MiB}, downtime={2: 48.0})
+                    held_osds=frozenset({2, 3}), started_at=NOW - 20).with_columns(
+                        granted={2: NOW - 12}, peaks={2: 112 * MiB}, downtime={2: 48.0})
 PRE2 = osd(2, process="running", rss_bytes=112 * MiB, process_started_at=NOW - 11)
 
 POL = resolve(BUDGET)        # the default policies: the footprint prior, learned
@@ -29,7 +29,7 @@ def test_the_next_start_is_predicted_from_the_load_the_first_showed_and_what_it_
     pre2 = replace(PRE2, missed_entries=3570)
     waiting3 = osd(3, missed_entries=1430)
     s = snap(pre2, waiting3, used=112 * MiB)
-    before = plan(s, BUDGET, GRANTED2.evolve(load_rss={}), POL, NOW - 5)   # not loaded yet
+    before = plan(s, BUDGET, GRANTED2.with_columns(load_rss={}), POL, NOW - 5)   # not loaded yet
     prior3 = before.summary["hosts"]["h2"]["predicted"]
     first = plan(s, BUDGET, GRANTED2, POL, NOW)
     assert [sig(a) for a in first.actions][0] == "allow_boot osd=2 predicted_bytes=%d" % \
@@ -57,7 +57,8 @@ def test_its_own_settled_load_and_the_learned_growth_predict_its_next_start():
                         peak_bytes=179 * MiB, load_bytes=103 * MiB, missed_entries=5593),
             Observation(osd=2, pgs=16, downtime_s=30.0, pg_log_entries=0,
                         peak_bytes=286 * MiB, load_bytes=119 * MiB, missed_entries=14407))
-    start = GRANTED2.evolve(observations=past, granted={}, peaks={}, downtime={}, load_rss={})
+    start = GRANTED2.evolve(observations=past).with_columns(granted={}, peaks={}, downtime={},
+                                                            load_rss={})
     s = snap(osd(2, missed_entries=3570), osd(3, missed_entries=1430))
     res = plan(s, BUDGET, start, POL, NOW)
     from ceph_recovery.predict import Predictor

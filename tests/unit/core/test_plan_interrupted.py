@@ -117,7 +117,7 @@ def test_resume_does_not_start_a_granted_osd_twice():
     pol = resolve(intent)
     seen = 0
     for m, progress in states:
-        if not progress.granted:
+        if not progress.osd_map("granted"):
             continue
         back = progress_from_json(progress_to_json(progress))
         res = plan(m.snapshot(), intent, back, pol, m.now)

@@ -44,9 +44,10 @@ def settled(osd_id, load_mib, peak_mib, missed=None):
 
 def granted(*observations, missed=None):
     return Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                    held_osds=frozenset({2, 3}), started_at=NOW - 20, granted={2: NOW - 12},
-                    peaks={2: LOAD}, downtime={2: 48.0}, observations=tuple(observations),
-                    missed={} if missed is None else {2: missed})
+                    held_osds=frozenset({2, 3}), started_at=NOW - 20,
+                    observations=tuple(observations)).with_columns(
+        granted={2: NOW - 12}, peaks={2: LOAD}, downtime={2: 48.0},
+        missed={} if missed is None else {2: missed})
 
 
 PRE2 = osd(2, process="running", rss_bytes=LOAD, process_started_at=NOW - 11)
@@ -66,7 +67,8 @@ def test_a_load_above_half_the_budget_boots_when_load_plus_learned_growth_fits()
     assert res.actions == (AllowBoot(osd=2, predicted_bytes=peak, reason=(
         "preboot: load-time rss 150 MiB flat after 11s in preboot, predicted peak %.0f MiB"
         % (peak / MiB))),)
-    assert res.progress.load_rss == {2: LOAD} and res.progress.booting == {2: NOW}
+    assert res.progress.osd_map("load_rss") == {2: LOAD}
+    assert res.progress.osd_map("booting") == {2: NOW}
     assert res.health == ()
 
 
@@ -74,7 +76,7 @@ def test_with_nothing_learned_the_same_load_stays_in_preboot_on_twice_the_load()
     """An observation without a load (not settled, or an older record) teaches no growth."""
     res = run(granted(replace(settled(4, 130, 200), load_bytes=None)))
     assert [a.kind for a in res.actions] == ["wait"]
-    assert res.progress.booting == {}
+    assert res.progress.osd_map("booting") == {}
     [check] = res.health
     assert check.code == "RECOVERY_BUDGET_TOO_SMALL"
     assert check.detail == (
@@ -87,7 +89,7 @@ def test_a_learned_growth_that_does_not_fit_keeps_it_in_preboot():
     > 237 - 150."""
     res = run(granted(settled(4, 130, 250), settled(5, 130, 190)))
     assert [a.kind for a in res.actions] == ["wait"]
-    assert res.progress.booting == {} and 2 not in res.progress.load_rss
+    assert res.progress.osd_map("booting") == {} and 2 not in res.progress.osd_map("load_rss")
     [check] = res.health
     growth = int(120 * MiB * GROWTH_MARGIN)
     assert check.detail == (
@@ -111,17 +113,18 @@ def test_the_settled_peak_is_recorded_with_its_load_and_teaches_the_next_boot():
               pgs_degraded=0, down_since=None)
     start = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
                      held_osds=frozenset({3}), started_at=NOW - 200, finished=frozenset({2}),
-                     settling={2: NOW - 60}, peaks={2: 190 * MiB}, load_rss={2: 112 * MiB},
-                     downtime={2: 48.0}, observations=(Observation(
+                     observations=(Observation(
                          osd=2, pgs=16, downtime_s=48.0, pg_log_entries=0,
-                         peak_bytes=224 * MiB),))
+                         peak_bytes=224 * MiB),)).with_columns(
+        settling={2: NOW - 60}, peaks={2: 190 * MiB}, load_rss={2: 112 * MiB},
+        downtime={2: 48.0})
     s = snap(up2, used=180 * MiB)
     res = plan(s, BUDGET, start, POL, NOW)
     assert check_invariants(s, BUDGET, start, res) == []
     assert res.progress.observations[-1] == Observation(
         osd=2, pgs=16, downtime_s=48.0, pg_log_entries=0, peak_bytes=190 * MiB,
         load_bytes=112 * MiB)
-    assert res.progress.settling == {} and res.progress.load_rss == {}
+    assert res.progress.osd_map("settling") == {} and res.progress.osd_map("load_rss") == {}
     assert growth_samples(res.progress.observations) == [(78 * MiB, None)]
     assert peak_from_load(120 * MiB, growth_samples(res.progress.observations)) == \
         int(120 * MiB + 78 * MiB * GROWTH_MARGIN)

@@ -52,7 +52,7 @@ def test_a_grant_whose_helper_dies_ends_the_run_by_its_ends_by_with_flags_restor
     assert stated == grant_at + LIVE.boot_timeout_s + LIVE.stall_limit_s
     ended = next(now for now, r in hist if any(a.kind == "done" for a in r.actions))
     assert ended <= stated
-    assert progress.phase == "done" and not progress.granted
+    assert progress.phase == "done" and not progress.osd_map("granted")
     assert not set(RUN_CLUSTER_FLAGS) & model.cluster_flags
     last = hist[-1][1]
     assert "RECOVERY_INCOMPLETE" in [h.code for h in last.health]
@@ -61,12 +61,12 @@ def test_a_grant_whose_helper_dies_ends_the_run_by_its_ends_by_with_flags_restor
 
 
 def test_an_osd_allowed_to_boot_that_never_comes_up_is_failed_stopped_and_held():
-    p = RUNNING.evolve(granted={3: NOW - 700}, booting={3: NOW - 650})
+    p = RUNNING.with_columns(granted={3: NOW - 700}, booting={3: NOW - 650})
     s = snap(osd(3, process="running", rss_bytes=300 * MiB), *HELD[1:], cluster_flags=RUNF)
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions][:2] == ["hold_osd osd=3", "stop_osd host=h1 osd=3"]
-    assert 3 not in res.progress.granted and res.progress.failures == {3: 1}
-    assert res.progress.stopped == {3: NOW}
+    assert 3 not in res.progress.osd_map("granted") and res.progress.osd_map("failures") == {3: 1}
+    assert res.progress.osd_map("stopped") == {3: NOW}
     # still running 30 s later (a lost stop): sent again; once stopped, granted again
     later = replace(s, epoch=s.epoch + 1)
     again = plan(later, RUN, res.progress, POL, NOW + 30)
@@ -74,16 +74,16 @@ def test_an_osd_allowed_to_boot_that_never_comes_up_is_failed_stopped_and_held()
     gone = snap(osd(3, process="stopped", flags=frozenset({"noup"})), *HELD[1:],
                 cluster_flags=RUNF, epoch=s.epoch + 2)
     after = plan(gone, RUN, again.progress, POL, NOW + 35)
-    assert 3 not in after.progress.stopped
+    assert 3 not in after.progress.osd_map("stopped")
 
 
 def test_a_grant_kept_in_preboot_for_room_is_named_not_failed():
     """Loaded, waiting in preboot for room to peak: the run's own wait, not the OSD's fault."""
-    p = RUNNING.evolve(granted={3: NOW - 700})
+    p = RUNNING.with_columns(granted={3: NOW - 700})
     big = snap(replace(PRE3, rss_bytes=450 * MiB), *HELD[1:], used={"h1": int(6.35 * 1024 * MiB)},
                cluster_flags=RUNF)
     res = plan(big, RUN, p, POL, NOW)
-    assert 3 in res.progress.granted and "stop_osd host=h1 osd=3" not in [
+    assert 3 in res.progress.osd_map("granted") and "stop_osd host=h1 osd=3" not in [
         sig(a) for a in res.actions]
     assert any("kept in preboot" in line for h in res.health
                if h.code == "RECOVERY_BOOT_TIMEOUT" for line in h.detail)
@@ -91,10 +91,10 @@ def test_a_grant_kept_in_preboot_for_room_is_named_not_failed():
 
 def test_an_abort_stops_a_loaded_grant_and_leaves_no_grant():
     s = snap(PRE3, *HELD[1:], cluster_flags=RUNF)
-    res = plan(s, Intent(mode="abort", run_id="r1"), RUNNING.evolve(granted={3: NOW - 15}),
+    res = plan(s, Intent(mode="abort", run_id="r1"), RUNNING.with_columns(granted={3: NOW - 15}),
                POL, NOW)
     assert "stop_osd host=h1 osd=3" in [sig(a) for a in res.actions]
-    assert not res.progress.granted and res.progress.phase == "aborted"
+    assert not res.progress.osd_map("granted") and res.progress.phase == "aborted"
 
 
 def test_a_restore_the_mon_refuses_is_sent_again_and_named_until_the_config_shows_it():

@@ -22,8 +22,8 @@ from labh2cases import BUDGET, MiB, NOW, POL, osd, sig, snap
 
 
 GRANTED2 = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                    held_osds=frozenset({2, 3}), started_at=NOW - 20,
-                    granted={2: NOW - 12}, peaks={2: 112 * MiB}, downtime={2: 48.0})
+                    held_osds=frozenset({2, 3}), started_at=NOW - 20).with_columns(
+                        granted={2: NOW - 12}, peaks={2: 112 * MiB}, downtime={2: 48.0})
 PRE2 = osd(2, process="running", rss_bytes=112 * MiB, process_started_at=NOW - 11)
 ACTIVE2 = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=82 * MiB,
               pgs_degraded=8, down_since=None)
@@ -42,7 +42,7 @@ def test_boot_records_the_load_time_rss_and_raises_the_prediction():
     # nothing learned: the peak it boots on is LOAD_TO_PEAK_MIN x its load
     assert [sig(a) for a in first.actions] == ["allow_boot osd=2 predicted_bytes=%d"
                                                % (224 * MiB)]
-    assert first.progress.load_rss == {2: 112 * MiB}
+    assert first.progress.osd_map("load_rss") == {2: 112 * MiB}
     assert first.summary["hosts"]["h2"]["in_flight_osds"] == [2]
     assert check_invariants(snap(PRE2, used=112 * MiB), BUDGET, GRANTED2, first) == []
 
@@ -53,10 +53,10 @@ def test_next_start_waits_while_the_first_is_below_its_load_bound():
     bound, 30 MiB were reserved and osd.3 was granted (82 + 30 + 107 <= 237)."""
     _, second = boot_then_active(POL)
     assert [sig(a) for a in second.actions] == ["wait"]
-    assert second.progress.settling == {2: NOW + 2}
+    assert second.progress.osd_map("settling") == {2: NOW + 2}
     # finished at 112 MiB so far: the observation is provisional, at least its load bound
     assert [ob.peak_bytes for ob in second.progress.observations] == [224 * MiB]
-    assert 3 not in second.progress.granted
+    assert 3 not in second.progress.osd_map("granted")
     h2 = second.summary["hosts"]["h2"]
     assert (h2["next_osd"], h2["waiting_on"]) == (3, "memory")
     # not a stall: osd.2's peak is still coming, and once settled it may be restarted
@@ -77,8 +77,8 @@ def test_the_bound_goes_once_the_real_peak_is_known():
                     NOW + t)
     grown = at(40, 190 * MiB, 3, second.progress)
     settled = at(80, 180 * MiB, 0, grown.progress)
-    assert grown.progress.load_rss == {2: 112 * MiB}
-    assert settled.progress.load_rss == {} and settled.progress.settling == {}
+    assert grown.progress.osd_map("load_rss") == {2: 112 * MiB}
+    assert settled.progress.osd_map("load_rss") == settled.progress.osd_map("settling") == {}
     assert [ob.peak_bytes for ob in settled.progress.observations if ob.osd == 2][-1] == \
         190 * MiB
     # osd.3 does not fit (190 + 107 > 237): osd.2's PGs are all active, so room is made from
@@ -109,8 +109,8 @@ def test_learned_prediction_of_the_next_osd_follows_the_load_bound():
 
 def test_load_rss_survives_a_save_and_reload():
     first, _ = boot_then_active(POL)
-    assert progress_from_json(progress_to_json(first.progress)).load_rss == {2: 112 * MiB}
-    assert progress_from_json('{"schema": 1}').load_rss == {}
+    assert progress_from_json(progress_to_json(first.progress)).osd_map("load_rss") == {2: 112 * MiB}
+    assert progress_from_json('{"schema": 1}').osd_map("load_rss") == {}
 
 
 def test_with_auto_concurrency_the_next_grant_is_gated_by_the_live_preboot_load():
@@ -125,7 +125,7 @@ def test_with_auto_concurrency_the_next_grant_is_gated_by_the_live_preboot_load(
     res = plan(snap(PRE2, used=112 * MiB), auto, start, pol, NOW - 5)
     assert [sig(a) for a in res.actions] == ["wait"]
     small = replace(PRE2, rss_bytes=40 * MiB)
-    res = plan(snap(small, used=40 * MiB), auto, start.evolve(peaks={2: 40 * MiB}), pol,
+    res = plan(snap(small, used=40 * MiB), auto, start.with_columns(peaks={2: 40 * MiB}), pol,
                NOW - 5)
     # the 95 MiB peaks scaled by osd.3's prior (down 55 s) over theirs (down 15 s), x the margin
     want = int(prior(16, 0, 55.0) * (95 * MiB / prior(16, 0, 15.0)) * LEARN_MARGIN)
@@ -150,7 +150,7 @@ def test_with_its_missed_entries_known_the_boot_peak_is_its_load_plus_their_hist
     # 82 + (want - 82) + 107 > 237: osd.3 is not granted; the run makes room from osd.2's
     # free heap first (46 MiB short instead of 94: the 2 x load bound called for more)
     assert [sig(a) for a in second.actions] == ["heap_release osd=2"]
-    assert 3 not in second.progress.granted
+    assert 3 not in second.progress.osd_map("granted")
 
 
 def test_a_history_too_large_for_the_budget_keeps_the_osd_in_preboot():
@@ -174,10 +174,12 @@ def test_an_osd_let_boot_reserves_the_rest_of_its_prediction_not_twice_its_peeri
     pol = replace(POL, footprint=lambda o, observations, now: 100 * MiB)
     peering = osd(2, up=True, flags=frozenset(), process="running", rss_bytes=90 * MiB,
                   pgs_inactive=16, pgs_degraded=16, down_since=None)
-    booted = GRANTED2.evolve(observations=light, granted={2: NOW - 20}, booting={2: NOW - 10},
-                             load_rss={2: 60 * MiB}, peaks={2: 90 * MiB})
+    booted = GRANTED2.evolve(observations=light).with_columns(granted={2: NOW - 20},
+                                                              booting={2: NOW - 10},
+                                                              load_rss={2: 60 * MiB},
+                                                              peaks={2: 90 * MiB})
     res = plan(snap(peering, used=90 * MiB), auto, booted, pol, NOW)
     assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
                                              % (100 * MiB)]
     assert res.actions[0].reason.startswith("used 90 MiB + reserved 30 MiB + predicted 100 MiB")
-    assert dict(res.progress.staged) == {}
+    assert dict(res.progress.osd_map("staged")) == {}

@@ -62,66 +62,68 @@ CASES = [
     pytest.param(snap(*HELD, used={"h1": 6 * GiB}, cluster_flags=RUNF), RUN, RUNNING,
                  [G % 3], (), "running", id="probe_start_when_only_the_load_fits"),
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 15}), ["wait"], (), "running",
+                 RUNNING.with_columns(granted={3: NOW - 15}), ["wait"], (), "running",
                  id="allow_boot_waits_for_a_second_rss_sample"),
     pytest.param(snap(osd(3, flags=NOUP, process="running", process_started_at=NOW - 2),
                       *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 3}), ["wait"], (), "running",
+                 RUNNING.with_columns(granted={3: NOW - 3}), ["wait"], (), "running",
                  id="allow_boot_waits_for_rss"),
     # the load-time footprint must be known: rss flat (within 2 % of the peak seen in the
     # earlier snapshots) after BOOT_OBSERVE_S in preboot, not merely non-zero
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 15}, peaks={3: 100 * MiB}), ["wait"], (),
+                 RUNNING.with_columns(granted={3: NOW - 15}, peaks={3: 100 * MiB}), ["wait"], (),
                  "running", id="allow_boot_waits_while_preboot_rss_grows"),
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 15}, peaks={3: 238 * MiB}),
+                 RUNNING.with_columns(granted={3: NOW - 15}, peaks={3: 238 * MiB}),
                  ["allow_boot osd=3 predicted_bytes=%d" % (500 * MiB)], (), "running",
                  id="allow_boot_once_preboot_rss_flat"),
     pytest.param(snap(osd(3, flags=NOUP, process="running", rss_bytes=240 * MiB,
                           process_started_at=NOW - 4), *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 5}, peaks={3: 240 * MiB}), ["wait"], (),
+                 RUNNING.with_columns(granted={3: NOW - 5}, peaks={3: 240 * MiB}), ["wait"], (),
                  "running", id="allow_boot_waits_boot_observe_s_even_if_flat"),
     pytest.param(snap(osd(3, flags=NOUP, process="running", rss_bytes=240 * MiB,
                           process_started_at=NOW - 61), *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 62}, peaks={3: 100 * MiB}),
+                 RUNNING.with_columns(granted={3: NOW - 62}, peaks={3: 100 * MiB}),
                  ["allow_boot osd=3 predicted_bytes=%d" % (500 * MiB)], (), "running",
                  id="allow_boot_after_boot_observe_max_s_even_if_growing"),
     pytest.param(snap(osd(3, flags=NOUP, process="running", rss_bytes=3 * GiB,
                           process_started_at=NOW - 15), *HELD[1:], used={"h1": 4 * GiB},
                       cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 15}, peaks={3: 3 * GiB}),
+                 RUNNING.with_columns(granted={3: NOW - 15}, peaks={3: 3 * GiB}),
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",), "running",
                  id="no_boot_when_load_rss_voids_prediction_and_growth_does_not_fit"),
     pytest.param(snap(osd(3, flags=NOUP, process="running", rss_bytes=1 * GiB,
                           process_started_at=NOW - 15), *HELD[1:], used={"h1": 2 * GiB},
                       cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 15}, peaks={3: 1 * GiB}),
+                 RUNNING.with_columns(granted={3: NOW - 15}, peaks={3: 1 * GiB}),
                  ["allow_boot osd=3 predicted_bytes=%d" % (2 * GiB)], (), "running",
                  id="boot_when_load_rss_voids_prediction_but_double_still_fits"),
     pytest.param(snap(osd(3, up=True, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 60}, booting={3: NOW - 40}),
+                 RUNNING.with_columns(granted={3: NOW - 60}, booting={3: NOW - 40}),
                  [G % 4], (), "running", id="finish_frees_slot_and_grants_next"),
     pytest.param(snap(osd(3, up=True, pgs_inactive=2), *HELD[1:], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 60}, booting={3: NOW - 40}),
+                 RUNNING.with_columns(granted={3: NOW - 60}, booting={3: NOW - 40}),
                  ["wait"], (), "running", id="up_with_inactive_pgs_stays_in_flight"),
     pytest.param(snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF), RUN,
                  RUNNING.evolve(finished=frozenset({3})), ["heap_release osd=3"],
                  ("RECOVERY_BUDGET_EXCEEDED",), "running", id="over_budget_heap_release"),
     pytest.param(snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(finished=frozenset({3}), heap_released={3: NOW - 30}),
+                 RUNNING.evolve(finished=frozenset({3})).with_columns(heap_released={3: NOW - 30}),
                  ["query_ok_to_stop osd=3"], ("RECOVERY_BUDGET_EXCEEDED",), "running",
                  id="over_budget_query_ok_to_stop"),
     pytest.param(snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: True}),
-                 RUN, RUNNING.evolve(finished=frozenset({3}), heap_released={3: NOW - 30}),
+                 RUN, RUNNING.evolve(finished=frozenset({3})).with_columns(
+                     heap_released={3: NOW - 30}),
                  ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_EXCEEDED",), "running",
                  id="over_budget_restart_heaviest_ok_to_stop"),
     pytest.param(snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: False}),
-                 RUN, RUNNING.evolve(finished=frozenset({3}), heap_released={3: NOW - 30}),
+                 RUN, RUNNING.evolve(finished=frozenset({3})).with_columns(
+                     heap_released={3: NOW - 30}),
                  ["wait"], ("RECOVERY_BUDGET_EXCEEDED",), "running",
                  id="over_budget_refused_when_ok_to_stop_false"),
     pytest.param(snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: True}),
-                 RUN, RUNNING.evolve(finished=frozenset({3}), heap_released={3: NOW - 30},
-                                     restarted={3: NOW - 100}),
+                 RUN, RUNNING.evolve(finished=frozenset({3})).with_columns(
+                     heap_released={3: NOW - 30}, restarted={3: NOW - 100}),
                  ["wait"], ("RECOVERY_BUDGET_EXCEEDED",), "running",
                  id="over_budget_no_restart_within_cooldown"),
     pytest.param(snap(osd(3, up=True, rss_bytes=60 * MiB, pgs_inactive=0), *HELD[1:],
@@ -154,12 +156,12 @@ CASES = [
     # cooldown until the stall limit); at 1400 MiB then, osd.3 still gives 200 MiB back
     pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: True}),
-                 RUN, ROOMP.evolve(restart_rss={3: 1200 * MiB, 4: 1200 * MiB}),
+                 RUN, ROOMP.with_columns(restart_rss={3: 1200 * MiB, 4: 1200 * MiB}),
                  ["wait"], ("RECOVERY_BUDGET_TOO_SMALL",),
                  "running", id="osds_grown_back_to_their_rss_at_their_last_restart_free_nothing"),
     pytest.param(snap(*ROOM, HELD[2], used={"h1": 6400 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: True}),
-                 RUN, ROOMP.evolve(restart_rss={3: 1400 * MiB, 4: 1400 * MiB}),
+                 RUN, ROOMP.with_columns(restart_rss={3: 1400 * MiB, 4: 1400 * MiB}),
                  ["restart_osd host=h1 osd=3"], ("RECOVERY_BUDGET_TOO_SMALL",),
                  "running", id="osds_below_their_rss_at_their_last_restart_still_free_memory"),
     # the same, but osd.3's PGs are clean now and its first start loaded 300 MiB in preboot:
@@ -179,8 +181,8 @@ CASES = [
     pytest.param(snap(osd(3, up=True, rss_bytes=100 * MiB, pgs_inactive=0), ROOM[1], HELD[2],
                       used={"h1": 5300 * MiB}, cluster_flags=RUNF,
                       ok_to_stop={3: True, 4: True}),
-                 RUN, ROOMP.evolve(restarted={3: NOW - 10, 4: NOW - 4000},
-                                   fresh_rss={4: 1000 * MiB}),
+                 RUN, ROOMP.with_columns(restarted={3: NOW - 10, 4: NOW - 4000},
+                                         fresh_rss={4: 1000 * MiB}),
                  ["wait"], (), "running", id="next_start_waits_while_the_restart_holds_the_slot"),
     # h1 and h2 both over budget, each with a fat finished OSD that ok-to-stop cleared: Ceph
     # clears each alone, not both (one PG of both at min_size would go inactive), so one
@@ -188,8 +190,8 @@ CASES = [
     pytest.param(snap(FAT3, *HELD[1:], FAT6, *HELD2, used={"h1": 7 * GiB, "h2": 7 * GiB},
                       hosts=("h0", "h1", "h2"), cluster_flags=RUNF, ok_to_stop={3: True, 6: True}),
                  RUN, RUNNING.evolve(finished=frozenset({3, 6}),
-                                     held_osds=frozenset({4, 5, 7, 8}),
-                                     heap_released={3: NOW - 30, 6: NOW - 30}),
+                                     held_osds=frozenset({4, 5, 7, 8})).with_columns(
+                                         heap_released={3: NOW - 30, 6: NOW - 30}),
                  ["restart_osd host=h1 osd=3", "wait host=h2"], ("RECOVERY_BUDGET_EXCEEDED",),
                  "running", id="over_budget_on_two_hosts_one_restart_per_tick"),
     pytest.param(snap(), Intent(mode="controlled", run_id="r1", holds=frozenset({"h1"})),
@@ -205,10 +207,10 @@ CASES = [
                  Progress(held_buckets=frozenset({"h1"}), auto_held=frozenset({"h1"})), [],
                  ("RECOVERY_DOMAIN_HELD",), "idle", id="auto_hold_is_idempotent"),
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), Intent(mode="paused", run_id="r1"),
-                 RUNNING.evolve(granted={3: NOW - 15}), ["wait"], ("RECOVERY_PAUSED",),
+                 RUNNING.with_columns(granted={3: NOW - 15}), ["wait"], ("RECOVERY_PAUSED",),
                  "paused", id="pause_no_boot_no_grant"),
     pytest.param(snap(PRE3, *HELD[1:], cluster_flags=RUNF), Intent(mode="abort", run_id="r1"),
-                 RUNNING.evolve(granted={3: NOW - 15}),
+                 RUNNING.with_columns(granted={3: NOW - 15}),
                  ["stop_osd host=h1 osd=3", "unset_flag flag=noout",
                   "unset_flag flag=norebalance"],
                  ("RECOVERY_ABORTED",), "aborted",
@@ -223,13 +225,13 @@ CASES = [
                  id="done_keeps_flags_that_were_set_before"),
     pytest.param(snap(osd(3, up=True, pgs_degraded=5, rss_bytes=900 * MiB),
                       *[osd(i, up=True) for i in (4, 5)], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(finished=frozenset({3, 4, 5}), settling={3: NOW - 60},
-                                peaks={3: 800 * MiB}), ["wait"], (), "running",
+                 RUNNING.evolve(finished=frozenset({3, 4, 5})).with_columns(
+                     settling={3: NOW - 60}, peaks={3: 800 * MiB}), ["wait"], (), "running",
                  id="done_waits_for_settling_osds"),
     pytest.param(snap(osd(3, up=True, pgs_degraded=0, rss_bytes=900 * MiB),
                       *[osd(i, up=True) for i in (4, 5)], cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(finished=frozenset({3, 4, 5}), settling={3: NOW - 60},
-                                peaks={3: 800 * MiB}),
+                 RUNNING.evolve(finished=frozenset({3, 4, 5})).with_columns(
+                     settling={3: NOW - 60}, peaks={3: 800 * MiB}),
                  ["unset_flag flag=noout", "unset_flag flag=norebalance", "done"], (), "done",
                  id="settled_when_pgs_no_longer_degraded"),
     pytest.param(snap(epoch=9), RUN, RUNNING, ["wait"], (), "running",
@@ -244,7 +246,7 @@ CASES = [
                  ("RECOVERY_NETWORK_DEGRADED",), "running", id="network_finding_holds_host"),
     pytest.param(snap(osd(3, process="running", rss_bytes=300 * MiB), *HELD[1:],
                       cluster_flags=RUNF), RUN,
-                 RUNNING.evolve(granted={3: NOW - 700}, booting={3: NOW - 650}),
+                 RUNNING.with_columns(granted={3: NOW - 700}, booting={3: NOW - 650}),
                  ["hold_osd osd=3", "stop_osd host=h1 osd=3", "wait host=h1",
                   "grant_start host=h1 osd=4 predicted_bytes=524288000"],
                  ("RECOVERY_BOOT_TIMEOUT", "RECOVERY_START_FAILED"), "running",
@@ -275,8 +277,8 @@ def test_plan_case(snapshot, intent, progress, expected, codes, phase):
 
 def test_plan_result_unpacks_as_four_tuple():
     actions, progress, health, summary = plan(snap(), RUN, Progress(), POL, NOW)
-    assert progress.granted == {3: NOW} and progress.held_osds == {3, 4, 5}
-    assert progress.downtime == {3: 3600.0} and progress.saved_flags == frozenset()
+    assert progress.osd_map("granted") == {3: NOW} and progress.held_osds == {3, 4, 5}
+    assert progress.osd_map("downtime") == {3: 3600.0} and progress.saved_flags == frozenset()
     assert summary["hosts"]["h1"]["next_osd"] == 4
     assert summary["counts"]["candidates"] == 3
 
@@ -290,20 +292,20 @@ def test_stale_epoch_returns_progress_unchanged():
 def test_finish_records_observation_with_peak_and_downtime():
     s = snap(osd(3, up=True, pgs_inactive=0, rss_bytes=350 * MiB), *HELD[1:],
              cluster_flags=RUNF)
-    p = RUNNING.evolve(granted={3: NOW - 60}, booting={3: NOW - 40}, peaks={3: 420 * MiB},
-                       downtime={3: 3540.0})
+    p = RUNNING.with_columns(granted={3: NOW - 60}, booting={3: NOW - 40}, peaks={3: 420 * MiB},
+                             downtime={3: 3540.0})
     res = plan(s, RUN, p, POL, NOW)
     ob = res.progress.observations[-1]
     assert (ob.osd, ob.pgs, ob.peak_bytes) == (3, 16, 420 * MiB)
     assert ob.downtime_s == pytest.approx(3600 - 60)
-    assert 3 in res.progress.finished and 3 not in res.progress.granted
+    assert 3 in res.progress.finished and 3 not in res.progress.osd_map("granted")
 
 
 def test_restart_marks_slot_busy_and_records_time():
     s = snap(FAT3, *HELD[1:], used=OVER, cluster_flags=RUNF, ok_to_stop={3: True})
-    p = RUNNING.evolve(finished=frozenset({3}), heap_released={3: NOW - 30})
+    p = RUNNING.evolve(finished=frozenset({3})).with_columns(heap_released={3: NOW - 30})
     res = plan(s, RUN, p, POL, NOW)
-    assert res.progress.restarted == {3: NOW}
+    assert res.progress.osd_map("restarted") == {3: NOW}
     assert res.summary["hosts"]["h1"]["waiting_on"] == "over budget"
 
 
@@ -324,13 +326,13 @@ def test_a_restart_made_by_an_earlier_run_does_not_keep_the_osd_out_of_a_new_run
     restart that had ended long before. An earlier run's restart counts for the cooldown only;
     a restart of the run itself (or of the run a new run_id takes over) still holds its slot."""
     s = snap(cluster_flags=frozenset())
-    done = RUNNING.evolve(phase="done", finished=frozenset({3, 4, 5}), restarted={3: NOW - 240},
-                          started_at=NOW - 400)
+    done = RUNNING.evolve(phase="done", finished=frozenset({3, 4, 5}),
+                          started_at=NOW - 400).with_columns(restarted={3: NOW - 240})
     new = plan(s, Intent(mode="controlled", run_id="r2"), done, POL, NOW)
     assert [sig(a) for a in new.actions] == FLAGS + HOLDS + [G % 3, G % 4, G % 5]
-    assert new.progress.restarted == {3: NOW - 240} and new.progress.started_at == NOW
-    going = RUNNING.evolve(restarted={3: NOW - 240}, started_at=NOW - 400,
-                           saved_flags=frozenset())
+    assert new.progress.osd_map("restarted") == {3: NOW - 240} and new.progress.started_at == NOW
+    going = RUNNING.evolve(started_at=NOW - 400,
+                           saved_flags=frozenset()).with_columns(restarted={3: NOW - 240})
     taken = plan(snap(*HELD, cluster_flags=RUNF),
                  Intent(mode="controlled", run_id="r2", concurrency=1), going, POL, NOW)
     assert [sig(a) for a in taken.actions] == ["wait"]
@@ -348,12 +350,12 @@ def test_an_earlier_runs_restart_does_not_cool_down_an_osd_this_run_brought_up_a
     s = snap(three, osd(4, flags=NOUP), osd(5, flags=NOUP), used={"h1": int(6.2 * GiB)},
              cluster_flags=RUNF, ok_to_stop={3: True})
     p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
-                       restarted={3: NOW - 240}, started_at=NOW - 200,
-                       fresh_rss={3: 200 * MiB}, heap_released={3: NOW - 30})
+                       started_at=NOW - 200).with_columns(
+        restarted={3: NOW - 240}, fresh_rss={3: 200 * MiB}, heap_released={3: NOW - 30})
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["restart_osd host=h1 osd=3"]
     assert check_invariants(s, RUN, p, res, POL, NOW) == []
-    assert res.progress.restarted == {3: NOW}
+    assert res.progress.osd_map("restarted") == {3: NOW}
     cooled = plan(s, RUN, p.evolve(finished=frozenset()), POL, NOW)
     assert [sig(a) for a in cooled.actions] == ["wait"]
     assert [h.code for h in cooled.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
@@ -402,7 +404,7 @@ def test_helper_missing_names_a_host_whose_only_down_osd_is_granted():
     when it last reported, not "ever")."""
     s = snap(osd(3, up=True), osd(4, up=True), osd(5, flags=NOUP),
              helpers_seen={"h0": NOW - 5, "h1": NOW - 60}, cluster_flags=RUNF)
-    p = RUNNING.evolve(granted={5: NOW - 20}, held_osds=frozenset({5}))
+    p = RUNNING.evolve(held_osds=frozenset({5})).with_columns(granted={5: NOW - 20})
     res = plan(s, RUN, p, POL, NOW)
     detail = {h.code: h.detail for h in res.health}.get("RECOVERY_HELPER_MISSING", ())
     assert detail == ("h1: last helper report 60s ago (stale after 30s) (osd.5 granted "

@@ -74,14 +74,15 @@ def test_the_brake_does_not_stop_an_osd_whose_stop_makes_an_active_pg_inactive()
     """The brake case of test_plan_ending (osd.3 outgrew its prediction, h1 above 90 % of
     its RAM, ok-to-stop True) with osd.3 holding an active PG at min_size: not stopped."""
     grown = osd(3, up=True, process="running", rss_bytes=1600 * MiB, pgs_inactive=4)
-    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 9}, load_rss={3: 240 * MiB},
-                       held_osds=frozenset({4, 5}))
+    p = RUNNING.evolve(held_osds=frozenset({4, 5})).with_columns(granted={3: NOW - 30},
+                                                                 booting={3: NOW - 9},
+                                                                 load_rss={3: 240 * MiB})
     kw = dict(used={"h1": int(7.5 * GiB)}, cluster_flags=RUNF, ok_to_stop={3: True})
     stops = plan(snap(grown, *HELD[1:], pg_map=pgmap([(3, 0, 1)]), **kw), RUN, p, POL, NOW)
     assert [sig(a) for a in stops.actions] == ["hold_osd osd=3", "stop_osd host=h1 osd=3"]
     res = plan(snap(grown, *HELD[1:], pg_map=pgmap([(3, 0, 5)]), **kw), RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["query_ok_to_stop osd=3"]   # watch: keep asking
-    assert 3 in res.progress.granted and res.progress.failures == {}
+    assert 3 in res.progress.osd_map("granted") and res.progress.osd_map("failures") == {}
     assert any("min_size" in r for r in res.summary["reasons"])
 
 

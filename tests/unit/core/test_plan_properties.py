@@ -67,13 +67,14 @@ def run(model, intent, ticks=TICKS):
         res = plan(snap, intent, progress, pol, model.now)
         errs = check_invariants(snap, intent, progress, res, pol, now=model.now)
         assert errs == [], (k, errs, model.log[-12:])
-        flight = View(snap, intent, res.progress, model.now).in_flight(res.progress.granted)
+        flight = View(snap, intent, res.progress, model.now).in_flight(
+            res.progress.osd_map("granted"))
         assert all(len(v) <= intent.concurrency for v in flight.values()), flight
         for a in res.actions:
             if a.kind == "grant_start":
                 assert not set(model.osds[a.osd].path) & intent.holds
         if any(a.kind in ("grant_start", "allow_boot") for a in res.actions) or \
-                set(res.progress.settling) - set(progress.settling):
+                set(res.progress.osd_map("settling")) - set(progress.osd_map("settling")):
             model.last_progress = model.now        # a grant, a boot, an OSD finished
         progress = res.progress
         model.apply(res.actions)       # raises on a restart without a True ok-to-stop
@@ -95,7 +96,7 @@ def test_every_run_ends_all_up_or_names_what_it_left_within_its_bound(case):
     assert progress.phase == "done", ("the run did not end", res.summary, model.log[-12:])
     assert model.now - model.last_progress <= max(intent.boot_timeout_s, SETTLE_MAX_S) + \
         intent.stall_limit_s + DT, (model.now, model.last_progress)
-    assert not progress.granted and not model.cluster_flags
+    assert not progress.osd_map("granted") and not model.cluster_flags
     down = sorted(i for i, o in model.osds.items() if not o.up)
     if progress.stalled_since is None:
         assert not down
@@ -104,7 +105,7 @@ def test_every_run_ends_all_up_or_names_what_it_left_within_its_bound(case):
     assert down and all(("%d" % i) in named for i in down), (down, named)
     assert all(model.osds[i].noup for i in down)
     # stopped, or its stop still asked for (its host's helper is dead)
-    assert all(not model.osds[i].running or i in progress.stopped for i in down)
+    assert all(not model.osds[i].running or i in progress.osd_map("stopped") for i in down)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HC.too_slow])

@@ -16,7 +16,7 @@ from plancases import HELD, NOUP, NOW, POL, RUN, RUNF, RUNNING, MiB, osd, sig, s
 # process rebuilding its allocator
 REB = osd(3, flags=NOUP, process="running", rss_bytes=150 * MiB, process_started_at=NOW - 690,
           daemon_state=DAEMON_REBUILDING)
-LATE = RUNNING.evolve(granted={3: NOW - 700}, booting={3: NOW - 650})
+LATE = RUNNING.with_columns(granted={3: NOW - 700}, booting={3: NOW - 650})
 STOP_AND_NEXT = ["stop_osd host=h1 osd=3", "wait host=h1",
                  "grant_start host=h1 osd=4 predicted_bytes=%d" % (500 * MiB)]
 
@@ -31,8 +31,9 @@ def test_a_rebuilding_osd_past_boot_timeout_is_not_stopped():
     res = plan(at(REB, NOW), RUN, LATE, POL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert not res.health
-    assert 3 in res.progress.granted and res.progress.booting == {3: NOW - 650}
-    assert (res.progress.rebuild_from, res.progress.rebuild_seen) == ({3: NOW}, {3: NOW})
+    assert 3 in res.progress.osd_map("granted")
+    assert res.progress.osd_map("booting") == {3: NOW - 650}
+    assert res.progress.osd_map("rebuild_from") == res.progress.osd_map("rebuild_seen") == {3: NOW}
     assert any("osd.3 rebuilds its allocator" in r for r in res.summary["reasons"])
     # the same OSD without the phase (an older helper): the boot timeout stops it
     old = plan(at(replace(REB, daemon_state=None), NOW), RUN, LATE, POL, NOW)
@@ -53,7 +54,7 @@ def test_once_the_rebuild_ends_the_normal_clock_applies_from_its_end():
 def test_a_rebuilding_osd_is_not_let_boot_and_boots_at_once_in_preboot_after():
     """Its rss says nothing of its PG logs while it rebuilds (none is loaded yet): no
     AllowBoot however long it runs; in preboot after the rebuild it boots at once."""
-    granted = RUNNING.evolve(granted={3: NOW - 700})
+    granted = RUNNING.with_columns(granted={3: NOW - 700})
     res = plan(at(REB, NOW), RUN, granted, POL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
     pre = replace(REB, daemon_state="preboot", rss_bytes=240 * MiB)
@@ -65,7 +66,7 @@ def test_a_rebuilding_osd_is_not_let_boot_and_boots_at_once_in_preboot_after():
 def test_the_rebuild_markers_survive_a_failover():
     res = plan(at(REB, NOW), RUN, LATE, POL, NOW)
     back = progress_from_json(progress_to_json(res.progress))
-    assert (back.rebuild_from, back.rebuild_seen) == ({3: NOW}, {3: NOW})
+    assert (back.osd_map("rebuild_from"), back.osd_map("rebuild_seen")) == ({3: NOW}, {3: NOW})
     # the rebuild ended during the failover: the clock counts from its last sighting
     loading = replace(REB, daemon_state="initializing")
     assert [sig(a) for a in plan(at(loading, NOW + 599, 11), RUN, back, POL,
@@ -79,8 +80,9 @@ def test_the_run_states_a_finite_end_while_a_rebuild_lasts():
 
 
 def test_past_its_maximum_a_rebuild_is_named_never_stopped_and_the_run_ends():
-    long = RUNNING.evolve(granted={3: NOW - 9000}, rebuild_from={3: NOW - REBUILD_MAX_S - 601},
-                          rebuild_seen={3: NOW - 5})
+    long = RUNNING.with_columns(granted={3: NOW - 9000},
+                                rebuild_from={3: NOW - REBUILD_MAX_S - 601},
+                                rebuild_seen={3: NOW - 5})
     res = plan(at(REB, NOW), RUN, long, POL, NOW)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert [h.code for h in res.health] == ["RECOVERY_BOOT_TIMEOUT"]
@@ -92,12 +94,12 @@ def test_past_its_maximum_a_rebuild_is_named_never_stopped_and_the_run_ends():
         "unset_flag flag=noout", "unset_flag flag=norebalance", "done"]    # no stop_osd
     incomplete = [h for h in end.health if h.code == "RECOVERY_INCOMPLETE"][0]
     assert "osd.3 still rebuilding its allocator (left running)" in incomplete.detail[0]
-    assert not end.progress.granted and not end.progress.rebuild_seen
+    assert not end.progress.osd_map("granted") and not end.progress.osd_map("rebuild_seen")
 
 
 def test_an_abort_stops_a_rebuilding_osd():
     """The operator's abort is no timeout: it leaves nothing loaded, a rebuild included."""
-    res = plan(at(REB, NOW), Intent(mode="abort", run_id="r1"), LATE.evolve(booting={}),
+    res = plan(at(REB, NOW), Intent(mode="abort", run_id="r1"), LATE.with_columns(booting={}),
                POL, NOW)
     assert "stop_osd host=h1 osd=3" in [sig(a) for a in res.actions]
 
@@ -108,7 +110,7 @@ def test_a_rebuilding_osd_counts_its_rss_on_its_host():
     flight (auto concurrency: 500 MiB x the warm-up margin 1.7, less its rss). An rss above
     that counts as a load (Predictor.peak_from_load): conservative, no PG is loaded yet."""
     auto = Intent(mode="controlled", run_id="r1", budget=RUN.budget)
-    granted = RUNNING.evolve(granted={3: NOW - 700})
+    granted = RUNNING.with_columns(granted={3: NOW - 700})
     # budget 6,554 MiB: 5,600 used + 700 reserved (850 - 150) leave no room for osd.4's load
     full = plan(at(REB, NOW, used={"h1": 5600 * MiB}), auto, granted, POL, NOW)
     assert full.summary["hosts"]["h1"]["used"] == 5600 * MiB

@@ -16,9 +16,9 @@ from plancases import (FAT3, FAT6, GiB, HELD, HELD2, NOW, POL, RUN, RUNF,  # con
 SHARED = PgMap(members=((0, 3, 6),), pool_of=(1,), pools={1: PoolInfo(size=3, min_size=2)},
                by_osd={0: (0,), 3: (0,), 6: (0,)}, ids=("1.0",))
 # osd.3 was restarted 5 s ago: the instruction is still queued, the map shows it up
-AFTER_RESTART = RUNNING.evolve(finished=frozenset({3, 6}), held_osds=frozenset({4, 5, 7, 8}),
-                               heap_released={3: NOW - 30, 6: NOW - 30},
-                               restarted={3: NOW - 5})
+AFTER_RESTART = RUNNING.evolve(finished=frozenset({3, 6}),
+                               held_osds=frozenset({4, 5, 7, 8})).with_columns(
+    heap_released={3: NOW - 30, 6: NOW - 30}, restarted={3: NOW - 5})
 
 
 @pytest.mark.parametrize("pg_map", [SHARED, None], ids=["pg_membership", "no_membership"])
@@ -43,6 +43,6 @@ def test_once_the_restart_has_settled_the_partner_may_restart(pg_map):
     s = snap(back, *HELD[1:], FAT6, *HELD2, used={"h1": 7 * GiB, "h2": 7 * GiB},
              hosts=("h0", "h1", "h2"), cluster_flags=RUNF, ok_to_stop={6: True},
              pg_map=pg_map)
-    later = AFTER_RESTART.evolve(restarted={3: NOW - 40})
+    later = AFTER_RESTART.with_columns(restarted={3: NOW - 40})
     res = plan(s, RUN, later, POL, NOW)
     assert [a.osd for a in res.actions if a.kind == "restart_osd"] == [6]

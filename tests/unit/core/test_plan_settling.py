@@ -22,7 +22,8 @@ def test_settling_osd_reserves_its_predicted_growth():
     still peering is not restarted, view.still_peering): the host waits, and above 90 % of
     its budget keeps an ok-to-stop answer ready for osd.3 (brake.py)."""
     s = snap(PEERING3, *HELD[1:], used={"h1": 5900 * MiB}, cluster_flags=RUNF)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
+    p = RUNNING.evolve(finished=frozenset({3}), observations=OBS3).with_columns(
+        settling={3: NOW - 30})
     res = plan(s, RUN, p, POL, NOW)
     assert [sig(a) for a in res.actions] == ["query_ok_to_stop osd=3"]
     assert res.summary["hosts"]["h1"]["waiting_on"] == "memory"
@@ -41,7 +42,8 @@ def test_a_settling_osd_whose_pgs_are_all_active_makes_room_for_the_next_start()
     peered, and a restart now reloads only part of what it merged (view.still_peering), so
     h1 makes room from it like from any OSD: its heap first (tcmalloc), else, where
     ok-to-stop clears it, a restart; with ok-to-stop refusing, the host waits as before."""
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3)
+    p = RUNNING.evolve(finished=frozenset({3}), observations=OBS3).with_columns(
+        settling={3: NOW - 30})
 
     def acts(o3, **kw):
         s = snap(o3, *HELD[1:], used={"h1": 5900 * MiB}, cluster_flags=RUNF, **kw)
@@ -62,11 +64,11 @@ def test_settling_osd_past_its_peak_reserves_only_the_way_back():
     500 MiB prediction, so osd.4 (500 MiB) fits at 5950 MiB used (5950 + 100 + 500 <= 6553
     MiB)."""
     s = snap(PEERING3, *HELD[1:], used={"h1": 5950 * MiB}, cluster_flags=RUNF)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
-                       peaks={3: 400 * MiB})
+    p = RUNNING.evolve(finished=frozenset({3}), observations=OBS3).with_columns(
+        settling={3: NOW - 30}, peaks={3: 400 * MiB})
     assert [sig(a) for a in plan(s, RUN, p, POL, NOW).actions] == [
         "query_ok_to_stop osd=3", G % 4]
-    at_peak = p.evolve(peaks={3: 310 * MiB})
+    at_peak = p.with_columns(peaks={3: 310 * MiB})
     assert [sig(a) for a in plan(s, RUN, at_peak, POL, NOW).actions] == [
         "query_ok_to_stop osd=3"]
 
@@ -77,8 +79,8 @@ def test_past_its_peak_a_tcmalloc_osd_reserves_only_its_cache_refill_to_its_targ
     MiB: h1 reserves 7 MiB, and osd.4 (500 MiB) fits at 5950 MiB used (5950 + 7 + 500 <=
     6553 MiB). With its target unknown or inherited, or without tcmalloc (the autotuner reads
     no heap), the whole way back up to 900 MiB stays reserved and osd.4 waits."""
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30}, observations=OBS3,
-                       peaks={3: 900 * MiB})
+    p = RUNNING.evolve(finished=frozenset({3}), observations=OBS3).with_columns(
+        settling={3: NOW - 30}, peaks={3: 900 * MiB})
 
     def acts(**kw):
         s = snap(osd(3, up=True, pgs_degraded=5, **kw), *HELD[1:], used={"h1": 5950 * MiB},
@@ -103,7 +105,7 @@ def test_restarting_osd_reserves_its_regrowth():
     two = Intent(mode="controlled", run_id="r1", concurrency=2, budget=B80)
     back = osd(4, process="running", rss_bytes=100 * MiB, process_started_at=NOW - 10)
     p = RUNNING.evolve(finished=frozenset({3, 4}), held_osds=frozenset({5}),
-                       restarted={4: NOW - 10}, observations=OBS3)
+                       observations=OBS3).with_columns(restarted={4: NOW - 10})
     def grants(used_mib):
         s = snap(osd(3, up=True, pgs_inactive=0), back, HELD[2], used={"h1": used_mib * MiB},
                  cluster_flags=RUNF)
@@ -112,10 +114,10 @@ def test_restarting_osd_reserves_its_regrowth():
     staged = grants(5800)
     assert [sig(a) for a in staged.actions] == [G % 5]
     assert "staged: its 1 waiting OSD(s) do not all fit" in staged.actions[0].reason
-    assert dict(staged.progress.staged) == {5: NOW}
+    assert dict(staged.progress.osd_map("staged")) == {5: NOW}
     roomy = grants(5600)
     assert [sig(a) for a in roomy.actions] == [G % 5]
-    assert dict(roomy.progress.staged) == {}
+    assert dict(roomy.progress.osd_map("staged")) == {}
 
 
 def test_settled_peak_replaces_the_observation_made_at_finish():
@@ -127,33 +129,34 @@ def test_settled_peak_replaces_the_observation_made_at_finish():
     for first in (400 * MiB, 900 * MiB):
         at_finish = Observation(osd=3, pgs=16, downtime_s=3600.0, pg_log_entries=0,
                                 peak_bytes=first)
-        p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
-                           peaks={3: 650 * MiB}, observations=(at_finish, other),
-                           downtime={3: 3600.0})
+        p = RUNNING.evolve(finished=frozenset({3}), observations=(at_finish, other)).with_columns(
+            settling={3: NOW - 300}, peaks={3: 650 * MiB}, downtime={3: 3600.0})
         res = plan(s, RUN, p, POL, NOW)
         assert [(ob.osd, ob.peak_bytes) for ob in res.progress.observations] == [
             (3, 700 * MiB), (4, MiB)]
-        assert res.progress.settling == {} and 3 not in res.progress.peaks
+        assert res.progress.osd_map("settling") == {} and 3 not in res.progress.osd_map("peaks")
 
 
 def test_settling_waits_for_pg_stats_that_count_the_osd():
     """Right after boot the mgr's PG stats may not list the OSD in any PG yet (pgs 0, so 0
     degraded): that is not 'recovered', it keeps settling (and its growth stays reserved)."""
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 2}, peaks={3: 300 * MiB})
+    p = RUNNING.evolve(finished=frozenset({3})).with_columns(settling={3: NOW - 2},
+                                                             peaks={3: 300 * MiB})
     stale = plan(snap(osd(3, up=True, pgs=0, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
-    assert stale.progress.settling == {3: NOW - 2}
+    assert stale.progress.osd_map("settling") == {3: NOW - 2}
     fresh = plan(snap(osd(3, up=True, pgs=16, pgs_degraded=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
-    assert fresh.progress.settling == {}
+    assert fresh.progress.osd_map("settling") == {}
 
 
 def test_learned_prediction_follows_a_settling_osd_that_grew():
     """With the real `learned` policy, a settling OSD that already peaked at 2 GiB (far above
     the prior) raises the next OSD's prediction before its own observation is recorded."""
     pol = resolve(RUN)
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 30},
-                       peaks={3: 300 * MiB}, downtime={3: 3600.0})
+    p = RUNNING.evolve(finished=frozenset({3})).with_columns(settling={3: NOW - 30},
+                                                             peaks={3: 300 * MiB},
+                                                             downtime={3: 3600.0})
 
     def predicted(rss):
         s = snap(osd(3, up=True, pgs_degraded=5, rss_bytes=rss), *HELD[1:], cluster_flags=RUNF)
@@ -164,14 +167,14 @@ def test_learned_prediction_follows_a_settling_osd_that_grew():
 def test_finish_waits_for_pg_stats_that_count_the_osd():
     """An OSD up with pgs 0 (stale PG stats: no PG lists it yet) is not finished: PGs active
     is only known once the stats count it (or after PEERING_GRACE_S)."""
-    p = RUNNING.evolve(granted={3: NOW - 30}, booting={3: NOW - 10})
+    p = RUNNING.with_columns(granted={3: NOW - 30}, booting={3: NOW - 10})
     stale = plan(snap(osd(3, up=True, pgs=0, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
-    assert 3 in stale.progress.granted and 3 not in stale.progress.finished
+    assert 3 in stale.progress.osd_map("granted") and 3 not in stale.progress.finished
     assert [a.reason for a in stale.actions] == ["1 in flight, 0 settling, 2 waiting"]
     fresh = plan(snap(osd(3, up=True, pgs=16, pgs_inactive=0), *HELD[1:], cluster_flags=RUNF),
                  RUN, p, POL, NOW)
-    assert 3 in fresh.progress.finished and 3 not in fresh.progress.granted
+    assert 3 in fresh.progress.finished and 3 not in fresh.progress.osd_map("granted")
 
 
 def test_a_settling_osd_the_kernel_killed_is_a_failed_start_and_its_peak_floors_its_next():
@@ -181,13 +184,15 @@ def test_a_settling_osd_the_kernel_killed_is_a_failed_start_and_its_peak_floors_
     whatever the footprint policy says (fixed_500 here). A mark-down with the process still
     running is not a failure: it only ends the settling."""
     p = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
-                       settling={3: NOW - 30}, peaks={3: 900 * MiB}, observations=OBS3)
+                       observations=OBS3).with_columns(settling={3: NOW - 30},
+                                                       peaks={3: 900 * MiB})
     killed = snap(osd(3, up=False), *HELD[1:], cluster_flags=RUNF)
     res = plan(killed, RUN, p, POL, NOW)
-    assert res.progress.failures == {3: 1} and 3 not in res.progress.settling
+    assert res.progress.osd_map("failures") == {3: 1} and 3 not in res.progress.osd_map("settling")
     assert [h.code for h in res.health] == ["RECOVERY_START_FAILED"]
     assert [sig(a) for a in res.actions] == [
         "hold_osd osd=3", "grant_start host=h1 osd=3 predicted_bytes=%d" % (900 * MiB)]
     flapped = plan(snap(osd(3, up=False, process="running", rss_bytes=600 * MiB), *HELD[1:],
                         cluster_flags=RUNF), RUN, p, POL, NOW)
-    assert flapped.progress.failures == {} and 3 not in flapped.progress.settling
+    assert flapped.progress.osd_map("failures") == {}
+    assert 3 not in flapped.progress.osd_map("settling")

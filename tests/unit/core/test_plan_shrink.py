@@ -27,21 +27,23 @@ def run(progress, o3=BACK3, used=TIGHT):
 
 
 def recovering(ref_rss, ref_age):
-    return RUNNING.evolve(finished=frozenset({3}), shrink_at={3: NOW - ref_age},
-                          shrink_rss={3: ref_rss})
+    return RUNNING.evolve(finished=frozenset({3})).with_columns(shrink_at={3: NOW - ref_age},
+                                                                shrink_rss={3: ref_rss})
 
 
 def test_an_osd_that_settles_quietly_with_pgs_degraded_starts_its_shrink_measurement():
     """osd.3 has not grown by 1 % for 250 s (>= SETTLE_QUIET_S): it has settled, its PGs still
     degraded. Its rss and the time become the reference its shrink is measured from (and they
     survive a failover: they are in the stored progress)."""
-    p = RUNNING.evolve(finished=frozenset({3}), settling={3: NOW - 300},
-                       peaks={3: 5 * GiB // 2}, grew_at={3: NOW - 250})
+    p = RUNNING.evolve(finished=frozenset({3})).with_columns(settling={3: NOW - 300},
+                                                             peaks={3: 5 * GiB // 2},
+                                                             grew_at={3: NOW - 250})
     res = run(p)
-    assert res.progress.settling == {}
-    assert (res.progress.shrink_at, res.progress.shrink_rss) == ({3: NOW}, {3: 2 * GiB})
+    assert res.progress.osd_map("settling") == {}
+    assert res.progress.osd_map("shrink_at") == {3: NOW}
+    assert res.progress.osd_map("shrink_rss") == {3: 2 * GiB}
     back = progress_from_json(progress_to_json(res.progress))
-    assert (back.shrink_at, back.shrink_rss) == ({3: NOW}, {3: 2 * GiB})
+    assert (back.osd_map("shrink_at"), back.osd_map("shrink_rss")) == ({3: NOW}, {3: 2 * GiB})
 
 
 def test_a_host_waits_for_its_recovering_osd_to_shrink_with_an_eta():
@@ -71,7 +73,7 @@ def test_a_recovering_osd_not_shrinking_past_the_grace_is_a_stall_again():
     old = run(recovering(2 * GiB, SHRINK_GRACE_S + 10))
     assert [c.code for c in old.health] == ["RECOVERY_BUDGET_TOO_SMALL"]
     assert "nothing can be released or restarted" in old.health[0].detail[0]
-    assert old.progress.shrink_at == {3: NOW - SHRINK_GRACE_S - 10}
+    assert old.progress.osd_map("shrink_at") == {3: NOW - SHRINK_GRACE_S - 10}
 
 
 @pytest.mark.parametrize("o3", [
@@ -84,4 +86,4 @@ def test_a_recovering_osd_not_shrinking_past_the_grace_is_a_stall_again():
 ])
 def test_an_osd_no_longer_recovering_is_forgotten(o3):
     res = run(recovering(2 * GiB + 200 * MiB, 100.0), o3=o3)
-    assert (res.progress.shrink_at, res.progress.shrink_rss) == ({}, {})
+    assert (res.progress.osd_map("shrink_at"), res.progress.osd_map("shrink_rss")) == ({}, {})

@@ -39,8 +39,8 @@ def on_h2(i, **kw):
 
 STARTING2 = osd(2, process="running", rss_bytes=0)      # granted 5 s ago, no rss reported yet
 GRANTED = Progress(run_id="r1", phase="running", epoch=149, saved_flags=frozenset(),
-                   held_osds=frozenset({2, 3, 6, 7}), started_at=NOW - 60,
-                   granted={2: NOW - 5}, downtime={2: 55.0})
+                   held_osds=frozenset({2, 3, 6, 7}), started_at=NOW - 60).with_columns(
+                       granted={2: NOW - 5}, downtime={2: 55.0})
 
 
 def run(s, progress, pol=P65, intent=AUTO):
@@ -56,8 +56,8 @@ def test_a_start_beside_others_where_the_queue_does_not_fit_is_granted_staged():
     assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
                                              % (65 * MiB)]
     assert "staged: its 3 waiting OSD(s) do not all fit" in res.actions[0].reason
-    assert dict(res.progress.staged) == {3: NOW}
-    assert dict(progress_from_dict(progress_to_dict(res.progress)).staged) == {3: NOW}
+    assert dict(res.progress.osd_map("staged")) == {3: NOW}
+    assert dict(progress_from_dict(progress_to_dict(res.progress)).osd_map("staged")) == {3: NOW}
 
 
 def test_a_staged_start_is_admitted_on_its_load_where_its_peak_does_not_fit_yet():
@@ -67,7 +67,7 @@ def test_a_staged_start_is_admitted_on_its_load_where_its_peak_does_not_fit_yet(
     assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
                                              % (65 * MiB)]
     assert "its load 37 MiB, each x margin 1.70" in res.actions[0].reason
-    assert dict(res.progress.staged) == {3: NOW}
+    assert dict(res.progress.osd_map("staged")) == {3: NOW}
     # 100 MiB used: not even its load fits
     res = run(snap(STARTING2, on_h2(6), on_h2(7), used=100 * MiB), GRANTED)
     assert [sig(a) for a in res.actions] == ["wait"]
@@ -81,7 +81,7 @@ def test_a_start_beside_others_where_the_queue_fits_is_not_staged():
     assert [sig(a) for a in res.actions] == ["grant_start host=h2 osd=3 predicted_bytes=%d"
                                              % (50 * MiB)]
     assert "the host's 3 waiting OSD(s) fit" in res.actions[0].reason
-    assert dict(res.progress.staged) == {}
+    assert dict(res.progress.osd_map("staged")) == {}
 
 
 # osd.2 and osd.3 were let boot; osd.6 was staged 20 s ago and its daemon is in preboot with
@@ -91,11 +91,10 @@ PEERING = dict(up=True, flags=frozenset(), process="running", rss_bytes=30 * MiB
                pgs_inactive=16, pgs_degraded=16, down_since=None)
 PRE6 = on_h2(6, process="running", rss_bytes=40 * MiB, daemon_state=DAEMON_PREBOOT,
              process_started_at=NOW - 20)
-THREE = GRANTED.evolve(granted={2: NOW - 60, 3: NOW - 50, 6: NOW - 20},
-                       booting={2: NOW - 50, 3: NOW - 40}, staged={6: NOW - 20},
-                       held_osds=frozenset({6, 7}),
-                       peaks={2: 30 * MiB, 3: 30 * MiB, 6: 40 * MiB},
-                       downtime={2: 55.0, 3: 55.0, 6: 55.0})
+THREE = GRANTED.evolve(held_osds=frozenset({6, 7})).with_columns(
+    granted={2: NOW - 60, 3: NOW - 50, 6: NOW - 20}, booting={2: NOW - 50, 3: NOW - 40},
+    staged={6: NOW - 20}, peaks={2: 30 * MiB, 3: 30 * MiB, 6: 40 * MiB},
+    downtime={2: 55.0, 3: 55.0, 6: 55.0})
 # the run's own evidence ended its warm-up (Decision.warmed_up): predictions without a margin
 WARM = THREE.evolve(budget_state=BUDGET_RAISED)
 
@@ -105,7 +104,7 @@ def test_a_staged_osd_stays_in_preboot_while_two_osds_peer_on_its_host():
               THREE)
     assert [sig(a) for a in res.actions] == ["wait"]
     assert "h2: staged osd.6 waits in preboot for osd.2,3 to peer" in res.summary["reasons"]
-    assert dict(res.progress.staged) == {6: NOW - 20}
+    assert dict(res.progress.osd_map("staged")) == {6: NOW - 20}
 
 
 def test_a_staged_osd_boots_once_an_osd_before_it_peered_and_waits_only_for_partners():
@@ -115,8 +114,8 @@ def test_a_staged_osd_boots_once_an_osd_before_it_peered_and_waits_only_for_part
     res = run(snap(osd(2, **PEERING), osd(3, **done3), PRE6, on_h2(7), used=100 * MiB), WARM)
     assert [sig(a) for a in res.actions] == ["allow_boot osd=6 predicted_bytes=%d"
                                                  % (80 * MiB)]
-    assert dict(res.progress.staged) == {}
-    assert 6 in res.progress.booting
+    assert dict(res.progress.osd_map("staged")) == {}
+    assert 6 in res.progress.osd_map("booting")
 
 
 def test_a_staged_osd_waits_in_preboot_until_its_growth_to_its_peak_fits():
@@ -130,28 +129,29 @@ def test_a_staged_osd_waits_in_preboot_until_its_growth_to_its_peak_fits():
         "h2: staged osd.6 waits in preboot for room to peak: needs 25 MiB (peak 65 MiB x "
         "margin 1.00), used 150 MiB + reserved 70 MiB, budget 237 MiB"]
     assert not [h for h in res.health if h.code == "RECOVERY_BUDGET_TOO_SMALL"]
-    assert dict(res.progress.staged) == {6: NOW - 20}
+    assert dict(res.progress.osd_map("staged")) == {6: NOW - 20}
 
 
 def test_an_osd_granted_while_its_hosts_queue_fitted_boots_beside_two_peering():
     res = run(snap(osd(2, **PEERING), osd(3, **PEERING), PRE6, on_h2(7), used=100 * MiB),
-              THREE.evolve(staged={}))
+              THREE.with_columns(staged={}))
     assert [sig(a) for a in res.actions] == ["allow_boot osd=6 predicted_bytes=%d"
                                                  % (80 * MiB)]
 
 
 def test_a_staged_osd_waiting_its_turn_is_no_boot_timeout():
-    old = THREE.evolve(granted={2: NOW - 60, 3: NOW - 50, 6: NOW - 900}, staged={6: NOW - 900})
+    old = THREE.with_columns(granted={2: NOW - 60, 3: NOW - 50, 6: NOW - 900},
+                             staged={6: NOW - 900})
     res = run(snap(osd(2, **PEERING), osd(3, **PEERING), PRE6, on_h2(7), used=100 * MiB), old)
     assert not [h for h in res.health if h.code == "RECOVERY_BOOT_TIMEOUT"]
-    assert dict(res.progress.staged) == {6: NOW - 900}
+    assert dict(res.progress.osd_map("staged")) == {6: NOW - 900}
 
 
 def test_the_invariants_refuse_a_staged_boot_beside_two_peering_osds():
     s = snap(osd(2, **PEERING), osd(3, **PEERING), PRE6, on_h2(7), used=100 * MiB)
     res = plan(s, AUTO, THREE, P65, NOW)
     booted = res._replace(actions=(AllowBoot(osd=6, reason="test"),),
-                          progress=res.progress.evolve(booting={2: NOW - 50, 3: NOW - 40,
+                          progress=res.progress.with_columns(booting={2: NOW - 50, 3: NOW - 40,
                                                                 6: NOW}))
     assert check_invariants(s, AUTO, THREE, booted, P65, NOW) == [
         "I10: staged osd.6 let boot while osd.2,3 peer on h2"]
@@ -161,8 +161,8 @@ def test_the_invariants_refuse_a_staged_boot_beside_two_peering_osds():
 # osd.6, staged, is the only OSD in flight on h2
 DONE = dict(up=True, flags=frozenset(), process="running", rss_bytes=100 * MiB,
             pgs_inactive=0, pgs_degraded=16, down_since=None, heap_release=True)
-ALONE = WARM.evolve(granted={6: NOW - 20}, booting={}, finished=frozenset({2, 3}),
-                    held_osds=frozenset({6, 7}))
+ALONE = WARM.evolve(finished=frozenset({2, 3}),
+                    held_osds=frozenset({6, 7})).with_columns(granted={6: NOW - 20}, booting={})
 
 
 def test_a_staged_osd_alone_on_its_host_without_room_is_kept_in_preboot_and_room_is_made():
@@ -187,9 +187,9 @@ def test_the_invariants_charge_a_staged_grant_its_load_and_a_plain_one_its_peak(
     s = snap(STARTING2, on_h2(6), on_h2(7), used=200 * MiB)
     res = plan(s, AUTO, GRANTED, P65, NOW)
     grant = GrantStart(osd=3, host="h2", predicted_bytes=65 * MiB, reason="test")
-    staged = res._replace(actions=(grant,), progress=res.progress.evolve(
+    staged = res._replace(actions=(grant,), progress=res.progress.with_columns(
         granted={2: NOW - 5, 3: NOW}, staged={3: NOW}))
     assert check_invariants(s, AUTO, GRANTED, staged, P65, NOW) == []
-    plain = staged._replace(progress=staged.progress.evolve(staged={}))
+    plain = staged._replace(progress=staged.progress.with_columns(staged={}))
     assert check_invariants(s, AUTO, GRANTED, plain, P65, NOW) == [
         "I3: grants on h2 need %d + used %d > budget %d" % (65 * MiB, 200 * MiB, 237 * MiB)]

@@ -24,9 +24,8 @@ ACT, BF = "osd_recovery_max_active", "osd_max_backfills"
 # h1: osd.3 came back (settling, 8 PGs degraded, 2 GiB, its peak 2.5 GiB 50 s ago), osd.4/5 held
 BACK3 = osd(3, up=True, rss_bytes=2 * GiB, pgs_inactive=0, pgs_degraded=8, recovery_config=())
 HELD45 = [osd(i, flags=NOUP) for i in (4, 5)]
-SETTLING = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5}),
-                          settling={3: NOW - 60}, peaks={3: 5 * GiB // 2},
-                          grew_at={3: NOW - 50})
+SETTLING = RUNNING.evolve(finished=frozenset({3}), held_osds=frozenset({4, 5})).with_columns(
+    settling={3: NOW - 60}, peaks={3: 5 * GiB // 2}, grew_at={3: NOW - 50})
 SAVED = {"osd.3 %s" % ACT: None, "osd.3 %s" % BF: None}
 THROTTLED = SETTLING.evolve(saved_config=SAVED)
 BUDGET = int(8 * GiB * 0.8)
@@ -145,7 +144,7 @@ def test_saved_settings_survive_a_failover_and_are_restored_at_abort(mode):
 def test_a_run_done_before_its_restore_went_out_restores_after_the_run():
     """Done was stored, the mgr failed over before the RestoreConfig ran: the next tick (no
     run any more) restores what is still saved."""
-    done = THROTTLED.evolve(phase="done", finished_at=NOW - 600, settling={})
+    done = THROTTLED.evolve(phase="done", finished_at=NOW - 600).with_columns(settling={})
     s = snap(replace(BACK3, pgs_degraded=0), *[replace(o, up=True, flags=frozenset(),
                                                         process="running") for o in HELD45])
     res = plan(s, RUN, progress_from_json(progress_to_json(done)), POLT, NOW)

@@ -1,11 +1,9 @@
-"""Progress keeps one OsdRun per OSD: the per-field maps are views of those records, a
-state document saved before the records existed still loads, and forgetting an OSD is one
-deletion."""
+"""Progress keeps one OsdRun per OSD: the per-field maps are built from and read as views of
+those records, a state document saved before the records existed still loads, and forgetting
+an OSD is one deletion."""
 from __future__ import annotations
 
 import json
-
-from dataclasses import replace
 
 import pytest
 
@@ -37,8 +35,9 @@ def test_old_state_document_loads_into_records():
         2: OsdRun(failures=1),
         3: OsdRun(granted=10.0, booting=12.5, peak=200 * MiB, downtime=3600.0)}
     assert (p.run_id, p.phase, p.epoch) == ("r1", PHASE_RUNNING, 7)
-    assert p.granted == {3: 10.0} and p.booting == {3: 12.5} and p.failures == {2: 1}
-    assert p.peaks == {1: 310 * MiB, 3: 200 * MiB} and p.missed == {1: 12}
+    assert p.osd_map("granted") == {3: 10.0} and p.osd_map("booting") == {3: 12.5}
+    assert p.osd_map("failures") == {2: 1} and p.osd_map("missed") == {1: 12}
+    assert p.osd_map("peaks") == {1: 310 * MiB, 3: 200 * MiB}
     assert p.finished == {1} and p.held_osds == {3} and p.held_buckets == {"rack1"}
     assert p.saved_flags == {"noout"} and p.saved_config == {"osd osd_memory_target": None}
     assert p.observations == (Observation(1, 40, 60.0, 1000, 300 * MiB, 12, 80 * MiB),)
@@ -80,13 +79,16 @@ def test_service_lost_survives_a_save_and_load():
 
 
 def test_maps_and_records_are_two_spellings_of_one_value():
-    by_maps = Progress(granted={4: 1.0}, peaks={4: 7, 5: 9}, failures={5: 2})
+    by_maps = Progress().with_columns(granted={4: 1.0}, peaks={4: 7, 5: 9}, failures={5: 2})
     by_records = Progress(osds={4: OsdRun(granted=1.0, peak=7), 5: OsdRun(peak=9, failures=2)})
     assert by_maps == by_records
-    assert by_maps.evolve(granted={}).osds == {4: OsdRun(peak=7), 5: OsdRun(peak=9, failures=2)}
-    assert replace(by_maps, peaks={}, failures={}).osds == {4: OsdRun(granted=1.0)}
-    with pytest.raises(TypeError, match="unknown field"):
-        Progress(grants={1: 0.0})
+    assert by_maps.with_columns(granted={}).osds == {4: OsdRun(peak=7),
+                                                     5: OsdRun(peak=9, failures=2)}
+    assert by_maps.with_columns(peaks={}, failures={}).osds == {4: OsdRun(granted=1.0)}
+    with pytest.raises(TypeError, match="unknown per-OSD map"):
+        Progress().with_columns(grants={1: 0.0})
+    with pytest.raises(TypeError):        # the constructor takes records only
+        Progress(granted={1: 0.0})
 
 
 def test_column_writes_go_to_the_records_and_empty_records_go():

@@ -28,7 +28,7 @@ def test_an_osd_that_dies_at_start_is_granted_a_bounded_number_of_times():
     now = 1001.0
     while now < 1001.0 + 8 * GRANT_RETRY_S:
         tick(eng, world, now)
-        failed = sorted(eng.run.progress.failures)
+        failed = sorted(eng.run.progress.osd_map("failures"))
         named = " ".join(str(h) for h in eng.plan_out.health if h.code == "RECOVERY_START_FAILED")
         # once failed, named on every tick of the run (not only the tick it failed in)
         assert all("osd.%d" % o in named for o in failed), (now, failed, named)

@@ -101,12 +101,12 @@ def test_run_state_round_trip():
     st = state.RunState(journal_len=20)
     st.intent = Intent(mode="controlled", budget=Budget("bytes", 3e8), scope=("r1",),
                        holds=frozenset({"h2"}), leave_out=True, run_id="r1")
-    st.progress = Progress(run_id="r1", phase="running", epoch=42, granted={4: 10.0},
-                           booting={4: 12.0}, finished=frozenset({5}),
+    st.progress = Progress(run_id="r1", phase="running", epoch=42, finished=frozenset({5}),
                            held_osds=frozenset({4}), held_buckets=frozenset({"h3"}),
-                           restarted={1: 3.0}, saved_flags=frozenset({"noout"}),
+                           saved_flags=frozenset({"noout"}),
                            observations=(Observation(4, 20, 60.0, 1000, 300 << 20),),
-                           peaks={4: 123}, started_at=1.0)
+                           started_at=1.0).with_columns(
+        granted={4: 10.0}, booting={4: 12.0}, restarted={1: 3.0}, peaks={4: 123})
     st.add_instruction("h3", "start", 4, "granted", 11.0, 42)
     st.heap_support[1] = False
     for i in range(30):
