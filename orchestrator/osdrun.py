@@ -1,5 +1,6 @@
 """A run's per-OSD records (a part of model.py's vocabulary: Progress keeps one OsdRun per OSD
-it touched, and its per-field maps are OsdColumn views of them). Re-exported by model.py.
+it touched; its per-field maps are read as OsdColumn views of them, and built into them by
+Progress.with_columns). Re-exported by model.py.
 Python >= 3.9 (runs inside ceph-mgr)."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Tuple
 class OsdRun:
     """What a run knows of one OSD it touched. None = not known / not set. Progress keeps one
     per OSD (Progress.osds), so that forgetting an OSD is one deletion; the per-field maps
-    (Progress.granted, ...) are views of these records."""
+    (Progress.osd_map("granted"), ...) are views of these records."""
 
     granted: Optional[float] = None        # when its start was granted
     booting: Optional[float] = None        # when it was allowed to boot
