@@ -8,12 +8,11 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
 from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, OsdColumn, OsdState, Progress, Snapshot,
+from .model import (HealthCheck, Intent, Observation, OsdColumn, Progress, Snapshot,
                     BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
 from .policy_types import Policies
 from .predict import WARMUP_OBSERVATIONS, Predictor

@@ -12,7 +12,7 @@ when first asked. No I/O."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .growth import floor_from_load, growth_samples, peak_from_load, settled
 from .model import Intent, Observation, OsdColumn, OsdRun, OsdState, Progress, Snapshot
