@@ -258,8 +258,7 @@ class Decision:
         was admitted on, and none outgrew its prediction on a host or failed a start; a
         budget held later ends this again). Settling takes minutes
         (inflight.SETTLE_QUIET_S); peaks within their predictions show the same sooner
-        (measured in docs/memory-model.md, "Staged starts: a host's OSDs peer in turn (stop
-        24)")."""
+        (measured in docs/memory-model.md, "Staged starts: a host's OSDs peer in turn")."""
         return self.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED) or \
             self.predictor.final_observations() >= WARMUP_OBSERVATIONS
 
