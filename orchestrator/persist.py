@@ -17,21 +17,21 @@ from .model import (BUDGET_STATES, OSD_FIELDS, PHASE_IDLE, Budget, Intent, Obser
 
 SCHEMA_VERSION = 1
 PHASES = tuple(p.value for p in RunPhase)
-_OSD_FLOAT_MAPS = ("granted", "booting", "restarted", "heap_released", "downtime", "settling",
-                   "grew_at", "shrink_at", "staged", "stopped", "rebuild_from", "rebuild_seen")
-_OSD_INT_MAPS = ("fresh_rss", "load_rss", "missed", "heap_rss", "restart_rss", "shrink_rss")
-INT_MAPS = _OSD_INT_MAPS + ("peaks", "failures")
+# the per-OSD maps (OSD_FIELDS) that hold bytes or counts; every other one holds seconds
+_INT_MAPS = frozenset(("peaks", "fresh_rss", "failures", "load_rss", "missed", "heap_rss",
+                       "restart_rss", "shrink_rss"))
+
+
+def _map_kind(name: str) -> type:
+    return int if name in _INT_MAPS else float
 
 
 def progress_to_dict(p: Progress) -> Dict[str, Any]:
     d: Dict[str, Any] = {"schema": SCHEMA_VERSION, "run_id": p.run_id, "phase": p.phase,
                          "epoch": p.epoch}
-    for k in _OSD_FLOAT_MAPS:
-        d[k] = {str(osd): float(t) for osd, t in sorted(p.osd_map(k).items())}
-    d["peaks"] = {str(osd): int(b) for osd, b in sorted(p.osd_map("peaks").items())}
-    for k in _OSD_INT_MAPS:
-        d[k] = {str(osd): int(b) for osd, b in sorted(p.osd_map(k).items())}
-    d["failures"] = {str(osd): int(n) for osd, n in sorted(p.osd_map("failures").items())}
+    for k in OSD_FIELDS:
+        kind = _map_kind(k)
+        d[k] = {str(osd): kind(v) for osd, v in sorted(p.osd_map(k).items())}
     d["finished"] = sorted(p.finished)
     d["held_osds"] = sorted(p.held_osds)
     d["held_buckets"] = sorted(p.held_buckets)
@@ -151,8 +151,7 @@ def progress_from_dict(d: Any) -> Progress:
         inactive_pg_s=_num(d.get("inactive_pg_s", 0.0), "inactive_pg_s"),
         inactive_seen=_inactive_seen(d),
         budget_state=_budget_state(d),
-    ).with_columns(**{name: _osd_map(d, name, int if name in INT_MAPS else float)
-                      for name in OSD_FIELDS})
+    ).with_columns(**{name: _osd_map(d, name, _map_kind(name)) for name in OSD_FIELDS})
 
 
 def _budget_state(d: Mapping[str, Any]) -> str:

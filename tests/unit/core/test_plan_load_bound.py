@@ -109,7 +109,8 @@ def test_learned_prediction_of_the_next_osd_follows_the_load_bound():
 
 def test_load_rss_survives_a_save_and_reload():
     first, _ = boot_then_active(POL)
-    assert progress_from_json(progress_to_json(first.progress)).osd_map("load_rss") == {2: 112 * MiB}
+    back = progress_from_json(progress_to_json(first.progress))
+    assert back.osd_map("load_rss") == {2: 112 * MiB}
     assert progress_from_json('{"schema": 1}').osd_map("load_rss") == {}
 
 
