@@ -204,9 +204,14 @@ wait_booted() {   # previous leader pid (or ""): wait for a new PID 1 and its bo
         l=$(leader); [ -n "$l" ] && [ "$l" != "$old" ] && break; sleep 1
     done
     [ -n "$l" ] && [ "$l" != "$old" ] || { echo "no container PID 1" >&2; return 1; }
-    # systemctl answers "offline" until PID 1 has made /run/systemd/system
-    for _ in $(seq 30); do [ -d "/proc/$l/root/run/systemd/system" ] && break; sleep 1; done
-    st=$(timeout 90 nsenter -t "$l" -a -- systemctl is-system-running --wait 2>&1)
+    # systemctl answers "offline" until PID 1 has made /run/systemd/system, and "Failed to
+    # connect to bus" until PID 1 listens on /run/systemd/private: on a loaded host both come
+    # seconds after PID 1 exists, so wait for the socket and retry until systemctl gets through.
+    for _ in $(seq 60); do [ -S "/proc/$l/root/run/systemd/private" ] && break; sleep 1; done
+    for _ in $(seq 30); do
+        st=$(timeout 90 nsenter -t "$l" -a -- systemctl is-system-running --wait 2>&1)
+        case "$st" in "Failed to connect"*|offline|"") sleep 2 ;; *) break ;; esac
+    done
     echo "$st"
 }
 say "boot: systemd-nspawn --boot (log $WORK/nspawn.log)"
