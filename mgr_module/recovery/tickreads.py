@@ -57,13 +57,25 @@ def _compact(slim: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _malloc_trim() -> None:
-    """glibc's malloc_trim(0); nothing where the C library has none."""
+    """The freed heap given back to the system: ceph-mgr links tcmalloc, which keeps what
+    was freed until told (MallocExtension_ReleaseFreeMemory, its C entry point); under
+    glibc's malloc, malloc_trim(0). Nothing where neither is found."""
+    if "release" not in _LIBC:
+        _LIBC["release"] = _heap_release()
+    if _LIBC["release"] is not None:
+        _LIBC["release"]()
+
+
+def _heap_release() -> Any:
     try:
-        if "c" not in _LIBC:
-            _LIBC["c"] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        _LIBC["c"].malloc_trim(0)
+        return ctypes.CDLL(None).MallocExtension_ReleaseFreeMemory
     except (OSError, AttributeError):
-        _LIBC["c"] = None
+        pass
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return lambda: trim(0)
 
 
 class TickReads(object):
@@ -126,6 +138,10 @@ class TickReads(object):
     def _planned(self, acted: bool) -> None:
         dumps, t = self._reads.pop("planning")
         self._reads["planned"] = (dumps, t, acted)
+        # the views built from fresh large PG stats leave their temporaries freed but kept
+        # by the allocator: given back once the tick is done with them
+        if self._reads.pop("pgs_fresh", False) and len(dumps[2]["pg_stats"]) >= TRIM_AFTER_PGS:
+            _malloc_trim()
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()
@@ -159,5 +175,5 @@ class TickReads(object):
         wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
         if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
             c.update(pgs=self._pg_stats(), pgs_epoch=epoch, pgs_t=t,
-                     pgs_cost=time.monotonic() - t)
+                     pgs_cost=time.monotonic() - t, pgs_fresh=True)
         return c["osd_map"], c["tree"], c["pgs"]
