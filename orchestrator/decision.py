@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
 from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, OsdColumn, Progress, Snapshot,
+from .model import (HealthCheck, Intent, Observation, Progress, Snapshot, columns, records_from,
                     BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
 from .policy_types import Policies
 from .predict import WARMUP_OBSERVATIONS, Predictor
@@ -77,36 +77,38 @@ class Decision:
         self.run_id = progress.run_id
         self.saved_flags = progress.saved_flags
         self.started_at, self.finished_at = progress.started_at, progress.finished_at
-        self.osds = dict(progress.osds)           # osd -> OsdRun; the maps below view it
-        self.granted = OsdColumn(self.osds, "granted")
-        self.booting = OsdColumn(self.osds, "booting")
-        self.staged = OsdColumn(self.osds, "staged")
+        # the run's per-OSD records as one plain osd -> value dict per field (OSD_FIELDS);
+        # progress() builds the records back
+        self.cols = columns(progress.osds)
+        self.granted = self.cols["granted"]
+        self.booting = self.cols["booting"]
+        self.staged = self.cols["staged"]
         self.finished: Set[int] = set(progress.finished)
         self.held_osds: Set[int] = set(progress.held_osds)
         self.held_buckets: Set[str] = set(progress.held_buckets)
         self.auto_held: Set[str] = set(progress.auto_held)
-        self.restarted = OsdColumn(self.osds, "restarted")
-        self.heap_released = OsdColumn(self.osds, "heap_released")
+        self.restarted = self.cols["restarted"]
+        self.heap_released = self.cols["heap_released"]
         self.observations: List[Observation] = list(progress.observations)
-        self.peaks = OsdColumn(self.osds, "peaks")
-        self.downtime = OsdColumn(self.osds, "downtime")
-        self.fresh_rss = OsdColumn(self.osds, "fresh_rss")
-        self.failures = OsdColumn(self.osds, "failures")
+        self.peaks = self.cols["peaks"]
+        self.downtime = self.cols["downtime"]
+        self.fresh_rss = self.cols["fresh_rss"]
+        self.failures = self.cols["failures"]
         self.failed_now: Set[int] = set()     # OSDs whose start failed in this call
-        self.settling = OsdColumn(self.osds, "settling")
-        self.grew_at = OsdColumn(self.osds, "grew_at")
-        self.load_rss = OsdColumn(self.osds, "load_rss")
-        self.missed = OsdColumn(self.osds, "missed")
-        self.heap_rss = OsdColumn(self.osds, "heap_rss")
-        self.restart_rss = OsdColumn(self.osds, "restart_rss")
-        self.shrink_at = OsdColumn(self.osds, "shrink_at")
-        self.shrink_rss = OsdColumn(self.osds, "shrink_rss")
+        self.settling = self.cols["settling"]
+        self.grew_at = self.cols["grew_at"]
+        self.load_rss = self.cols["load_rss"]
+        self.missed = self.cols["missed"]
+        self.heap_rss = self.cols["heap_rss"]
+        self.restart_rss = self.cols["restart_rss"]
+        self.shrink_at = self.cols["shrink_at"]
+        self.shrink_rss = self.cols["shrink_rss"]
         self.saved_config = dict(progress.saved_config)
         self.restoring = dict(progress.restoring)
         self.restoring_flags = dict(progress.restoring_flags)
-        self.stopped = OsdColumn(self.osds, "stopped")
-        self.rebuild_from = OsdColumn(self.osds, "rebuild_from")
-        self.rebuild_seen = OsdColumn(self.osds, "rebuild_seen")
+        self.stopped = self.cols["stopped"]
+        self.rebuild_from = self.cols["rebuild_from"]
+        self.rebuild_seen = self.cols["rebuild_seen"]
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.budget_state = progress.budget_state
@@ -122,8 +124,8 @@ class Decision:
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
         self._up: Optional[Set[int]] = None
         self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
-        # peak predictions over this decision's own records, observations and finished set
-        self.predictor = Predictor(self.view, policies.footprint, now, self.osds,
+        # peak predictions over this decision's own maps, observations and finished set
+        self.predictor = Predictor(self.view, policies.footprint, now, self.cols,
                                    self.observations, self.finished)
 
     # ------------------------------------------------------------------ helpers
@@ -266,7 +268,7 @@ class Decision:
         """The progress as it stands now (what policies see, and what plan() returns)."""
         return Progress(
             run_id=self.run_id, phase=self.phase, epoch=max(self.s.epoch, self.p.epoch),
-            osds=dict(self.osds),
+            osds=records_from(self.p.osds, self.cols),
             finished=frozenset(self.finished), held_osds=frozenset(self.held_osds),
             held_buckets=frozenset(self.held_buckets), saved_flags=self.saved_flags,
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]),

@@ -195,11 +195,11 @@ def _settled_observation(t: Decision, o) -> None:
 
 
 def _unsettle(t: Decision, osd_id: int) -> None:
-    clear_osd(t.osds, osd_id, SETTLE_MARKERS)
+    clear_osd(t.cols, osd_id, SETTLE_MARKERS)
 
 
 def forget(t: Decision, osd_id: int) -> None:
-    clear_osd(t.osds, osd_id, START_MARKERS)
+    clear_osd(t.cols, osd_id, START_MARKERS)
     t.held_osds.discard(osd_id)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from .pgmap import PgMap, PoolInfo   # re-exported: part of the snapshot's vocabulary
 from .osdrun import (NO_RUN, OSD_FIELDS, SETTLE_MARKERS, START_MARKERS,  # noqa: F401
-                     START_MEASURES, OsdColumn, OsdRun, _osd_records, clear_osd)
+                     START_MEASURES, Columns, OsdRun, clear_osd, columns, records_from)
 
 # process states reported by the node helper for an OSD daemon
 PROC_STOPPED = "stopped"      # no process
@@ -304,16 +304,15 @@ class Progress:
         unknown = sorted(set(maps) - set(OSD_FIELDS))
         if unknown:
             raise TypeError("Progress: unknown per-OSD map(s) %s" % ", ".join(unknown))
-        return replace(self, osds=_osd_records(self.osds, maps))
+        return replace(self, osds=records_from(self.osds, maps))
 
     def osd_map(self, name: str) -> Dict[int, Any]:
         """One per-OSD map (a name of OSD_FIELDS), built once per Progress (it is frozen, and
         the stages read these maps inside loops over every OSD). Do not modify it."""
-        cache = self.__dict__.setdefault("_maps", {})
-        m = cache.get(name)
-        if m is None:
-            m = cache[name] = dict(OsdColumn(dict(self.osds), name))
-        return m
+        cache = self.__dict__.get("_maps")
+        if cache is None:
+            cache = self.__dict__["_maps"] = columns(self.osds)
+        return cache[name]
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """A run's per-OSD records (a part of model.py's vocabulary: Progress keeps one OsdRun per OSD
-it touched; its per-field maps are read as OsdColumn views of them, and built into them by
-Progress.with_columns). Re-exported by model.py.
+it touched; a plan() call reads and changes them as one plain dict per field, columns(), and
+builds records back from those, records_from()). Re-exported by model.py.
 Python >= 3.9 (runs inside ceph-mgr)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
 class OsdRun:
     """What a run knows of one OSD it touched. None = not known / not set. Progress keeps one
     per OSD (Progress.osds), so that forgetting an OSD is one deletion; the per-field maps
-    (Progress.osd_map("granted"), ...) are views of these records."""
+    (Progress.osd_map("granted"), ...) are read from these records."""
 
     granted: Optional[float] = None        # when its start was granted
     booting: Optional[float] = None        # when it was allowed to boot
@@ -54,58 +54,39 @@ START_MARKERS = ("granted", "booting", "staged", "rebuild_from", "rebuild_seen")
 SETTLE_MARKERS = ("settling", "grew_at") + START_MEASURES
 
 
-class OsdColumn(MutableMapping):
-    """One OsdRun field of every OSD, seen as an osd -> value map; writes go to the records
-    (an OSD whose record becomes empty is dropped)."""
-
-    def __init__(self, records: Dict[int, OsdRun], name: str) -> None:
-        self._records, self._field = records, OSD_FIELDS[name]
-
-    def __getitem__(self, osd: int) -> Any:
-        v = getattr(self._records.get(osd, NO_RUN), self._field)
-        if v is None:
-            raise KeyError(osd)
-        return v
-
-    def __contains__(self, osd: object) -> bool:
-        r = self._records.get(osd)  # type: ignore[call-overload]
-        return r is not None and getattr(r, self._field) is not None
-
-    def __setitem__(self, osd: int, value: Any) -> None:
-        self._records[osd] = replace(self._records.get(osd, NO_RUN), **{self._field: value})
-
-    def __delitem__(self, osd: int) -> None:
-        if osd not in self:
-            raise KeyError(osd)
-        rec = replace(self._records[osd], **{self._field: None})
-        if rec == NO_RUN:
-            del self._records[osd]
-        else:
-            self._records[osd] = rec
-
-    def __iter__(self) -> Iterator[int]:
-        return iter([o for o, r in self._records.items() if getattr(r, self._field) is not None])
-
-    def __len__(self) -> int:
-        return sum(1 for r in self._records.values() if getattr(r, self._field) is not None)
+Columns = Dict[str, Dict[int, Any]]
 
 
-def clear_osd(records: Dict[int, OsdRun], osd: int, names: Tuple[str, ...]) -> None:
-    """Forget the `names` maps' entries of one OSD (its record goes once empty)."""
-    rec = replace(records.get(osd, NO_RUN), **{OSD_FIELDS[n]: None for n in names})
-    if rec == NO_RUN:
-        records.pop(osd, None)
-    else:
-        records[osd] = rec
+def columns(records: Mapping[int, OsdRun]) -> Columns:
+    """The records as one osd -> value dict per map name (OSD_FIELDS), each in the records'
+    order: what a plan() call reads and changes, as plain dicts."""
+    cols: Columns = {name: {} for name in OSD_FIELDS}
+    for osd, rec in records.items():
+        for name, fld in OSD_FIELDS.items():
+            v = getattr(rec, fld)
+            if v is not None:
+                cols[name][osd] = v
+    return cols
 
 
-def _osd_records(base: Mapping[int, OsdRun], maps: Mapping[str, Mapping[int, Any]]):
-    """`base` with each of `maps` (map name -> osd -> value) replacing its field entirely."""
-    records = dict(base)
-    for name, m in maps.items():
-        col = OsdColumn(records, name)
-        for osd in list(col):
-            del col[osd]
-        for osd, v in m.items():
-            col[osd] = v
-    return records
+def records_from(base: Mapping[int, OsdRun], cols: Mapping[str, Mapping[int, Any]]
+                 ) -> Dict[int, OsdRun]:
+    """`base` with each of `cols` (map name -> osd -> value) replacing its field entirely; an
+    OSD left with no field has no record. Order: `base`'s OSDs first, then new ones as the
+    maps name them."""
+    order = dict.fromkeys(base)
+    for m in cols.values():
+        order.update(dict.fromkeys(m))
+    out = {}
+    for osd in order:
+        old = base.get(osd, NO_RUN)
+        rec = replace(old, **{OSD_FIELDS[n]: m.get(osd) for n, m in cols.items()})
+        if rec != NO_RUN:
+            out[osd] = rec
+    return out
+
+
+def clear_osd(cols: Columns, osd: int, names: Tuple[str, ...]) -> None:
+    """Forget the `names` maps' entries of one OSD."""
+    for n in names:
+        cols[n].pop(osd, None)

@@ -3,8 +3,8 @@ the core's rules that override or floor it (the OSD's load and missed entries, g
 host's running OSDs; its own past peaks).
 
 A Predictor stands alone: it is made from the view of the snapshot, the footprint policy, the
-time, the run's per-OSD records (OsdRun), its observations and the OSDs it finished, and
-answers with numbers. A decision shares its own records, observations and finished set with
+time, the run's per-OSD maps (model.columns), its observations and the OSDs it finished, and
+answers with numbers. A decision shares its own maps, observations and finished set with
 its Predictor, so that what a stage records (a load, an observation) is what the next
 prediction reads; the stage then calls learning_changed(), since predictions made earlier in
 the call are cached. The per-host floor and the running OSDs' size are taken once per call,
@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .growth import floor_from_load, growth_samples, peak_from_load, settled
-from .model import Intent, Observation, OsdColumn, OsdRun, OsdState, Progress, Snapshot
+from .model import Columns, Intent, Observation, OsdState, Progress, Snapshot, columns
 from .policy_types import Policies
 from .view import View
 
@@ -31,16 +31,16 @@ class Predictor:
     """Peak predictions of one plan() call (see the module docstring)."""
 
     def __init__(self, view: View, footprint: Callable[..., int], now: float,
-                 records: Dict[int, OsdRun], observations: List[Observation],
+                 cols: Columns, observations: List[Observation],
                  finished: Set[int]) -> None:
         self.view, self.footprint_policy, self.now = view, footprint, now
         self.observations, self.finished = observations, finished
-        self.granted = OsdColumn(records, "granted")
-        self.downtime = OsdColumn(records, "downtime")
-        self.missed = OsdColumn(records, "missed")
-        self.load_rss = OsdColumn(records, "load_rss")
-        self.peaks = OsdColumn(records, "peaks")
-        self.settling = OsdColumn(records, "settling")
+        self.granted = cols["granted"]
+        self.downtime = cols["downtime"]
+        self.missed = cols["missed"]
+        self.load_rss = cols["load_rss"]
+        self.peaks = cols["peaks"]
+        self.settling = cols["settling"]
         self._pred: Dict[int, int] = {}
         self._floor: Dict[str, int] = {}
         self._learn: Optional[List[Observation]] = None
@@ -53,7 +53,7 @@ class Predictor:
            now: float) -> "Predictor":
         """The predictions a plan() call on these inputs starts from, before any stage."""
         return cls(View(snapshot, intent, progress, now), policies.footprint, now,
-                   dict(progress.osds), list(progress.observations), set(progress.finished))
+                   columns(progress.osds), list(progress.observations), set(progress.finished))
 
     def predict(self, osd_id: int) -> int:
         """The peak an OSD is admitted on. Where its missed entries are known and a load of

@@ -55,5 +55,5 @@ def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None
                              "(a stop would start the rebuild again)" % osd_id)
         elif osd_id not in t.booting and o is not None and not o.up:
             stop_process(t, o, why)
-        clear_osd(t.osds, osd_id, ("granted", "booting", "staged", "rebuild_from",
+        clear_osd(t.cols, osd_id, ("granted", "booting", "staged", "rebuild_from",
                                    "rebuild_seen"))

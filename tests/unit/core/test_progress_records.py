@@ -1,5 +1,5 @@
-"""Progress keeps one OsdRun per OSD: the per-field maps are built from and read as views of
-those records, a state document saved before the records existed still loads, and forgetting
+"""Progress keeps one OsdRun per OSD: the per-field maps are built from and read from those
+records, a state document saved before the records existed still loads, and forgetting
 an OSD is one deletion."""
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from ceph_recovery.model import (NO_RUN, PHASE_RUNNING, SETTLE_MARKERS, START_MARKERS,
-                                 Observation, OsdColumn, OsdRun, Progress, clear_osd)
+from ceph_recovery.model import (NO_RUN, OSD_FIELDS, PHASE_RUNNING, SETTLE_MARKERS, START_MARKERS,
+                                 Observation, OsdRun, Progress, clear_osd, columns,
+                                 records_from)
 from ceph_recovery.persist import progress_from_json, progress_to_json
 
 # written by the persist.py of the commit before OsdRun (13 parallel maps in Progress)
@@ -91,29 +92,31 @@ def test_maps_and_records_are_two_spellings_of_one_value():
         Progress(granted={1: 0.0})
 
 
-def test_column_writes_go_to_the_records_and_empty_records_go():
-    records = {}
-    col = OsdColumn(records, "peaks")
-    col[2] = 5
-    col.setdefault(2, 8)
-    assert records == {2: OsdRun(peak=5)} and dict(col) == {2: 5} and 3 not in col
-    OsdColumn(records, "granted")[2] = 1.5
-    assert col.pop(2) == 5 and records == {2: OsdRun(granted=1.5)}
-    del OsdColumn(records, "granted")[2]
-    assert records == {} and len(col) == 0
-    with pytest.raises(KeyError):
-        del col[2]
+def test_columns_are_plain_dicts_and_records_come_back_from_them_in_order():
+    records = {7: OsdRun(failures=1), 2: OsdRun(granted=1.5, peak=5)}
+    cols = columns(records)
+    assert set(cols) == set(OSD_FIELDS) and all(type(m) is dict for m in cols.values())
+    assert cols["granted"] == {2: 1.5} and cols["peaks"] == {2: 5} and cols["failures"] == {7: 1}
+    cols["granted"][9] = 3.0          # a new OSD comes after the records it had
+    cols["peaks"].pop(2)
+    cols["granted"].pop(2)            # osd.2's record is empty now: gone
+    cols["granted"][7] = 2.0
+    out = records_from(records, cols)
+    assert out == {7: OsdRun(failures=1, granted=2.0), 9: OsdRun(granted=3.0)}
+    assert list(out) == [7, 9]
+    assert records == {7: OsdRun(failures=1), 2: OsdRun(granted=1.5, peak=5)}   # untouched
 
 
 def test_forgetting_a_start_keeps_what_the_run_knows_of_the_osd():
     rec = OsdRun(granted=1.0, booting=2.0, peak=3, downtime=4.0, missed=5, load_rss=6,
                  restarted=7.0, failures=1, settling=8.0, grew_at=9.0)
-    records = {0: rec}
-    clear_osd(records, 0, START_MARKERS)
-    assert records == {0: OsdRun(restarted=7.0, failures=1, settling=8.0, grew_at=9.0)}
-    clear_osd(records, 0, SETTLE_MARKERS)
-    assert records == {0: OsdRun(restarted=7.0, failures=1)}
-    records = {1: OsdRun(granted=1.0, peak=2)}
-    clear_osd(records, 1, START_MARKERS)
-    clear_osd(records, 9, START_MARKERS)          # an OSD without a record: nothing to do
-    assert records == {} and NO_RUN == OsdRun()
+    cols = columns({0: rec})
+    clear_osd(cols, 0, START_MARKERS)
+    assert records_from({}, cols) == {0: OsdRun(restarted=7.0, failures=1, settling=8.0,
+                                                grew_at=9.0)}
+    clear_osd(cols, 0, SETTLE_MARKERS)
+    assert records_from({0: rec}, cols) == {0: OsdRun(restarted=7.0, failures=1)}
+    cols = columns({1: OsdRun(granted=1.0, peak=2)})
+    clear_osd(cols, 1, START_MARKERS)
+    clear_osd(cols, 9, START_MARKERS)          # an OSD without an entry: nothing to do
+    assert records_from({1: OsdRun(granted=1.0, peak=2)}, cols) == {} and NO_RUN == OsdRun()
