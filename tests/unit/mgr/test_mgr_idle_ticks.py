@@ -91,13 +91,13 @@ def test_malloc_trim_runs_here():
 
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
-# a child under tcmalloc (as ceph-mgr): 400 MB of large strings freed, then the module's
+# a child under tcmalloc (as ceph-mgr; no psutil: it runs in the releases' chroots too): 400 MB of large strings freed, then the module's
 # release; prints which entry point it took and the RSS before and after, in MiB
 CHILD = """
-import sys, types, psutil
+import os, sys, types
 pkg = types.ModuleType("recovery"); pkg.__path__ = [sys.argv[1]]; sys.modules["recovery"] = pkg
 from recovery import tickreads
-rss = lambda: psutil.Process().memory_info().rss >> 20
+rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
 junk = [bytes(4096) * 25 for _ in range(4000)]
 del junk
 before = rss()
