@@ -91,8 +91,9 @@ def test_malloc_trim_runs_here():
 
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
-# a child under tcmalloc (as ceph-mgr; no psutil: it runs in the releases' chroots too): 400 MB of large strings freed, then the module's
-# release; prints which entry point it took and the RSS before and after, in MiB
+# a child under tcmalloc (as ceph-mgr; no psutil: it also runs in the releases' chroots):
+# 400 MB of large strings freed, then the module's release; prints which entry point it
+# took and the RSS before and after, in MiB
 CHILD = """
 import os, sys, types
 pkg = types.ModuleType("recovery"); pkg.__path__ = [sys.argv[1]]; sys.modules["recovery"] = pkg
