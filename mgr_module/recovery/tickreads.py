@@ -39,34 +39,39 @@ TUNABLES_REFRESH_S = 300.0
 IDLE_REPLAN_S = 30.0
 
 
-_LIBC: Dict[str, Any] = {}
+_ALLOCATOR: Dict[str, Any] = {}     # "release": the heap release found, or None
+
+
+def _large(slim: Dict[str, Any]) -> bool:
+    """Whether reading these PG stats left enough freed heap to give back (TRIM_AFTER_PGS)."""
+    return len(slim["pg_stats"]) >= TRIM_AFTER_PGS
 
 
 def _compact(slim: Dict[str, Any]) -> Dict[str, Any]:
     """A large slim dump rebuilt from its JSON, its memory then given back (TRIM_AFTER_PGS);
     the caller holds no other reference to the full dump by now."""
-    if len(slim["pg_stats"]) < TRIM_AFTER_PGS:
+    if not _large(slim):
         return slim
     blob = json.dumps(slim)
     del slim
-    _malloc_trim()
+    _release_heap()
     slim = json.loads(blob)
     del blob
-    _malloc_trim()
+    _release_heap()
     return slim
 
 
-def _malloc_trim() -> None:
+def _release_heap() -> None:
     """The freed heap given back to the system: ceph-mgr links tcmalloc, which keeps what
     was freed until told (MallocExtension_ReleaseFreeMemory, its C entry point); under
     glibc's malloc, malloc_trim(0). Nothing where neither is found."""
-    if "release" not in _LIBC:
-        _LIBC["release"] = _heap_release()
-    if _LIBC["release"] is not None:
-        _LIBC["release"]()
+    if "release" not in _ALLOCATOR:
+        _ALLOCATOR["release"] = _find_release()
+    if _ALLOCATOR["release"] is not None:
+        _ALLOCATOR["release"]()
 
 
-def _heap_release() -> Any:
+def _find_release() -> Any:
     try:
         return ctypes.CDLL(None).MallocExtension_ReleaseFreeMemory
     except (OSError, AttributeError):
@@ -137,11 +142,12 @@ class TickReads(object):
 
     def _planned(self, acted: bool) -> None:
         dumps, t = self._reads.pop("planning")
+        last = self._reads.get("planned")
         self._reads["planned"] = (dumps, t, acted)
-        # the views built from fresh large PG stats leave their temporaries freed but kept
-        # by the allocator: given back once the tick is done with them
-        if self._reads.pop("pgs_fresh", False) and len(dumps[2]["pg_stats"]) >= TRIM_AFTER_PGS:
-            _malloc_trim()
+        # the views built from fresh large PG stats (new ones are always planned on) leave
+        # their temporaries freed but kept by the allocator: given back once the tick is done
+        if (last is None or last[0][2] is not dumps[2]) and _large(dumps[2]):
+            _release_heap()
 
     def _read(self, what: str) -> Any:
         t0 = time.monotonic()
@@ -175,5 +181,5 @@ class TickReads(object):
         wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
         if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
             c.update(pgs=self._pg_stats(), pgs_epoch=epoch, pgs_t=t,
-                     pgs_cost=time.monotonic() - t, pgs_fresh=True)
+                     pgs_cost=time.monotonic() - t)
         return c["osd_map"], c["tree"], c["pgs"]

@@ -71,7 +71,7 @@ def test_a_pg_read_deferred_for_its_cost_comes_on_a_later_tick(monkeypatch):
 
 def test_a_large_pg_read_gives_the_freed_heap_back(monkeypatch):
     trims = []
-    monkeypatch.setattr(tickreads, "_malloc_trim", lambda: trims.append(1))
+    monkeypatch.setattr(tickreads, "_release_heap", lambda: trims.append(1))
     m = LabModule()
     assert planned(m, woken=True) and trims == []      # the recorded lab: 33 PGs
     monkeypatch.setattr(tickreads, "TRIM_AFTER_PGS", 33)
@@ -84,10 +84,10 @@ def test_a_large_pg_read_gives_the_freed_heap_back(monkeypatch):
     assert m._reads["pgs"] == slim_pg_dump(m.world["pg_dump"])
 
 
-def test_malloc_trim_runs_here():
-    tickreads._LIBC.clear()
-    tickreads._malloc_trim()
-    assert tickreads._LIBC["release"] is not None      # glibc, as on every Ceph image
+def test_the_heap_release_is_found_here():
+    tickreads._ALLOCATOR.clear()
+    tickreads._release_heap()
+    assert tickreads._ALLOCATOR["release"] is not None      # glibc, as on every Ceph image
 
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
@@ -102,8 +102,8 @@ rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_P
 junk = [bytes(4096) * 25 for _ in range(4000)]
 del junk
 before = rss()
-tickreads._malloc_trim()
-print(getattr(tickreads._LIBC["release"], "__name__", "?"), before, rss())
+tickreads._release_heap()
+print(getattr(tickreads._ALLOCATOR["release"], "__name__", "?"), before, rss())
 """
 
 
