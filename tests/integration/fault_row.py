@@ -339,7 +339,8 @@ class Row(object):
         for o, seen in self.pids.items():
             new = seen - {self.before[o]}
             if o not in self.osds:
-                assert not new, "osd.%d restarted outside the plan: %s" % (o, sorted(new))
+                assert not new, "osd.%d restarted outside the plan: %s; its journal: %s" % (
+                    o, sorted(new), [j for j in entries if j["action"].get("osd") == o][-8:])
                 continue
             done = [j for j in kinds(entries, "helper_done", o) if j["action"].get("op")
                     in ("start", "restart")]

@@ -5,7 +5,8 @@ The run must be open while every PG is clean, or ok-to-stop itself refuses any r
 candidate it waits for is h1's second OSD, given CRUSH weight 0 first (it holds no PG) and
 then SIGKILLed. A balloon process (fault_row.balloon) joins each of h1's and h2's memory cgroups, OVER
 past the budget (more than a restart frees, so the candidate does not fit until they end),
-and a controlled run starts. Each host's over-budget response ends in a restart of its
+and a controlled run starts, scoped to h1 and h2: the budget binds in-scope hosts only, and h3
+(its two OSDs backfilling under the writes) is no part of this row. Each host's over-budget response ends in a restart of its
 heaviest OSD, which ok-to-stop clears alone; h1's remaining OSD holds every PG's h1 copy, so
 it shares PGs with each OSD of h2, and both down at once would take those PGs below
 min_size. The rule under test: a restart in flight counts as stopped for every later stop
@@ -79,7 +80,7 @@ class Sampler(object):
 def over_budget_seen(state) -> bool:
     """Every host of HOSTS over BUDGET in the module's latest helper reports (a dry run)."""
     plan = launch.ceph(state, "recovery", "start-controlled", "--dry-run", "--budget",
-                       str(BUDGET), timeout=60)
+                       str(BUDGET), "--scope", *HOSTS, timeout=60)
     return all((plan["hosts"].get(h) or {}).get("used", 0) > BUDGET for h in HOSTS)
 
 
@@ -135,7 +136,7 @@ def test_over_budget_restarts_on_two_hosts_sharing_pgs_never_overlap(healthy_lab
                         "reports" % (HOSTS,), every=1.0)
             t_fault = time.time()
             launch.ceph(lab, "recovery", "start-controlled", "--budget", str(BUDGET),
-                        "--concurrency", "1", json_out=False, timeout=60)
+                        "--concurrency", "1", "--scope", *HOSTS, json_out=False, timeout=60)
             restarts = fr.wait_for(lambda: both_hosts_restarted(lab, t_fault, host_of), 300,
                                    "a restart on each of %s" % (HOSTS,), every=1.0)
             first = restarts[0]["action"]["osd"]
