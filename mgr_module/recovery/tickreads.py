@@ -12,9 +12,10 @@ from typing import Any, Dict, Tuple
 
 try:
     from .executor import memory_targets, op_queues, recovery_configs
+    from .pgcolumns import PgRows
     from .pgtrack import slim_pg_dump
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
-    memory_targets = op_queues = recovery_configs = slim_pg_dump = None  # type: ignore
+    memory_targets = op_queues = recovery_configs = slim_pg_dump = PgRows = None  # type: ignore
 
 # an idle module re-reads the PG stats at least this often (a dry run's view of them), and
 # at most at IDLE_PG_READ_SHARE of the time (100,000 PGs take seconds to read: ~200 s)
@@ -27,9 +28,9 @@ IDLE_PG_READ_SHARE = 0.01
 BUSY_PG_READ_SHARE = 0.25
 # get("pg_dump") builds some 4 KB of Python objects per PG. Slimmed, the values kept are
 # scattered over the whole dump's memory, which therefore stays resident: measured at
-# 100,000 PGs, 461 MiB after the drop, 240 MiB after malloc_trim, 76 MiB when the slim dump is
-# rebuilt from its JSON once the full one is gone (0.55 s). So a read of at least
-# TRIM_AFTER_PGS PGs is rebuilt so, and the freed heap given back
+# 100,000 PGs, 461 MiB after the drop, 240 MiB after malloc_trim. So a read of at least
+# TRIM_AFTER_PGS PGs is kept in columns of new objects (pgcolumns.py), and the freed heap
+# given back
 TRIM_AFTER_PGS = 10000
 
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
@@ -48,15 +49,14 @@ def _large(slim: Dict[str, Any]) -> bool:
 
 
 def _compact(slim: Dict[str, Any]) -> Dict[str, Any]:
-    """A large slim dump rebuilt from its JSON, its memory then given back (TRIM_AFTER_PGS);
-    the caller holds no other reference to the full dump by now."""
+    """A large slim dump with its PGs in columns (pgcolumns.PgRows), the full dump's memory
+    then given back (TRIM_AFTER_PGS); the caller holds no other reference to it by now."""
     if not _large(slim):
         return slim
-    blob = json.dumps(slim)
-    del slim
+    rows = PgRows(slim["pg_stats"])
+    slim = dict(slim, pg_stats=rows, osd_stats=json.loads(json.dumps(slim["osd_stats"])))
     _release_heap()
-    slim = json.loads(blob)
-    del blob
+    rows.own_strings()
     _release_heap()
     return slim
 

@@ -78,10 +78,14 @@ def test_a_large_pg_read_gives_the_freed_heap_back(monkeypatch):
     for name in ("IDLE_PG_READ_SHARE", "BUSY_PG_READ_SHARE"):    # read again at once
         monkeypatch.setattr(tickreads, name, float("inf"))
     monkeypatch.setattr(tickreads, "IDLE_PG_REFRESH_S", 0.0)
-    # around its rebuild from JSON, then once the tick's views are built
+    # once the full dump is dropped, once the pgids are made anew, then once the tick's views
+    # are built
     assert planned(m) and trims == [1, 1, 1]
+    from recovery.pgcolumns import PgRows
     from recovery.pgtrack import slim_pg_dump
-    assert m._reads["pgs"] == slim_pg_dump(m.world["pg_dump"])
+    slim, kept = slim_pg_dump(m.world["pg_dump"]), m._reads["pgs"]
+    assert isinstance(kept["pg_stats"], PgRows) and list(kept["pg_stats"]) == slim["pg_stats"]
+    assert dict(kept, pg_stats=slim["pg_stats"]) == slim
 
 
 def test_the_heap_release_is_found_here():

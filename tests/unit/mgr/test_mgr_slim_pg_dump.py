@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mgrcases import load  # see conftest.py
-from recovery import cluster, drillcli, pgtrack
+from recovery import cluster, drillcli, pgcolumns, pgtrack
 
 
 @pytest.mark.parametrize("case", ["ok", "h3down"])
@@ -23,6 +24,13 @@ def test_every_view_of_the_slim_dump_is_the_full_dumps(case):
     assert pgtrack.missed_entries(slim, down) == pgtrack.missed_entries(full, down)
     health = {"json": json.dumps({"status": "HEALTH_WARN"})}
     assert drillcli.observed(health, slim) == drillcli.observed(health, full)
+    # in columns (what the module keeps of a large dump): the same PGs, the same views
+    cols = dict(slim, pg_stats=pgcolumns.PgRows(slim["pg_stats"]))
+    cols["pg_stats"].own_strings()
+    assert list(cols["pg_stats"]) == slim["pg_stats"] and not cols["pg_stats"]._odd
+    assert cluster.pg_view(crush, osd_map, cols) == cluster.pg_view(crush, osd_map, full)
+    assert pgtrack.pg_versions(cols) == pgtrack.pg_versions(full)
+    assert pgtrack.missed_entries(cols, down) == pgtrack.missed_entries(full, down)
 
 
 def test_a_wrapped_or_missing_dump_slims_to_the_same_shape():
@@ -30,3 +38,37 @@ def test_a_wrapped_or_missing_dump_slims_to_the_same_shape():
     assert "pg_map" in full     # the shape of `ceph pg dump`; mgr's get() answers the inside
     assert pgtrack.slim_pg_dump(full["pg_map"]) == pgtrack.slim_pg_dump(full)
     assert pgtrack.slim_pg_dump(None) == {"pg_stats": [], "osd_stats": []}
+
+
+OSD_IDS = st.integers(-(1 << 33), 1 << 33) | st.sampled_from([0, 5, 2147483647]) | st.booleans()
+VERSION = st.from_regex(r"\A[0-9]{1,4}'[0-9]{1,6}\Z") | st.text(max_size=6) | st.integers()
+PG = st.fixed_dictionaries(
+    {"pgid": st.from_regex(r"\A[0-9]{1,2}\.[0-9a-f]{1,3}\Z") | st.text(max_size=4)},
+    optional={"state": st.sampled_from(["active+clean", "peering", ""]) | st.integers(),
+              "up": st.lists(OSD_IDS, max_size=4), "acting": st.lists(OSD_IDS, max_size=4),
+              "blocked_by": st.lists(OSD_IDS, min_size=1, max_size=3),
+              "version": VERSION, "last_update": VERSION,
+              "log_size": st.integers(-(1 << 70), 1 << 70) | st.none(),
+              "other": st.integers()})
+
+
+def typed(value):
+    """A value with the type of every part in it: 1 and True, or "1" and 1, differ."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+@given(st.lists(PG, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_any_pg_reads_back_from_the_columns_exactly_as_it_went_in(pgs):
+    rows = pgcolumns.PgRows(pgs)
+    rows.own_strings()
+    assert len(rows) == len(pgs)
+    assert [typed(r) for r in rows] == [typed(p) for p in pgs]
+    assert [typed(rows[k]) for k in range(-len(pgs), 0)] == [typed(p) for p in pgs]
+    assert [typed(r) for r in rows[1::2]] == [typed(p) for p in pgs[1::2]]
+    with pytest.raises(IndexError):
+        rows[len(pgs)]
