@@ -27,6 +27,14 @@ from ceph_recovery.view import fresh_ok_to_stop
 
 from .pgtrack import pg_membership, pg_states
 
+# What the shell reads of get("osd_map"): the map's epoch and flags, and of each OSD, pool and
+# osd_xinfo entry these fields. slim_osd_map drops the rest (each OSD's addresses and
+# history: some 4 KB of Python objects per OSD) as soon as the map is read.
+OSD_MAP_FIELDS = ("epoch", "flags", "flags_set", "crush_node_flags")
+OSD_MAP_LISTS = (("osds", ("osd", "up", "in", "state", "up_from")),
+                 ("osd_xinfo", ("osd", "down_stamp")),
+                 ("pools", ("pool", "pool_name", "size", "min_size", "pg_num")))
+
 
 class CrushIndex(object):
     """Names, types and parents of the CRUSH tree, and every OSD's path (root first)."""
@@ -142,6 +150,19 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
         c["pgs_degraded"] = min(c["pgs"], missing_here) if c["pgs"] else missing_here
 
     return per, totals
+
+
+def slim_osd_map(osd_map: Any) -> Dict[str, Any]:
+    """get("osd_map") reduced to OSD_MAP_FIELDS and OSD_MAP_LISTS, in its own shape: every
+    view the shell builds from it equals the one from the full map."""
+    if not isinstance(osd_map, Mapping):
+        return {}
+    out = {k: osd_map[k] for k in OSD_MAP_FIELDS if k in osd_map}
+    for name, fields in OSD_MAP_LISTS:
+        if name in osd_map:
+            out[name] = [{k: e[k] for k in fields if k in e} if isinstance(e, Mapping) else e
+                         for e in osd_map[name] or ()]
+    return out
 
 
 def even_share(osd_map: Mapping[str, Any]) -> Dict[int, int]:

@@ -15,7 +15,8 @@ No `from __future__ import annotations`: this file is loaded by ceph-mgr (Python
 """
 import sys
 from array import array
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from .pgtrack import PG_FIELDS
 

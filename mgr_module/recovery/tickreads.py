@@ -12,10 +12,12 @@ from typing import Any, Dict, Tuple
 
 try:
     from .executor import memory_targets, op_queues, recovery_configs
+    from .cluster import slim_osd_map
     from .pgcolumns import PgRows
     from .pgtrack import slim_pg_dump
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
     memory_targets = op_queues = recovery_configs = slim_pg_dump = PgRows = None  # type: ignore
+    slim_osd_map = None  # type: ignore
 
 # an idle module re-reads the PG stats at least this often (a dry run's view of them), and
 # at most at IDLE_PG_READ_SHARE of the time (100,000 PGs take seconds to read: ~200 s)
@@ -32,6 +34,9 @@ BUSY_PG_READ_SHARE = 0.25
 # TRIM_AFTER_PGS PGs is kept in columns of new objects (pgcolumns.py), and the freed heap
 # given back
 TRIM_AFTER_PGS = 10000
+# likewise a map of at least TRIM_AFTER_OSDS OSDs: slimmed (cluster.slim_osd_map), then made
+# of new objects once the full map is freed, and the freed heap given back
+TRIM_AFTER_OSDS = 1000
 
 # the CRUSH tunables (ceph_recovery.tunables) change by an operator's command only
 TUNABLES_REFRESH_S = 300.0
@@ -157,8 +162,32 @@ class TickReads(object):
             self.meter.read(what, time.monotonic() - t0)
 
     def _pg_stats(self) -> Dict[str, Any]:
-        """get("pg_dump") slimmed to what the shell reads, compacted when large."""
-        return _compact(slim_pg_dump(self._read("pg_dump")))
+        """get("pg_dump") slimmed to what the shell reads, compacted when large; the time
+        from the answer to the kept stats (the full dump freed with it) is the tick's
+        `pg_slim` phase."""
+        answered = []
+
+        def read() -> Any:
+            try:
+                return self._read("pg_dump")
+            finally:
+                answered.append(time.monotonic())
+        # no name holds the full dump or the list slimmed from it: each is freed as soon
+        # as what is built from it stands, before _compact gives the memory back
+        slim = _compact(slim_pg_dump(read()))
+        self.meter.phase("pg_slim", time.monotonic() - answered[0])
+        return slim
+
+    def _osd_map(self) -> Dict[str, Any]:
+        """get("osd_map") reduced to what the shell reads (cluster.slim_osd_map); a large
+        one (TRIM_AFTER_OSDS) made anew once the full map is freed, its memory given back."""
+        slim = slim_osd_map(self._read("osd_map"))
+        if len(slim.get("osds") or ()) < TRIM_AFTER_OSDS:
+            return slim
+        blob = json.dumps(slim)
+        del slim
+        _release_heap()
+        return json.loads(blob)
 
     def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
         """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
@@ -172,9 +201,10 @@ class TickReads(object):
         c = self._reads
         epoch = self._epoch_now()
         if c.get("epoch") != epoch:
-            c.update(epoch=epoch, osd_map=self._read("osd_map"),
-                     tree=self._read("osd_map_tree"))
+            c.update(epoch=epoch, osd_map=self._osd_map(), tree=self._read("osd_map_tree"))
+            t0 = time.monotonic()
             c["versions"] = self._versions(c["osd_map"])
+            self.meter.phase("osd_versions", time.monotonic() - t0)
         t = time.monotonic()
         cost = c.get("pgs_cost", 0.0) + self.engine.view_cost
         idle_every = max(IDLE_PG_REFRESH_S, cost / IDLE_PG_READ_SHARE)

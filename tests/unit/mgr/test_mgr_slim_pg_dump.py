@@ -1,5 +1,6 @@
-"""The shell keeps only what it reads of the PG stats: every view it builds from the slimmed
-dump equals the one from the mgr's full dump (recorded on the lab: all PGs clean, and h3 down)."""
+"""The shell keeps only what it reads of the PG stats and of the OSD map: every view it builds
+from the slimmed dump or map equals the one from the mgr's full one (recorded on the lab: all
+PGs clean, and h3 down)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mgrcases import load  # see conftest.py
-from recovery import cluster, drillcli, pgcolumns, pgtrack
+from recovery import cluster, drillcli, executor, pgcolumns, pgtrack
 
 
 @pytest.mark.parametrize("case", ["ok", "h3down"])
@@ -31,6 +32,30 @@ def test_every_view_of_the_slim_dump_is_the_full_dumps(case):
     assert cluster.pg_view(crush, osd_map, cols) == cluster.pg_view(crush, osd_map, full)
     assert pgtrack.pg_versions(cols) == pgtrack.pg_versions(full)
     assert pgtrack.missed_entries(cols, down) == pgtrack.missed_entries(full, down)
+
+
+@pytest.mark.parametrize("case", ["ok", "h3down"])
+def test_every_view_of_the_slim_osd_map_is_the_full_maps(case):
+    full, tree = load("osdmap_%s.json" % case), load("tree_%s.json" % case)
+    pgs = load("pgdump_%s.json" % case)
+    # what the recordings do not show: a per-OSD flag, a down stamp, and a release read
+    # again only for an OSD whose up_from moved
+    full["osds"][5]["state"] = ["exists", "noup"]
+    full["osd_xinfo"][5]["down_stamp"] = "2026-12-01T10:00:00.000000+0000"
+    slim = cluster.slim_osd_map(full)
+    assert len(json.dumps(slim)) * 3 < len(json.dumps(full))
+    crush = cluster.CrushIndex(tree)
+    assert cluster.pg_view(crush, slim, pgs) == cluster.pg_view(crush, full, pgs)
+    assert cluster.even_share(slim) == cluster.even_share(full)
+    assert cluster.build_snapshot(slim, tree, pgs, {}, 1000.0, 30.0, down_seen={5: 990.0}) \
+        == cluster.build_snapshot(full, tree, pgs, {}, 1000.0, 30.0, down_seen={5: 990.0})
+    reads = []
+    meta = lambda kind, ident: reads.append(ident) or {
+        "ceph_version": "ceph version 20.2.0 (x) tentacle (stable)"}
+    versions = executor.OsdVersions(meta)
+    assert versions(full) == versions(slim) and len(reads) == len(full["osds"])
+    assert versions(cluster.slim_osd_map(full)) and len(reads) == len(full["osds"])
+    assert cluster.slim_osd_map(None) == {} and cluster.slim_osd_map({"epoch": 3}) == {"epoch": 3}
 
 
 def test_a_wrapped_or_missing_dump_slims_to_the_same_shape():
