@@ -34,6 +34,9 @@ OSD_MAP_FIELDS = ("epoch", "flags", "flags_set", "crush_node_flags")
 OSD_MAP_LISTS = (("osds", ("osd", "up", "in", "state", "up_from")),
                  ("osd_xinfo", ("osd", "down_stamp")),
                  ("pools", ("pool", "pool_name", "size", "min_size", "pg_num")))
+NO_FLAGS: frozenset = frozenset()     # shared by every OSD without one (most of them)
+# and of get("osd_map_tree"), each node's (CrushIndex)
+TREE_LISTS = (("nodes", ("id", "name", "type", "children")),)
 
 
 class CrushIndex(object):
@@ -155,13 +158,23 @@ def pg_counts(pg_dump: Mapping[str, Any], down: Iterable[int],
 def slim_osd_map(osd_map: Any) -> Dict[str, Any]:
     """get("osd_map") reduced to OSD_MAP_FIELDS and OSD_MAP_LISTS, in its own shape: every
     view the shell builds from it equals the one from the full map."""
-    if not isinstance(osd_map, Mapping):
+    return _slim(osd_map, OSD_MAP_FIELDS, OSD_MAP_LISTS)
+
+
+def slim_tree(tree: Any) -> Dict[str, Any]:
+    """get("osd_map_tree") reduced to TREE_LISTS: the same CrushIndex."""
+    return _slim(tree, (), TREE_LISTS)
+
+
+def _slim(dump: Any, fields: Tuple[str, ...],
+          lists: Tuple[Tuple[str, Tuple[str, ...]], ...]) -> Dict[str, Any]:
+    if not isinstance(dump, Mapping):
         return {}
-    out = {k: osd_map[k] for k in OSD_MAP_FIELDS if k in osd_map}
-    for name, fields in OSD_MAP_LISTS:
-        if name in osd_map:
-            out[name] = [{k: e[k] for k in fields if k in e} if isinstance(e, Mapping) else e
-                         for e in osd_map[name] or ()]
+    out = {k: dump[k] for k in fields if k in dump}
+    for name, keep in lists:
+        if name in dump:
+            out[name] = [{k: e[k] for k in keep if k in e} if isinstance(e, Mapping) else e
+                         for e in dump[name] or ()]
     return out
 
 
@@ -265,7 +278,8 @@ def build_snapshot(osd_map: Mapping[str, Any], tree: Mapping[str, Any],
         c = per.get(o, {})
         osds.append(OsdState(
             id=o, host=host, crush_path=crush.path(o), up=up, in_=bool(e.get("in")),
-            flags=frozenset(s for s in e.get("state", []) if s not in ("exists", "up")),
+            flags=frozenset(s for s in e.get("state", []) if s not in ("exists", "up"))
+            or NO_FLAGS,
             process=proc, rss_bytes=int(rss), process_started_at=started, daemon_state=state,
             pgs=c.get("pgs", 0), pgs_inactive=c.get("pgs_inactive", 0),
             pgs_degraded=c.get("pgs_degraded", 0), pg_log_entries=c.get("pg_log_entries", 0),

@@ -12,12 +12,12 @@ from typing import Any, Dict, Tuple
 
 try:
     from .executor import memory_targets, op_queues, recovery_configs
-    from .cluster import slim_osd_map
+    from .cluster import slim_osd_map, slim_tree
     from .pgcolumns import PgRows
     from .pgtrack import slim_pg_dump
 except ImportError:  # pragma: no cover - the core is missing: module.py's _guard says so
     memory_targets = op_queues = recovery_configs = slim_pg_dump = PgRows = None  # type: ignore
-    slim_osd_map = None  # type: ignore
+    slim_osd_map = slim_tree = None  # type: ignore
 
 # an idle module re-reads the PG stats at least this often (a dry run's view of them), and
 # at most at IDLE_PG_READ_SHARE of the time (100,000 PGs take seconds to read: ~200 s)
@@ -178,16 +178,18 @@ class TickReads(object):
         self.meter.phase("pg_slim", time.monotonic() - answered[0])
         return slim
 
-    def _osd_map(self) -> Dict[str, Any]:
-        """get("osd_map") reduced to what the shell reads (cluster.slim_osd_map); a large
-        one (TRIM_AFTER_OSDS) made anew once the full map is freed, its memory given back."""
-        slim = slim_osd_map(self._read("osd_map"))
-        if len(slim.get("osds") or ()) < TRIM_AFTER_OSDS:
-            return slim
-        blob = json.dumps(slim)
-        del slim
+    def _maps(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """get("osd_map") and get("osd_map_tree") reduced to what the shell reads
+        (cluster.slim_osd_map, slim_tree); a large map (TRIM_AFTER_OSDS) made anew once
+        the full ones are freed, their memory given back."""
+        maps = (slim_osd_map(self._read("osd_map")), slim_tree(self._read("osd_map_tree")))
+        if len(maps[0].get("osds") or ()) < TRIM_AFTER_OSDS:
+            return maps
+        blob = json.dumps(maps)
+        del maps
         _release_heap()
-        return json.loads(blob)
+        osd_map, tree = json.loads(blob)
+        return osd_map, tree
 
     def _cluster(self, busy: bool) -> Tuple[Any, Any, Any]:
         """This tick's (osd map, CRUSH tree, PG stats), each read only as often as it changes:
@@ -201,7 +203,8 @@ class TickReads(object):
         c = self._reads
         epoch = self._epoch_now()
         if c.get("epoch") != epoch:
-            c.update(epoch=epoch, osd_map=self._osd_map(), tree=self._read("osd_map_tree"))
+            c["osd_map"], c["tree"] = self._maps()
+            c["epoch"] = epoch
             t0 = time.monotonic()
             c["versions"] = self._versions(c["osd_map"])
             self.meter.phase("osd_versions", time.monotonic() - t0)

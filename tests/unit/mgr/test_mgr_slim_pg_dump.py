@@ -56,6 +56,14 @@ def test_every_view_of_the_slim_osd_map_is_the_full_maps(case):
     assert versions(full) == versions(slim) and len(reads) == len(full["osds"])
     assert versions(cluster.slim_osd_map(full)) and len(reads) == len(full["osds"])
     assert cluster.slim_osd_map(None) == {} and cluster.slim_osd_map({"epoch": 3}) == {"epoch": 3}
+    # the CRUSH tree, kept as its nodes' ids, names, types and children: the same index
+    thin = cluster.CrushIndex(cluster.slim_tree(tree))
+    assert cluster.build_snapshot(slim, cluster.slim_tree(tree), pgs, {}, 1000.0, 30.0) \
+        == cluster.build_snapshot(full, tree, pgs, {}, 1000.0, 30.0)
+    assert (thin.osd_ids, thin.buckets(), thin.hosts) == (crush.osd_ids, crush.buckets(),
+                                                          crush.hosts)
+    assert [thin.osds_under(b) for b in crush.buckets()] == \
+        [crush.osds_under(b) for b in crush.buckets()]
 
 
 def test_a_wrapped_or_missing_dump_slims_to_the_same_shape():
