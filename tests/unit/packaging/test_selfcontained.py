@@ -28,7 +28,7 @@ SOURCE = REPO / "mgr_module" / "recovery"
 CEPH_MGR = {"mgr_module", "mgr_util", "object_format", "ceph_module", "ceph_argparse", "ceph",
             "rados", "rbd", "cephfs"}
 # sys.stdlib_module_names exists from Python 3.10; on 3.9 the modules the folder may use
-STDLIB_39 = {"__future__", "abc", "ast", "base64", "bisect", "collections", "contextlib",
+STDLIB_39 = {"__future__", "abc", "array", "ast", "base64", "bisect", "collections", "contextlib",
              "copy", "ctypes", "dataclasses", "datetime", "enum", "errno", "functools",
              "hashlib", "heapq", "hmac", "http", "importlib", "itertools", "json", "logging",
              "math", "operator", "os", "queue", "random", "re", "secrets", "shutil", "socket",
