@@ -23,6 +23,7 @@ from .pgtrack import PG_FIELDS
 LISTS = ("up", "acting", "blocked_by")
 VERSIONS = ("version", "last_update")
 BIT = {k: 1 << n for n, k in enumerate(PG_FIELDS)}
+KNOWN = frozenset(PG_FIELDS)
 OSD_ID_MAX = (1 << 31) - 1      # the array's type code "i": 32 bits (CRUSH's NONE fits)
 LIST_MAX = 255                  # the array's type code "B" for each list's length
 INT64 = (1 << 63) - 1
@@ -50,7 +51,7 @@ def _version(value: Any) -> Optional[Tuple[int, int]]:
 def _encoded(pg: Mapping[str, Any]) -> Optional[Tuple[int, List[List[int]], List[int], int]]:
     """(presence bits, the three OSD lists, the four version integers, log_size), or None
     where some value does not fit the columns."""
-    if type(pg) is not dict or not set(pg) <= set(PG_FIELDS):
+    if type(pg) is not dict or not pg.keys() <= KNOWN:
         return None
     if type(pg.get("pgid")) is not str or "\n" in pg["pgid"] \
             or type(pg.get("state", "")) is not str:
