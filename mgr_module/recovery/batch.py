@@ -15,6 +15,7 @@ from ceph_recovery import actions as A
 from ceph_recovery.model import Snapshot
 
 from .executor import mon_cmd_for
+from .instruct import INSTRUCTED
 
 REPEATABLE = ("query_ok_to_stop", "heap_release")
 
@@ -57,6 +58,8 @@ class Acting(object):
     _note_wait: Callable[..., None]
     _journal: Callable[..., None]
     _result: Callable[..., None]
+    _prepare: Callable[..., None]
+    _drop_pending: Callable[..., None]
 
     def _act(self, actions, snap: Snapshot, now: float, epoch_now: Callable[[], int]
              ) -> Tuple[bool, bool]:
@@ -67,8 +70,8 @@ class Acting(object):
         still shows each one (a crash re-plans from the map: level triggered). One write,
         not one per action: each is a mon commit (config-key), and a rack's first tick has
         hundreds of actions. The results the actions leave are written by the next
-        tick's write; a tick that queued helper instructions writes them at its end
-        (engine.tick): a start lost with the mgr would be retried as a failed start.
+        tick's write. The tick's helper instructions are in this write too, prepared
+        (instruct.py): a start lost with the mgr would be retried as a failed start.
         The map epoch is checked before each group that talks to the mons, not before each
         action (each check copies the OSD map)."""
         acting = [k for k, a in enumerate(actions) if a.kind not in REPEATABLE + ("wait", "done")]
@@ -78,6 +81,8 @@ class Acting(object):
                 for k in acting:
                     entries[k] = self.run.record(now, snap.epoch, actions[k].to_dict(),
                                                  "in progress")
+                    if isinstance(actions[k], INSTRUCTED):
+                        self._prepare(actions[k], snap, now)
             self.persist()
         checked = False
         for group in groups(actions):
@@ -99,6 +104,7 @@ class Acting(object):
     def _not_carried_out(self, entries: Dict[int, Dict[str, Any]], first: int, now: float,
                          epoch: int, cur: int) -> None:
         with self.lock:
+            self._drop_pending(now)
             self._note_wait(now, epoch, "stale_map", "epoch went back to %d" % cur)
             for k, entry in entries.items():
                 if k >= first:

@@ -21,6 +21,7 @@ from . import core
 from .cluster import CrushIndex, build_snapshot, pg_view
 from .executor import Executor, journal_facts, mon_cmd_for
 from .helperproto import HelperProtocol
+from .instruct import INSTRUCTED, Instructing
 from .pgtrack import missed_entries, remember_members, remember_versions
 from . import drillcli, maint, settle, statusdoc
 from .batch import REPEATABLE, Acting
@@ -34,7 +35,7 @@ RUN_ONLY_CHECKS = ("RECOVERY_BUDGET_EXCEEDED", "RECOVERY_BUDGET_TOO_SMALL",
 REPEAT_WINDOW_S = 120.0
 
 
-class Engine(Acting, HelperProtocol, RunVerbs):
+class Engine(Acting, Instructing, HelperProtocol, RunVerbs):
     def __init__(self, ceph: Any, log: Callable[..., None],
                  persist: Callable[[], None] = lambda: None,
                  wake: Callable[[], None] = lambda: None,
@@ -48,6 +49,8 @@ class Engine(Acting, HelperProtocol, RunVerbs):
         # while a mon or OSD command is in flight
         self.lock = threading.RLock()
         self.run = RunState()
+        # this tick's instructions, prepared before its write-ahead (instruct.py)
+        self._pending: Dict[Tuple[str, int], Tuple[Optional[Dict[str, Any]], str]] = {}
         self.executor = Executor(ceph)
         self.reports: Dict[str, Tuple[Report, float]] = {}
         self.retired_instances: Dict[str, Tuple[str, ...]] = {}   # helperproto.handle_report
@@ -196,7 +199,6 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             ending = out.progress.phase in (PHASE_DONE, PHASE_ABORTED)
             self.run.progress = replace(out.progress, phase=self.run.progress.phase) \
                 if ending else out.progress
-        seq = self.run.seq
         t3 = time.monotonic()
         done, wrote = self._act(out.actions, snap, now, epoch_now)
         self.phase("act", time.monotonic() - t3)
@@ -206,12 +208,14 @@ class Engine(Acting, HelperProtocol, RunVerbs):
                 maint.run_ended(self, snap, now)
                 if self.run.intent.mode != MODE_IDLE:
                     self.run.intent = replace(self.run.intent, mode=MODE_IDLE)
+            if done:     # what a predecessor prepared rests on holds this tick re-issued
+                self.run.release_prepared()
             self._expire(now, snap.epoch)
             self.run.prune_instructions()
             maint.after_tick(self, now)
-        # a helper instruction this tick queued is written at once: a failover must not
-        # lose a start the helper has not fetched yet (the new mgr would count it failed)
-        if not wrote or self.run.seq != seq:
+        # one state write per tick: the write-ahead (which holds this tick's instructions,
+        # prepared: instruct.py), or this one when the tick carried nothing out
+        if not wrote:
             self.persist()
 
     def _remember(self) -> None:
@@ -259,7 +263,7 @@ class Engine(Acting, HelperProtocol, RunVerbs):
             elif isinstance(action, A.HeapRelease):
                 if answer is not None:
                     self.run.heap_support[action.osd] = answer
-            elif isinstance(action, (A.GrantStart, A.RestartOsd, A.StopOsd)):
+            elif isinstance(action, INSTRUCTED):
                 result = self._instruct(action, snap, now)
             elif mon_cmd_for(action) is None:
                 result = "ignored: unknown action"
@@ -292,29 +296,6 @@ class Engine(Acting, HelperProtocol, RunVerbs):
                     entry["last_time"], entry["last_epoch"] = round(now, 3), epoch
                     return
         self.run.record(now, epoch, d, result).update(facts or {})
-
-    def _instruct(self, action, snap: Snapshot, now: float) -> str:
-        op = "start" if isinstance(action, A.GrantStart) else (
-            "stop" if isinstance(action, A.StopOsd) else "restart")
-        if self.run.intent.mode == MODE_ABORT and op != "stop" and not (
-                op == "start" and action.osd in drillcli.starting(self)):
-            # abort came while this tick was acting; an aborting drill's starts need no run.
-            # Stops go out: an abort stops the processes of the starts it withdraws
-            return "not instructed: the run is aborted"
-        if op == "stop":
-            # a stop supersedes an open start of the same OSD: a helper away when the start
-            # was sent must not carry it out on its return
-            for ins in self.run.open_instructions(osd=action.osd):
-                if ins["op"] == "start":
-                    self.run.close(ins, "withdrawn", now, "superseded by a stop")
-        if self.run.open_instructions(osd=action.osd):
-            return "already instructed (open instruction), not repeated"
-        # A start is instructed even when the last report shows the process running: that
-        # report may predate the process's death, and the helper checks its own process table
-        # before starting (a running OSD is answered done, never started twice).
-        ins = self.run.add_instruction(action.host, op, action.osd, action.reason, now,
-                                       snap.epoch, kill=getattr(action, "kill", False))
-        return "instruction %s queued for helper on %s" % (ins["id"], action.host)
 
     def health_checks(self) -> Tuple[Any, ...]:
         """plan()'s health checks, without the run-only ones when no run is active."""

@@ -95,7 +95,7 @@ class HelperProtocol(object):
         snap = self.snapshot
         items = tuple(Instruction(id=i["id"], op=i["op"], osd=i["osd"], reason=i["reason"],
                                   signal=i.get("signal", "TERM"))
-                      for i in sorted(self.run.open_instructions(host=host),
+                      for i in sorted(self.run.sent_instructions(host),
                                       key=lambda i: i["issued_at"]))
         host_osds = self.osds_of(host)
         p = self.run.progress

@@ -78,16 +78,35 @@ class RunState(object):
                 if i.get("done_at") is None and i.get("closed") is None
                 and (host is None or i["host"] == host) and (osd is None or i["osd"] == osd)]
 
+    def sent_instructions(self, host: str) -> List[Dict[str, Any]]:
+        """The open instructions a helper is handed: the released ones (instruct.py)."""
+        return [i for i in self.open_instructions(host=host) if not i.get("prepared")]
+
     def add_instruction(self, host: str, op: str, osd: int, reason: str, now: float,
-                        epoch: int, kill: bool = False) -> Dict[str, Any]:
+                        epoch: int, kill: bool = False, prepared: bool = False
+                        ) -> Dict[str, Any]:
         self.seq += 1
         iid = "%s:%d" % (self.progress.run_id or "run", self.seq)
         ins = {"id": iid, "host": host, "op": op, "osd": osd, "reason": _bounded(reason),
                "issued_at": now, "epoch": epoch, "done_at": None}
         if kill:
             ins["signal"] = "KILL"
+        if prepared:
+            ins["prepared"] = True
         self.instructions[iid] = ins
         return ins
+
+    @staticmethod
+    def release(ins: Dict[str, Any]) -> None:
+        ins.pop("prepared", None)
+
+    def release_prepared(self) -> List[Dict[str, Any]]:
+        """Release every open instruction still prepared (instruct.py: those a new mgr
+        loaded, after its first completed tick)."""
+        held = [i for i in self.open_instructions() if i.get("prepared")]
+        for ins in held:
+            self.release(ins)
+        return held
 
     def mark_done(self, host: str, ids: Tuple[str, ...], now: float) -> List[Dict[str, Any]]:
         newly = []

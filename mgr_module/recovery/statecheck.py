@@ -93,7 +93,7 @@ _DRILL = _obj(_DRILL_FIELDS, ("id", "bucket", "downtime_s", "started_at", "phase
 _INSTRUCTION = _obj({"id": _str, "host": _str, "op": _str, "osd": _int, "reason": _str,
                      "issued_at": _num, "epoch": _int, "done_at": _opt(_num),
                      "closed": _opt(_str), "closed_at": _opt(_num), "error": _opt(_str),
-                     "signal": _str}, ("id", "host", "op", "osd", "issued_at"))
+                     "signal": _str, "prepared": _bool}, ("id", "host", "op", "osd", "issued_at"))
 _JOURNAL_ENTRY = _obj({"time": _num, "epoch": _int, "action": lambda v: isinstance(v, dict),
                        "result": _str}, ("time", "action", "result"))
 _LEFTOVERS = _opt(_obj({"run_id": _opt(_str), "flags": _list(_str), "noup": _list(_int)}))

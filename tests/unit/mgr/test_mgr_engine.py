@@ -166,7 +166,7 @@ def test_ok_to_stop_no_expires_within_one_epoch_and_is_asked_again(world):
     assert later.epoch == snap.epoch and dict(later.ok_to_stop) == {}
 
 
-def test_state_is_persisted_before_a_ticks_first_action_and_after_its_instructions(world):
+def test_state_is_persisted_once_per_tick_before_its_first_action_with_its_instructions(world):
     saved, woken, sent = [], [], []
     ceph = FakeCeph(world["map"])
     mon = ceph.mon_command
@@ -177,21 +177,24 @@ def test_state_is_persisted_before_a_ticks_first_action_and_after_its_instructio
     eng.observe(world["map"], world["tree"], world["pgs"], 1000.0)
     eng.begin(eng.start("80%", [], 1, 1000.0), 1000.0)
     tick(eng, world, 1001.0)
-    # set noout, set norebalance, hold 4 and 5, grant 4: one save before the first of them
-    # went out (write-ahead), every one of them journaled "in progress" in it; and, since
-    # the tick queued a helper instruction, one at its end: a failover must not lose it
-    assert len(saved) == 2 and all(n == 1 for n, _cmd in sent)
-    assert [(i["op"], i["osd"]) for i in state_mod.RunState.loads(
-        saved[1]).open_instructions()] == [("start", 4)]
+    # set noout, set norebalance, hold 4 and 5, grant 4: ONE save, before the first of them
+    # went out (write-ahead), every one of them journaled "in progress" in it, the start
+    # instruction among them (prepared: a failover must not lose it)
+    assert len(saved) == 1 and all(n == 1 for n, _cmd in sent)
     ahead = state_mod.RunState.loads(saved[0])
+    assert [(i["op"], i["osd"], i.get("prepared")) for i in ahead.open_instructions()] == [
+        ("start", 4, True)]
     assert [(j["action"]["kind"], j["result"]) for j in ahead.journal][-5:] == [
         ("set_flag", "in progress"), ("set_flag", "in progress"),
         ("hold_osd", "in progress"), ("hold_osd", "in progress"),
         ("grant_start", "in progress")]
     assert ahead.progress == eng.run.progress
+    # carried out, it is released: the helper gets it
+    assert [(i.op, i.osd) for i in all_helpers(eng, 1001.2, [STOPPED(4), STOPPED(5)])
+            .instructions] == [("start", 4)]
     # the results are in the next tick's one save
     tick(eng, world, 1001.5)
-    assert len(saved) == 3
+    assert len(saved) == 2
     last = state_mod.RunState.loads(saved[-1])
     assert [(i["op"], i["osd"]) for i in last.open_instructions()] == [("start", 4)]
     assert [j["result"] for j in last.journal if j["action"]["kind"] == "hold_osd"] == \
@@ -200,7 +203,7 @@ def test_state_is_persisted_before_a_ticks_first_action_and_after_its_instructio
                 done=[last.open_instructions()[0]["id"]])
     # a command never writes the store itself (set_store waits for the mon): it wakes the
     # tick thread, whose tick persists the helper's `done`
-    assert len(saved) == 3 and woken == [1]
+    assert len(saved) == 2 and woken == [1]
     tick(eng, world, 1003.0)
     assert state_mod.RunState.loads(saved[-1]).starts == {4: 1}
 
