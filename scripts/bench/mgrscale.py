@@ -4,16 +4,19 @@ size in DIR/mgr-scale.json.
 
 Per size, in one lab:
 1. idle: the mgr's CPU (utime+stime of its process) and RSS over IDLE_S with the module
-   disabled, then enabled once its first tick (its first reads) has ended (no run, no
-   helper): the difference is the module's.
+   disabled, then, in a mgr restarted with the module enabled, once its first tick (its first
+   reads) has ended (no run, no helper): the difference is the module's. Each variant runs
+   in a mgr process started for it, so neither carries the other's heap.
 2. a run: every helper reports every 5 s (the helper interval); the failed rack's hosts (rack0,
    >= 200 OSDs) start with their OSDs stopped. After WARM_S, `start-controlled --scope rack0`
    and, at the same time, `maintenance enter` of a host of another rack. The OSDs exist only in
    the map, so none ever boots: the run is measured through its decisions (holds, grants,
    boots allowed, boot timeouts after BOOT_TIMEOUT_S, stops, grants again), which the synthetic
    helpers carry out. Tick costs come from `ceph recovery perf`.
-3. report rate: every helper's interval shortened step by step (RATES); the rate at which the
-   reports' p99 round trip passes 1 s.
+3. report rate: the same helpers, right after the run, shorten their interval step by step
+   (RATES); the rate at which the reports' p99 round trip passes 1 s. Then, for comparison,
+   helpers sending every report as an mgr command (COMMAND_RATES).
+Each phase's wall time is in the raw row (`phases_s`).
 """
 from __future__ import annotations
 
@@ -140,12 +143,16 @@ def perf(state: Dict[str, Any]) -> Dict[str, Any]:
     return launch.ceph(state, "recovery", "perf", timeout=60)
 
 
-def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]:
-    """Helpers every 5 s; a controlled run of rack0 and a maintenance request together."""
+def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str, Any],
+                                                                       Dict[str, Any]]:
+    """Helpers every 5 s; a controlled run of rack0 and a maintenance request together; the
+    run aborted after RUN_S. The same helpers then go on with the report-rate steps (RATES,
+    rate_steps): one enrolment of every helper serves both. (run, endpoint rate)."""
     launch.ceph(state, "config", "set", "mgr", "mgr/recovery/boot_timeout",
                 str(BOOT_TIMEOUT_S), json_out=False)
-    load = Load(state, [[WARM_S + RUN_S, 5.0]], "run")
-    t_start = load.start_at(len(state["scale_hosts"])) + WARM_S
+    hosts = len(state["scale_hosts"])
+    load = Load(state, [[WARM_S + RUN_S, 5.0]] + rate_steps(hosts, RATES), "run")
+    t_start = load.start_at(hosts) + WARM_S
     time.sleep(max(0.0, t_start - time.time()))
     other = sorted(h for h, v in state["scale_hosts"].items() if v["rack"] == "rack1")[0]
     started = time.time()
@@ -156,19 +163,40 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]
                 check=False)
     log("run started (start-controlled answered in %.2f s); maintenance enter %s" %
         (cmd_s, other))
-    result = load.wait(timeout=WARM_S + RUN_S + 300)
+    time.sleep(max(0.0, t_start + RUN_S - time.time()))
     doc = perf(state)
     launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
-    result.update(perf=doc, run_started=started, start_cmd_s=cmd_s)
-    return result
+    both = load.wait(timeout=len(RATES) * RATE_STEP_S + 300)
+    run = {"steps": both["steps"][:1], "ops": both["ops"], "perf": doc, "run_started": started,
+           "start_cmd_s": cmd_s}
+    return run, {"steps": both["steps"][1:]}
 
 
-def rate_phase(state: Dict[str, Any], transport: str = "endpoint",
-               rates: Tuple[float, ...] = RATES) -> Dict[str, Any]:
-    hosts = len(state["scale_hosts"])
-    steps = [[RATE_STEP_S, max(0.05, hosts / r)] for r in rates]
+def rate_steps(hosts: int, rates: Tuple[float, ...]) -> List[List[float]]:
+    """One RATE_STEP_S step per total report rate: each helper's interval for it."""
+    return [[RATE_STEP_S, max(0.05, hosts / r)] for r in rates]
+
+
+def rate_phase(state: Dict[str, Any], transport: str, rates: Tuple[float, ...]
+               ) -> Dict[str, Any]:
+    steps = rate_steps(len(state["scale_hosts"]), rates)
     return Load(state, steps, "rate-" + transport, transport).wait(
         timeout=len(rates) * RATE_STEP_S + 300)
+
+
+def idle_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]:
+    """The mgr's idle cost without the module and with it, each in a mgr started for it: the
+    lab's first mgr (the module disabled), then, the module enabled, a mgr restarted so that
+    it loads the module from its start, measured once the module's first tick has ended."""
+    time.sleep(5)
+    off = mgr_usage(state, IDLE_S)
+    bootstrap.enable_module(state)
+    launch.restart_mgr(state)
+    first = first_tick(state)
+    on = mgr_usage(state, IDLE_S)
+    log("idle: mgr cpu %.4f -> %.4f, rss %.0f -> %.0f MiB" % (
+        off["cpu_frac"], on["cpu_frac"], off["rss"] / 2**20, on["rss"] / 2**20))
+    return {"idle_off": off, "idle_on": on, "idle_perf": perf(state), "idle_first_tick_s": first}
 
 
 def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
@@ -178,27 +206,28 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
     state = scale.up_scale(lab_dir, scale.ScaleOptions(
         osds=osds, hosts=hosts, racks=racks, pgs=pgs, module_dir=module_dir,
         enable_module=False))
+    phases: Dict[str, float] = {"lab_up": round(time.monotonic() - t0, 1)}
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        t = time.monotonic()
+        try:
+            return fn()
+        finally:
+            phases[name] = round(time.monotonic() - t, 1)
     try:
         log("lab up: %d OSDs, %d hosts, %d PGs (%s)" % (osds, hosts, pgs, state["timings"]))
-        time.sleep(5)
-        off = mgr_usage(state, IDLE_S)
-        bootstrap.enable_module(state)
-        first = first_tick(state)
-        on = mgr_usage(state, IDLE_S)
-        idle_perf = perf(state)
-        log("idle: mgr cpu %.4f -> %.4f, rss %.0f -> %.0f MiB" % (
-            off["cpu_frac"], on["cpu_frac"], off["rss"] / 2**20, on["rss"] / 2**20))
-        run = run_phase(state, log)
+        idle = timed("idle", lambda: idle_phase(state, log))
+        run, rate = timed("run_and_rate", lambda: run_phase(state, log))
         run["load_avg_1m"] = round(os.getloadavg()[0], 2)
-        rate = rate_phase(state)
-        rate_command = rate_phase(state, "command", COMMAND_RATES)
+        rate_command = timed("rate_command",
+                             lambda: rate_phase(state, "command", COMMAND_RATES))
         pg_dump_len = len(launch.ceph(state, "pg", "dump", "pgs_brief", timeout=120)
                           .get("pg_stats", []))
     finally:
-        teardown.down(lab_dir)
+        timed("teardown", lambda: teardown.down(lab_dir))
+    log("phases (s): %s" % json.dumps(phases))
     return {"osds": osds, "pgs": pgs, "hosts": hosts, "racks": racks,
-            "pg_dump_entries": pg_dump_len, "idle_off": off, "idle_on": on,
-            "idle_perf": idle_perf, "idle_first_tick_s": first, "run": run, "rate": rate,
-            "rate_command": rate_command,
+            "pg_dump_entries": pg_dump_len, **idle, "run": run, "rate": rate,
+            "rate_command": rate_command, "phases_s": phases,
             "timings": state["timings"],
             "wall_s": round(time.monotonic() - t0, 1)}

@@ -285,7 +285,12 @@ class Row(object):
         """The journal since the row began, merged with what was seen earlier: a state lost
         with a mgr keeps no journal, but what it did still counts."""
         for j in journal(self.state, self.t0):
-            self.remembered[json.dumps([j["time"], j["action"]], sort_keys=True)] = j
+            key = json.dumps([j["time"], j["action"]], sort_keys=True)
+            seen = self.remembered.get(key)
+            # a state written before the entry's result (the write-ahead) and loaded by a
+            # new mgr shows it "in progress": the result seen earlier stands
+            if seen is None or j.get("result") != "in progress":
+                self.remembered[key] = j
         return sorted(self.remembered.values(), key=lambda j: j["time"])
 
     def write(self, prefix: str, n: int = 150) -> None:
