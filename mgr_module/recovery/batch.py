@@ -59,6 +59,7 @@ class Acting(object):
     _journal: Callable[..., None]
     _result: Callable[..., None]
     _prepare: Callable[..., None]
+    _pending: Dict[Any, Any]
     _drop_pending: Callable[..., None]
 
     def _act(self, actions, snap: Snapshot, now: float, epoch_now: Callable[[], int]
@@ -78,6 +79,9 @@ class Acting(object):
         entries: Dict[int, Dict[str, Any]] = {}
         if acting:
             with self.lock:
+                # what an earlier tick left pending (it raised mid-list) stays prepared in
+                # the state: released at the end of this tick, if it completes
+                self._pending.clear()
                 for k in acting:
                     entries[k] = self.run.record(now, snap.epoch, actions[k].to_dict(),
                                                  "in progress")
