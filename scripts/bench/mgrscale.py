@@ -14,8 +14,8 @@ Per size, in one lab:
    boots allowed, boot timeouts after BOOT_TIMEOUT_S, stops, grants again), which the synthetic
    helpers carry out. Tick costs come from `ceph recovery perf`.
 3. report rate: the same helpers, right after the run, shorten their interval step by step
-   (RATES); the rate at which the reports' p99 round trip passes 1 s. Then, for comparison,
-   helpers sending every report as an mgr command (COMMAND_RATES).
+   (RATES); the rate at which the reports' p99 round trip passes 1 s. Then, at the largest
+   size, for comparison, helpers sending every report as an mgr command (COMMAND_RATES).
 Each phase's wall time is in the raw row (`phases_s`).
 """
 from __future__ import annotations
@@ -37,7 +37,11 @@ WARM_S = 15.0
 RUN_S = 60.0
 BOOT_TIMEOUT_S = 30
 RATES = (200.0, 400.0, 800.0, 1600.0)
-COMMAND_RATES = (200.0, 400.0)   # the command transport, for comparison
+# the command transport, for comparison, at the largest size (where it matters)
+COMMAND_RATES = (200.0, 400.0)
+# the helpers pause between the run and the rate steps: the run's counters are read and the
+# run aborted without 1,000 helpers reporting beside it
+QUIET_S = 20.0
 RATE_STEP_S = 10.0
 HELPERS_PER_WORKER = 250
 
@@ -139,8 +143,8 @@ def first_tick(state: Dict[str, Any], timeout: float = 300.0) -> Optional[float]
     return None
 
 
-def perf(state: Dict[str, Any]) -> Dict[str, Any]:
-    return launch.ceph(state, "recovery", "perf", timeout=60)
+def perf(state: Dict[str, Any], timeout: float = 60) -> Dict[str, Any]:
+    return launch.ceph(state, "recovery", "perf", timeout=timeout)
 
 
 def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str, Any],
@@ -151,7 +155,8 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
     launch.ceph(state, "config", "set", "mgr", "mgr/recovery/boot_timeout",
                 str(BOOT_TIMEOUT_S), json_out=False)
     hosts = len(state["scale_hosts"])
-    load = Load(state, [[WARM_S + RUN_S, 5.0]] + rate_steps(hosts, RATES), "run")
+    load = Load(state, [[WARM_S + RUN_S, 5.0], [QUIET_S, 0.0]] + rate_steps(hosts, RATES),
+                "run")
     t_start = load.start_at(hosts) + WARM_S
     time.sleep(max(0.0, t_start - time.time()))
     other = sorted(h for h, v in state["scale_hosts"].items() if v["rack"] == "rack1")[0]
@@ -164,12 +169,12 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
     log("run started (start-controlled answered in %.2f s); maintenance enter %s" %
         (cmd_s, other))
     time.sleep(max(0.0, t_start + RUN_S - time.time()))
-    doc = perf(state)
+    doc = perf(state, 120)
     launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
-    both = load.wait(timeout=len(RATES) * RATE_STEP_S + 300)
+    both = load.wait(timeout=QUIET_S + len(RATES) * RATE_STEP_S + 300)
     run = {"steps": both["steps"][:1], "ops": both["ops"], "perf": doc, "run_started": started,
            "start_cmd_s": cmd_s}
-    return run, {"steps": both["steps"][1:]}
+    return run, {"steps": both["steps"][2:]}
 
 
 def rate_steps(hosts: int, rates: Tuple[float, ...]) -> List[List[float]]:
@@ -219,8 +224,8 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
         idle = timed("idle", lambda: idle_phase(state, log))
         run, rate = timed("run_and_rate", lambda: run_phase(state, log))
         run["load_avg_1m"] = round(os.getloadavg()[0], 2)
-        rate_command = timed("rate_command",
-                             lambda: rate_phase(state, "command", COMMAND_RATES))
+        rate_command = timed("rate_command", lambda: rate_phase(
+            state, "command", COMMAND_RATES)) if osds == SIZES[-1][0] else None
         pg_dump_len = len(launch.ceph(state, "pg", "dump", "pgs_brief", timeout=120)
                           .get("pg_stats", []))
     finally:

@@ -91,7 +91,7 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
         "report_errors": steady["errors"],
         "max_report_rate_per_s": rate["max_report_rate_per_s"],
         "report_rate_lower_bound_per_s": rate["lower_bound"], "rate_steps": rate["steps"],
-        "report_transport": "endpoint" if by_command else "command",
+        "report_transport": "endpoint",
         "command_rate_steps": by_command["steps"] if by_command else None,
         "command_max_report_rate_per_s": by_command["max_report_rate_per_s"]
         if by_command else None,

@@ -17,7 +17,8 @@ spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, i
 "command" sends every report as the command on the host's own session; "endpoint" sends one
 report by command (its reply names the module's report endpoint and the host's token), closes
 the session, and posts the others to the endpoint, as the helper does.
-Each step sends every host's report once per `interval` seconds (spread evenly) for `seconds`.
+Each step sends every host's report once per `interval` seconds (spread evenly) for `seconds`;
+a step of interval 0 sends none (a pause).
 out (JSON): per step {"interval", "sent", "failed", "rtt_ms": [...], "errors": {...}}, and the
 instructions seen per host.
 """
@@ -171,6 +172,9 @@ def play(send: Callable[[Host, str], Tuple[int, Any, str]], host: Host,
     start = t0
     for (seconds, interval), rec in zip(steps, out):
         end = start + seconds
+        if interval <= 0:            # a silent step: no report in it
+            start = end
+            continue
         nxt = start + offset * interval
         while nxt < end:
             time.sleep(max(0.0, nxt - time.time()))
