@@ -93,7 +93,7 @@ def suspects(t: "Decision") -> Dict[int, str]:
     """Every OSD of the snapshot with a sign of inflated dups -> why (cached per tick)."""
     if t.dups_suspects is None:
         t.dups_suspects = {}
-        for o in t.s.osds:
+        for o in t.ctx.snapshot.osds:
             why = why_suspect(o)
             if why is not None:
                 t.dups_suspects[o.id] = why
@@ -121,7 +121,7 @@ def trim_command(osd: int) -> str:
 def report(t: "Decision", default_failures: int) -> None:
     """RECOVERY_PGLOG_DUPS for every suspect among the run's down candidates."""
     why = suspects(t)
-    for o in sorted(t.view.candidates, key=lambda x: x.id):
+    for o in sorted(t.ctx.view.candidates, key=lambda x: x.id):
         if o.id not in why:
             continue
         held = t.failures.get(o.id, 0) >= max_failures(o, default_failures)

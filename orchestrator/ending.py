@@ -37,23 +37,24 @@ def track_service(t: Decision) -> None:
     """Service restored (every PG active) and service lost: PG-seconds without client I/O,
     each tick's count of PGs not active held until the next tick (the mgr's PG states are
     what a tick sees; a PG inactive only between two ticks is not counted)."""
-    s = t.s
+    s = t.ctx.snapshot
     inactive = max(0, s.pgs_total - s.pgs_active)
-    if t.inactive_seen is not None and t.now > t.inactive_seen[0]:
-        t.inactive_pg_s += t.inactive_seen[1] * (t.now - t.inactive_seen[0])
-    t.inactive_seen = (t.now, inactive)
+    if t.inactive_seen is not None and t.ctx.now > t.inactive_seen[0]:
+        t.inactive_pg_s += t.inactive_seen[1] * (t.ctx.now - t.inactive_seen[0])
+    t.inactive_seen = (t.ctx.now, inactive)
     if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
-        t.service_at = t.now
+        t.service_at = t.ctx.now
 
 
 def _progressing(t: Decision) -> bool:
     """Progress: a grant or a boot this tick, a grant younger than boot_timeout that the run
     does not itself keep in preboot, or an OSD settling (its memory may still fall). A grant
     past boot_timeout is no progress, whatever its OSD does (inflight._timed_out)."""
-    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
-           t.p.osd_map("granted")] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
+    was = t.ctx.progress.osd_map("granted")
+    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in was] + \
+        [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
-            t.now - t.grant_clock(x) < t.i.boot_timeout_s]
+            t.ctx.now - t.grant_clock(x) < t.ctx.intent.boot_timeout_s]
     return bool(new or live or t.settling)
 
 
@@ -66,37 +67,37 @@ def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
     if t.phase != PHASE_RUNNING:
         return None
     if t.stalled_since is not None:
-        return t.stalled_since + t.i.stall_limit_s
-    last = t.now
+        return t.stalled_since + t.ctx.intent.stall_limit_s
+    last = t.ctx.now
     for x in t.granted:
-        last = max(last, t.clock_bound(x) + t.i.boot_timeout_s)
+        last = max(last, t.clock_bound(x) + t.ctx.intent.boot_timeout_s)
     for x, at in t.settling.items():
         last = max(last, at + settle_max_s)
-    return last + t.i.stall_limit_s
+    return last + t.ctx.intent.stall_limit_s
 
 
 def end_if_stalled(t: Decision, restore) -> bool:
     """In a running run: start, reset or act on the stall clock. True if the run ended now."""
-    if not t.view.candidates or _progressing(t):
+    if not t.ctx.view.candidates or _progressing(t):
         t.stalled_since = None
         return False
     if t.stalled_since is None:
-        t.stalled_since = t.now
-    if t.now - t.stalled_since < t.i.stall_limit_s:
+        t.stalled_since = t.ctx.now
+    if t.ctx.now - t.stalled_since < t.ctx.intent.stall_limit_s:
         return False
     _withdraw_restarts(t)
     withdraw_grants(t, "run ended incomplete", spare_rebuilds=True)
     restore(t, "run ended incomplete")
-    left = sorted(o.id for o in t.view.candidates)
-    if t.i.leave_out:
+    left = sorted(o.id for o in t.ctx.view.candidates)
+    if t.ctx.intent.leave_out:
         for osd in left:
             t.emit("tail", MarkOut(osd=osd, reason="--leave-out: ended incomplete, Ceph "
                                    "re-replicates its data elsewhere"))
     t.emit("tail", Done(reason="ended incomplete after %.0fs without a start that fits: %d "
                         "in-scope OSD(s) still down and held (%s); %d started by this run" % (
-                            t.now - t.stalled_since, len(left),
+                            t.ctx.now - t.stalled_since, len(left),
                             ", ".join("osd.%d" % x for x in left[:20]), len(t.finished))))
-    t.phase, t.finished_at = PHASE_DONE, t.now
+    t.phase, t.finished_at = PHASE_DONE, t.ctx.now
     incomplete_report(t)
     return True
 
@@ -112,7 +113,7 @@ def _withdraw_restarts(t: Decision) -> None:
     for a in gone:
         for name, column in (("restarted", t.restarted), ("restart_rss", t.restart_rss),
                              ("fresh_rss", t.fresh_rss)):
-            before = t.p.osd_map(name).get(a.osd)
+            before = t.ctx.progress.osd_map(name).get(a.osd)
             column.pop(a.osd, None)
             if before is not None:
                 column[a.osd] = before
@@ -125,15 +126,15 @@ def incomplete_report(t: Decision) -> None:
     if t.phase != PHASE_DONE or t.stalled_since is None:
         return
     left: Dict[str, List[int]] = {}
-    for o in t.view.candidates:
+    for o in t.ctx.view.candidates:
         left.setdefault(o.host, []).append(o.id)
     for host in sorted(left):
         ids = sorted(left[host])
-        rebuilding = [x for x in ids if t.view.by_id[x].daemon_state == DAEMON_REBUILDING]
+        rebuilding = [x for x in ids if t.ctx.view.by_id[x].daemon_state == DAEMON_REBUILDING]
         t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s%s; %s" % (
             host, ",".join(str(x) for x in ids), _lack(t, host), "".join(
                 ", osd.%d still rebuilding its allocator (left running)" % x
-                for x in rebuilding), _advice(t.i.leave_out)), count=len(ids))
+                for x in rebuilding), _advice(t.ctx.intent.leave_out)), count=len(ids))
 
 
 def _advice(left_out: bool) -> str:

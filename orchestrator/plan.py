@@ -69,6 +69,7 @@ from .policy_types import Policies
 from .result import PlanResult
 from .brake import memory_hosts
 from .throttle import report_waits, throttle
+from .context import context
 from .decision import Decision
 from .view import begin_run, osd_path, starts_run
 from . import autobudget, dups, restore, shrink, tunables
@@ -107,14 +108,13 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
                            "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
     state = _run_state(intent, progress)
     start = begin_run(intent, progress, snapshot, now) if state == "new" else progress
-    t = Decision(snapshot, intent, start, policies, now)
-    t.state = state
+    t = Decision(context(snapshot, intent, start, policies, now, state))
     if state == "new":
         _start_run(t)
     _bucket_holds(t)
     track_stops(t)
     track_restarts(t)
-    if t.state is not None:
+    if t.ctx.state is not None:
         track_settling(t)
         shrink.track(t)
         track_in_flight(t)
@@ -122,7 +122,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         _hold_osds(t)
     throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
     memory_stage(t)
-    if t.state in ("new", "running"):
+    if t.ctx.state in ("new", "running"):
         lower_targets(t)
         boots(t)
         clear_stale_noup(t)
@@ -150,21 +150,21 @@ def _run_state(i: Intent, p: Progress):
 
 def _start_run(t: Decision) -> None:
     """First tick of a run: set cluster flags, convert bucket noup to per-OSD holds."""
-    s = t.s
+    s = t.ctx.snapshot
     for f in RUN_CLUSTER_FLAGS:
-        if f not in s.cluster_flags and (t.view.candidates or t.granted):
+        if f not in s.cluster_flags and (t.ctx.view.candidates or t.granted):
             t.emit("flags", SetFlag(flag=f, reason="run %s: keep data in place while OSDs return"
-                                    % (t.i.run_id or "-")))
-    scope, holds, convert = set(t.i.scope), t.i.holds, set()
-    for o in t.view.candidates:
+                                    % (t.ctx.intent.run_id or "-")))
+    scope, holds, convert = set(t.ctx.intent.scope), t.ctx.intent.holds, set()
+    for o in t.ctx.view.candidates:
         below = not scope
         for b in osd_path(o):
             below = below or b in scope
-            if below and b in t.view.noup_buckets and b not in holds:
+            if below and b in t.ctx.view.noup_buckets and b not in holds:
                 convert.add(b)
     for b in sorted(convert):
         t.emit("releases", ReleaseBucket(bucket=b, reason="run %s: bucket noup replaced by "
-                                         "per-OSD holds" % (t.i.run_id or "-")))
+                                         "per-OSD holds" % (t.ctx.intent.run_id or "-")))
     t.held_buckets -= convert
     t.auto_held -= convert
     t.released |= convert
@@ -173,13 +173,13 @@ def _start_run(t: Decision) -> None:
 
 def _bucket_holds(t: Decision) -> None:
     """Operator holds and releases, and auto-hold of buckets whose OSDs are all down."""
-    noup, holds = t.view.noup_buckets, t.i.holds
+    noup, holds = t.ctx.view.noup_buckets, t.ctx.intent.holds
     for b in sorted(holds):
         if b not in noup:
             t.emit("hold_buckets", HoldBucket(bucket=b, reason="operator hold"))
         t.held_buckets.add(b)
         t.auto_held.discard(b)
-    if t.i.auto_hold:
+    if t.ctx.intent.auto_hold:
         _auto_hold(t)
     for b in sorted(t.held_buckets - set(holds) - t.auto_held):
         if b in noup:
@@ -193,7 +193,7 @@ def _auto_hold(t: Decision) -> None:
     down: Dict[str, int] = {}
     parent: Dict[str, str] = {}
     scoped: Set[str] = set()
-    for o in t.s.osds:
+    for o in t.ctx.snapshot.osds:
         path = osd_path(o)
         for k, b in enumerate(path):
             total[b] = total.get(b, 0) + 1
@@ -201,12 +201,12 @@ def _auto_hold(t: Decision) -> None:
                 down[b] = down.get(b, 0) + 1
             if k:
                 parent[b] = path[k - 1]
-            if o.id in t.view.in_scope:
+            if o.id in t.ctx.view.in_scope:
                 scoped.add(b)
     full = {b for b, n in total.items() if down.get(b, 0) == n}
-    active = t.state is not None and t.state != "abort"
+    active = t.ctx.state is not None and t.ctx.state != "abort"
     for b in sorted(full):
-        if parent.get(b) in full or b in t.view.noup_buckets or b in t.held_buckets:
+        if parent.get(b) in full or b in t.ctx.view.noup_buckets or b in t.held_buckets:
             continue
         if active and b in scoped:
             continue      # the running run holds its scope per OSD
@@ -218,7 +218,7 @@ def _auto_hold(t: Decision) -> None:
 
 def _hold_osds(t: Decision) -> None:
     """Every down candidate not yet allowed to boot carries a per-OSD noup."""
-    for o in sorted(t.view.candidates, key=lambda x: x.id):
+    for o in sorted(t.ctx.view.candidates, key=lambda x: x.id):
         if "noup" in o.flags or o.id in t.booting:
             continue
         t.emit("hold_osds", HoldOsd(osd=o.id, reason="held until its start is granted"))
@@ -227,18 +227,19 @@ def _hold_osds(t: Decision) -> None:
 
 def _held_report(t: Decision) -> None:
     """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
-    held = set(t.i.holds) | t.held_buckets | (t.view.noup_buckets if t.state else set())
+    held = set(t.ctx.intent.holds) | t.held_buckets | \
+        (t.ctx.view.noup_buckets if t.ctx.state else set())
     held -= t.released
     if not held:
         return
     waiting: Dict[str, int] = {}
-    for o in t.s.osds:
+    for o in t.ctx.snapshot.osds:
         if not o.up:
             for b in osd_path(o):
                 if b in held:
                     waiting[b] = waiting.get(b, 0) + 1
     for b in sorted(held):
-        who = ("operator" if b in t.i.holds else "auto-hold" if b in t.auto_held
+        who = ("operator" if b in t.ctx.intent.holds else "auto-hold" if b in t.auto_held
                else "this run" if b in t.held_buckets else "bucket noup")
         t.health("RECOVERY_DOMAIN_HELD", "%s: held (%s), %d down OSD(s) wait" % (
             b, who, waiting.get(b, 0)))
@@ -249,18 +250,18 @@ def _restore_flags(t: Decision, why: str) -> None:
     saved = t.saved_flags or frozenset()
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
     for f in RUN_CLUSTER_FLAGS:
-        if f not in saved and (f in t.s.cluster_flags or f in set_now):
+        if f not in saved and (f in t.ctx.snapshot.cluster_flags or f in set_now):
             restore.unset_flag(t, f, "%s: restore flags saved at start" % why)
 
 
 def _tail(t: Decision) -> None:
-    v = t.view
+    v = t.ctx.view
     restore.confirm(t)
-    unknown = sorted(set(t.i.scope) - v.scope_seen)
-    if unknown and t.state is not None:
+    unknown = sorted(set(t.ctx.intent.scope) - v.scope_seen)
+    if unknown and t.ctx.state is not None:
         t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
                  % ", ".join(unknown), count=len(unknown))
-    if t.state in ("new", "running"):
+    if t.ctx.state in ("new", "running"):
         if t.phase == PHASE_PAUSED:         # resumed
             t.phase = PHASE_RUNNING
         track_service(t)
@@ -271,30 +272,31 @@ def _tail(t: Decision) -> None:
             _restore_flags(t, "run done")
             t.emit("tail", Done(reason="all %d in-scope OSDs up; %d started by this run" % (
                 len(v.in_scope), len(t.finished))))
-            t.phase, t.finished_at = PHASE_DONE, t.now
-    elif t.state == "paused":
+            t.phase, t.finished_at = PHASE_DONE, t.ctx.now
+    elif t.ctx.state == "paused":
         t.phase = PHASE_PAUSED
         t.health("RECOVERY_PAUSED", "paused by operator: %d granted, %d waiting" % (
             len(t.granted), len(v.candidates)), count=len(t.granted))
-    elif t.state == "abort":
+    elif t.ctx.state == "abort":
         withdraw_grants(t, "run aborted")
         _restore_flags(t, "run aborted")
-        t.phase, t.finished_at = PHASE_ABORTED, t.now
-    if t.state is None:
+        t.phase, t.finished_at = PHASE_ABORTED, t.ctx.now
+    if t.ctx.state is None:
         incomplete_report(t)
         if t.saved_config:
             restore_settings(t, "after the run")
     # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
     # noup stay named until a new run starts (or their noup goes)
-    if t.phase == PHASE_ABORTED and t.i.mode in (MODE_ABORT, MODE_IDLE):
-        left = sorted(o.id for o in v.candidates if o.id not in t.p.osd_map("booting") and (
-            t.i.mode == MODE_ABORT or "noup" in o.flags))
+    if t.phase == PHASE_ABORTED and t.ctx.intent.mode in (MODE_ABORT, MODE_IDLE):
+        booting = t.ctx.progress.osd_map("booting")
+        left = sorted(o.id for o in v.candidates if o.id not in booting and (
+            t.ctx.intent.mode == MODE_ABORT or "noup" in o.flags))
         if left:
             t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
                 "osd.%d%s" % (x, " (its process being stopped)" if x in t.stopped else "")
                 for x in left), count=len(left))
     t.ends_by = ends_by(t, SETTLE_MAX_S)
-    if t.state is not None and not t.actions():
+    if t.ctx.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
             len(t.granted), len(t.settling),
             sum(1 for o in v.candidates if o.id not in t.granted),

@@ -33,18 +33,18 @@ def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage
     """Emit a RestoreConfig and keep it pending until the snapshot confirms it."""
     t.emit(stage, RestoreConfig(who=who, name=name, value=value, reason=reason))
     t.saved_config.pop("%s %s" % (who, name), None)
-    t.restoring["%s %s" % (who, name)] = (value, t.now)
+    t.restoring["%s %s" % (who, name)] = (value, t.ctx.now)
 
 
 def unset_flag(t: Decision, flag: str, reason: str) -> None:
     """Emit an UnsetFlag of a run flag and keep it pending until the OSD map shows it gone."""
     t.emit("tail", UnsetFlag(flag=flag, reason=reason))
-    t.restoring_flags[flag] = t.now
+    t.restoring_flags[flag] = t.ctx.now
 
 
 def current(t: Decision, who: str, name: str):
     """(known, value) of an OSD's own setting in this snapshot: value None = none set."""
-    o = t.view.by_id.get(int(who[4:])) if who.startswith("osd.") and who[4:].isdigit() else None
+    o = t.ctx.view.by_id.get(int(who[4:])) if who.startswith("osd.") and who[4:].isdigit() else None
     if o is None:
         return False, None
     if name == MEMORY_TARGET:
@@ -75,11 +75,12 @@ def confirm(t: Decision) -> None:
         if known and _same(value, now_value):
             del t.restoring[k]
             continue
-        if t.now - sent >= RESTORE_RETRY_S:
+        if t.ctx.now - sent >= RESTORE_RETRY_S:
             t.emit("tail", RestoreConfig(who=who, name=name, value=value, reason=(
-                "restore still not seen in the config (sent %.0fs ago): again" % (t.now - sent))))
-            t.restoring[k] = (value, t.now)
-        if t.now > sent:
+                "restore still not seen in the config (sent %.0fs ago): again"
+                % (t.ctx.now - sent))))
+            t.restoring[k] = (value, t.ctx.now)
+        if t.ctx.now > sent:
             clear = ("ceph config rm %s %s" % (who, name) if value is None else
                      "ceph config set %s %s %s" % (who, name, value))
             t.health("RECOVERY_RESTORE_PENDING", "%s %s: restore to %s not confirmed (%s); "
@@ -88,14 +89,14 @@ def confirm(t: Decision) -> None:
                                       clear))
     for f in sorted(t.restoring_flags):
         sent = t.restoring_flags[f]
-        if f not in t.s.cluster_flags:
+        if f not in t.ctx.snapshot.cluster_flags:
             del t.restoring_flags[f]
             continue
-        if t.now - sent >= RESTORE_RETRY_S:
+        if t.ctx.now - sent >= RESTORE_RETRY_S:
             t.emit("tail", UnsetFlag(flag=f, reason="flag %s the run set still set %.0fs "
-                                     "after its unset: again" % (f, t.now - sent)))
-            t.restoring_flags[f] = t.now
-        if t.now > sent:
+                                     "after its unset: again" % (f, t.ctx.now - sent)))
+            t.restoring_flags[f] = t.ctx.now
+        if t.ctx.now > sent:
             t.health("RECOVERY_RESTORE_PENDING", "cluster flag %s: unset not confirmed; by "
                      "hand: ceph osd unset %s" % (f, f))
 

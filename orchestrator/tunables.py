@@ -45,11 +45,11 @@ def legacy(tunables: Optional[Mapping[str, object]]) -> Optional[str]:
 
 def report(t: "Decision") -> None:
     """RECOVERY_CRUSH_TUNABLES for each scope host with two or more down OSDs that are out."""
-    why = legacy(t.s.crush_tunables)
+    why = legacy(t.ctx.snapshot.crush_tunables)
     if not why:
         return
     out: Dict[str, List[int]] = {}
-    for o in t.view.candidates:
+    for o in t.ctx.view.candidates:
         if not o.in_:
             out.setdefault(o.host, []).append(o.id)
     for host, ids in sorted(out.items()):

@@ -29,7 +29,7 @@ def stop_process(t: Decision, o, why: str) -> None:
     (track_stops)."""
     if o.process != PROC_STOPPED:
         t.emit("memory", StopOsd(osd=o.id, host=o.host, reason="%s: stop its process" % why))
-        t.stopped[o.id] = t.now
+        t.stopped[o.id] = t.ctx.now
 
 
 def track_stops(t: Decision) -> None:
@@ -37,19 +37,19 @@ def track_stops(t: Decision) -> None:
     after its stop was sent is stopped again. Done once it is stopped or up, or granted
     again by a run."""
     for osd_id, sent in sorted(t.stopped.items()):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if o is None or o.up or o.process == PROC_STOPPED or osd_id in t.granted:
             del t.stopped[osd_id]
-        elif t.now - sent >= STOP_RETRY_S:
+        elif t.ctx.now - sent >= STOP_RETRY_S:
             stop_process(t, o, "withdrawn start still running %.0fs after its stop" % (
-                t.now - sent))
+                t.ctx.now - sent))
 
 
 def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None:
     """A run that ends (incomplete, aborted) leaves no grant behind (module docstring);
     `spare_rebuilds`: leave an OSD rebuilding its allocator running (held)."""
     for osd_id in sorted(t.granted):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if spare_rebuilds and t.rebuilding(osd_id):
             t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
                              "(a stop would start the rebuild again)" % osd_id)
