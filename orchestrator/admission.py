@@ -57,7 +57,7 @@ def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
         return "network finding"
     if host in t.over:
         return "over budget"
-    alone = dups.alone_gate(t, in_flight)
+    alone = dups.alone_gate(t.ctx.dups_suspects, in_flight)
     if alone is not None:
         return alone
     if len(in_flight) >= t.ctx.slots():
@@ -159,7 +159,7 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
-    if o.id in dups.suspects(t):
+    if o.id in t.ctx.dups_suspects:
         _try_alone(t, o, st, pred, need)
         return
     if st["in_flight"] and _staged_full(t, st):
@@ -195,7 +195,7 @@ def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None
     if st["in_flight"]:
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: osd.%d starts alone (PG log dups: "
-                         "%s)" % (o.host, o.id, dups.suspects(t)[o.id]))
+                         "%s)" % (o.host, o.id, t.ctx.dups_suspects[o.id]))
         return
     if st["used"] + st["reserved"] + need > st["budget"]:
         st["blocked"] = True
@@ -205,7 +205,7 @@ def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None
     _grant(t, o, st, max(pred, o.rss_bytes + whole), whole, whole,
            "alone on its host (PG log dups: %s): charged the host's whole room %s (predicted "
            "%s), used %s + reserved %s, budget %s" % (
-               dups.suspects(t)[o.id], fmt_bytes(whole), fmt_bytes(pred),
+               t.ctx.dups_suspects[o.id], fmt_bytes(whole), fmt_bytes(pred),
                fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(st["budget"])))
     st["gate"] = "osd.%d starts alone (PG log dups)" % o.id
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import AbstractSet, Optional
+from typing import AbstractSet, Dict, Optional
 
+from .dups import find_suspects
 from .membership import up_ids
 from .model import Intent, Progress, Snapshot
 from .policy_types import Policies
@@ -35,12 +36,17 @@ class Context:
         (admission.py)."""
         return self.intent.concurrency or AUTO_SLOTS
 
-    # an answer read from the inputs alone, computed once per call on first use
-    # (cached_property writes the instance's own __dict__, which a frozen dataclass allows)
+    # answers read from the inputs alone, computed once per call on first use (cached_property
+    # writes the instance's own __dict__, which a frozen dataclass allows)
     @cached_property
     def up(self) -> AbstractSet[int]:
         """The OSDs up in this snapshot (membership.stop_breaks counts PG members against it)."""
         return up_ids(self.view.by_id)
+
+    @cached_property
+    def dups_suspects(self) -> Dict[int, str]:
+        """Every OSD of the snapshot with a sign of inflated PG log dups -> why (dups.py)."""
+        return find_suspects(self.snapshot.osds)
 
 
 def context(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,

@@ -13,10 +13,12 @@ from typing import Dict, List, Optional, Set, Tuple
 from .actions import Action
 from .membership import stop_breaks
 from .context import Context
+from .holds import Buckets
 from .model import (HealthCheck, Observation, Progress, columns, records_from,
                     BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
 from .predict import WARMUP_OBSERVATIONS, Predictor
 from .result import PlanResult
+from .stageout import StageOut
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
@@ -81,8 +83,7 @@ class Decision:
         self.staged = self.cols["staged"]
         self.finished: Set[int] = set(progress.finished)
         self.held_osds: Set[int] = set(progress.held_osds)
-        self.held_buckets: Set[str] = set(progress.held_buckets)
-        self.auto_held: Set[str] = set(progress.auto_held)
+        self.buckets = Buckets(frozenset(progress.held_buckets), frozenset(progress.auto_held))
         self.restarted = self.cols["restarted"]
         self.heap_released = self.cols["heap_released"]
         self.observations: List[Observation] = list(progress.observations)
@@ -108,7 +109,6 @@ class Decision:
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.budget_state = progress.budget_state
-        self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -118,7 +118,6 @@ class Decision:
         self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
         self._budgets: Dict[str, int] = {}
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
-        self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
         # peak predictions over this decision's own maps, observations and finished set
         self.predictor = Predictor(ctx.view, ctx.policies.footprint, ctx.now, self.cols,
                                    self.observations, self.finished)
@@ -130,6 +129,21 @@ class Decision:
     def health(self, code: str, line: str, count: int = 1) -> None:
         self._health.setdefault(code, []).append(line)
         self._health_count[code] = self._health_count.get(code, 0) + count
+
+    def apply(self, out: StageOut) -> None:
+        """Take a stage function's result: its actions and health lines after those made so
+        far, its records in place of these (a set or dict record updated in place)."""
+        for stage, action in out.actions:
+            self.stage[stage].append(action)
+        for code, line, count in out.health:
+            self.health(code, line, count)
+        for name, value in out.records:
+            current = getattr(self, name)
+            if isinstance(current, (set, dict)):
+                current.clear()
+                current.update(value)
+            else:
+                setattr(self, name, value)
 
     def budget(self, host: str) -> int:
         """The host's budget in bytes; an auto budget at the fraction its state gives
@@ -259,10 +273,10 @@ class Decision:
             epoch=max(self.ctx.snapshot.epoch, self.ctx.progress.epoch),
             osds=records_from(self.ctx.progress.osds, self.cols),
             finished=frozenset(self.finished), held_osds=frozenset(self.held_osds),
-            held_buckets=frozenset(self.held_buckets), saved_flags=self.saved_flags,
+            held_buckets=self.buckets.held, saved_flags=self.saved_flags,
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]),
             started_at=self.started_at, finished_at=self.finished_at,
-            auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
+            auto_held=self.buckets.auto_held, saved_config=dict(self.saved_config),
             service_at=self.service_at, stalled_since=self.stalled_since,
             inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen,
             budget_state=self.budget_state, restoring=dict(self.restoring),

@@ -50,9 +50,7 @@ ok-to-stop queries continue); in-flight OSDs may finish.
 """
 from __future__ import annotations
 
-from typing import Dict, Set
-
-from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, Wait
+from .actions import Done, SetFlag, Wait
 from .admission import grant_stage
 from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, ends_by, incomplete_report, track_service
@@ -71,7 +69,8 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .context import context
 from .decision import Decision
-from .view import begin_run, osd_path, starts_run
+from .holds import bucket_holds, held_report, hold_osds, start_run
+from .view import begin_run, starts_run
 from . import autobudget, dups, restore, shrink, tunables
 
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
@@ -108,32 +107,35 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
                            "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
     state = _run_state(intent, progress)
     start = begin_run(intent, progress, snapshot, now) if state == "new" else progress
-    t = Decision(context(snapshot, intent, start, policies, now, state))
+    ctx = context(snapshot, intent, start, policies, now, state)
+    t = Decision(ctx)
     if state == "new":
-        _start_run(t)
-    _bucket_holds(t)
+        t.apply(start_run(ctx, t.buckets))
+        restore.adopt(t)
+    t.apply(bucket_holds(ctx, t.buckets))
     track_stops(t)
     track_restarts(t)
-    if t.ctx.state is not None:
+    if ctx.state is not None:
         track_settling(t)
         shrink.track(t)
         track_in_flight(t)
         autobudget.update(t)
-        _hold_osds(t)
+        t.apply(hold_osds(ctx, t.booting, t.held_osds))
     throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
     memory_stage(t)
-    if t.ctx.state in ("new", "running"):
+    if ctx.state in ("new", "running"):
         lower_targets(t)
         boots(t)
         clear_stale_noup(t)
         regrants(t)
         room_for_boots(t)
         grant_stage(t)
-        dups.report(t, MAX_START_FAILURES)
-        tunables.report(t)
+        t.apply(dups.report(ctx.view.candidates, ctx.dups_suspects, t.failures,
+                            MAX_START_FAILURES))
+        t.apply(tunables.report(ctx))
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
     report_failures(t)
-    _held_report(t)
+    t.apply(held_report(ctx, t.buckets))
     _tail(t)
     return t.result()
 
@@ -146,103 +148,6 @@ def _run_state(i: Intent, p: Progress):
     if p.phase in ACTIVE:      # mode idle during a run stops it like abort does
         return "paused" if i.mode == MODE_PAUSED else "abort"
     return None
-
-
-def _start_run(t: Decision) -> None:
-    """First tick of a run: set cluster flags, convert bucket noup to per-OSD holds."""
-    s = t.ctx.snapshot
-    for f in RUN_CLUSTER_FLAGS:
-        if f not in s.cluster_flags and (t.ctx.view.candidates or t.granted):
-            t.emit("flags", SetFlag(flag=f, reason="run %s: keep data in place while OSDs return"
-                                    % (t.ctx.intent.run_id or "-")))
-    scope, holds, convert = set(t.ctx.intent.scope), t.ctx.intent.holds, set()
-    for o in t.ctx.view.candidates:
-        below = not scope
-        for b in osd_path(o):
-            below = below or b in scope
-            if below and b in t.ctx.view.noup_buckets and b not in holds:
-                convert.add(b)
-    for b in sorted(convert):
-        t.emit("releases", ReleaseBucket(bucket=b, reason="run %s: bucket noup replaced by "
-                                         "per-OSD holds" % (t.ctx.intent.run_id or "-")))
-    t.held_buckets -= convert
-    t.auto_held -= convert
-    t.released |= convert
-    restore.adopt(t)
-
-
-def _bucket_holds(t: Decision) -> None:
-    """Operator holds and releases, and auto-hold of buckets whose OSDs are all down."""
-    noup, holds = t.ctx.view.noup_buckets, t.ctx.intent.holds
-    for b in sorted(holds):
-        if b not in noup:
-            t.emit("hold_buckets", HoldBucket(bucket=b, reason="operator hold"))
-        t.held_buckets.add(b)
-        t.auto_held.discard(b)
-    if t.ctx.intent.auto_hold:
-        _auto_hold(t)
-    for b in sorted(t.held_buckets - set(holds) - t.auto_held):
-        if b in noup:
-            t.emit("releases", ReleaseBucket(bucket=b, reason="operator released the hold"))
-            t.released.add(b)
-        t.held_buckets.discard(b)
-
-
-def _auto_hold(t: Decision) -> None:
-    total: Dict[str, int] = {}
-    down: Dict[str, int] = {}
-    parent: Dict[str, str] = {}
-    scoped: Set[str] = set()
-    for o in t.ctx.snapshot.osds:
-        path = osd_path(o)
-        for k, b in enumerate(path):
-            total[b] = total.get(b, 0) + 1
-            if not o.up:
-                down[b] = down.get(b, 0) + 1
-            if k:
-                parent[b] = path[k - 1]
-            if o.id in t.ctx.view.in_scope:
-                scoped.add(b)
-    full = {b for b, n in total.items() if down.get(b, 0) == n}
-    active = t.ctx.state is not None and t.ctx.state != "abort"
-    for b in sorted(full):
-        if parent.get(b) in full or b in t.ctx.view.noup_buckets or b in t.held_buckets:
-            continue
-        if active and b in scoped:
-            continue      # the running run holds its scope per OSD
-        t.emit("hold_buckets", HoldBucket(bucket=b, reason="auto-hold: all %d OSDs under %s "
-                                          "are down" % (total[b], b)))
-        t.held_buckets.add(b)
-        t.auto_held.add(b)
-
-
-def _hold_osds(t: Decision) -> None:
-    """Every down candidate not yet allowed to boot carries a per-OSD noup."""
-    for o in sorted(t.ctx.view.candidates, key=lambda x: x.id):
-        if "noup" in o.flags or o.id in t.booting:
-            continue
-        t.emit("hold_osds", HoldOsd(osd=o.id, reason="held until its start is granted"))
-        t.held_osds.add(o.id)
-
-
-def _held_report(t: Decision) -> None:
-    """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
-    held = set(t.ctx.intent.holds) | t.held_buckets | \
-        (t.ctx.view.noup_buckets if t.ctx.state else set())
-    held -= t.released
-    if not held:
-        return
-    waiting: Dict[str, int] = {}
-    for o in t.ctx.snapshot.osds:
-        if not o.up:
-            for b in osd_path(o):
-                if b in held:
-                    waiting[b] = waiting.get(b, 0) + 1
-    for b in sorted(held):
-        who = ("operator" if b in t.ctx.intent.holds else "auto-hold" if b in t.auto_held
-               else "this run" if b in t.held_buckets else "bucket noup")
-        t.health("RECOVERY_DOMAIN_HELD", "%s: held (%s), %d down OSD(s) wait" % (
-            b, who, waiting.get(b, 0)))
 
 
 def _restore_flags(t: Decision, why: str) -> None:
