@@ -23,11 +23,13 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
+from .context import Context
 from .decision import Decision, fmt_bytes
+from .stageout import StageOut
 from .withdraw import withdraw_grants
 
 STALL_END_S = Intent.stall_limit_s
@@ -98,7 +100,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
                             t.ctx.now - t.stalled_since, len(left),
                             ", ".join("osd.%d" % x for x in left[:20]), len(t.finished))))
     t.phase, t.finished_at = PHASE_DONE, t.ctx.now
-    incomplete_report(t)
+    t.apply(incomplete_report(t.ctx, t.phase, t.stalled_since, t.hosts_summary))
     return True
 
 
@@ -120,21 +122,25 @@ def _withdraw_restarts(t: Decision) -> None:
         t.new_restarts.discard(a.osd)
 
 
-def incomplete_report(t: Decision) -> None:
+def incomplete_report(ctx: Context, phase: str, stalled_since: Optional[float],
+                      hosts_summary: Mapping[str, dict]) -> StageOut:
     """RECOVERY_INCOMPLETE after a run that ended stalled: per host, the down OSDs it left
-    held and what the next one lacks."""
-    if t.phase != PHASE_DONE or t.stalled_since is None:
-        return
+    held and what the next one lacks (from the host's summary)."""
+    if phase != PHASE_DONE or stalled_since is None:
+        return StageOut()
     left: Dict[str, List[int]] = {}
-    for o in t.ctx.view.candidates:
+    for o in ctx.view.candidates:
         left.setdefault(o.host, []).append(o.id)
+    lines = []
     for host in sorted(left):
         ids = sorted(left[host])
-        rebuilding = [x for x in ids if t.ctx.view.by_id[x].daemon_state == DAEMON_REBUILDING]
-        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s%s; %s" % (
-            host, ",".join(str(x) for x in ids), _lack(t, host), "".join(
+        rebuilding = [x for x in ids if ctx.view.by_id[x].daemon_state == DAEMON_REBUILDING]
+        line = "%s: osd.%s still down and held (noup)%s%s; %s" % (
+            host, ",".join(str(x) for x in ids), _lack(hosts_summary.get(host) or {}), "".join(
                 ", osd.%d still rebuilding its allocator (left running)" % x
-                for x in rebuilding), _advice(t.ctx.intent.leave_out)), count=len(ids))
+                for x in rebuilding), _advice(ctx.intent.leave_out))
+        lines.append(("RECOVERY_INCOMPLETE", line, len(ids)))
+    return StageOut(health=tuple(lines))
 
 
 def _advice(left_out: bool) -> str:
@@ -145,8 +151,7 @@ def _advice(left_out: bool) -> str:
             "or let Ceph re-replicate their data (`ceph osd out`, or `--leave-out`)")
 
 
-def _lack(t: Decision, host: str) -> str:
-    hs = t.hosts_summary.get(host) or {}
+def _lack(hs: Mapping[str, Any]) -> str:
     if not hs.get("predicted") or hs.get("budget") is None or hs.get("used") is None:
         return ""
     more = hs["used"] + hs["predicted"] - hs["budget"]

@@ -35,12 +35,14 @@ second Observation.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Tuple
+from typing import AbstractSet, Mapping, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
                     SETTLE_MARKERS, START_MARKERS, Observation, clear_osd)
+from .context import Context
 from .decision import REBUILD_MAX_S, Decision, fmt_bytes
+from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
 from .withdraw import stop_process
@@ -345,18 +347,22 @@ def fail_start(t: Decision, o, why: str) -> None:
     t.finished.discard(o.id)
 
 
-def report_failures(t: Decision) -> None:
+def report_failures(ctx: Context, failures: Mapping[int, int], finished: AbstractSet[int],
+                    failed_now: AbstractSet[int]) -> StageOut:
     """Every OSD with a failed start in this run stays named while the run goes on (not only in
-    the tick it failed): retried ones with their count, those at MAX_START_FAILURES as given
-    up (not granted again in this run)."""
-    for osd_id, n in sorted(t.failures.items()):
-        if osd_id in t.finished or osd_id in t.failed_now:
+    the tick it failed, `failed_now`, which names it itself): retried ones with their count,
+    those at MAX_START_FAILURES as given up (not granted again in this run)."""
+    lines = []
+    for osd_id, n in sorted(failures.items()):
+        if osd_id in finished or osd_id in failed_now:
             continue
-        o = t.ctx.view.by_id.get(osd_id)
+        o = ctx.view.by_id.get(osd_id)
         most = MAX_START_FAILURES if o is None else dups.max_failures(o, MAX_START_FAILURES)
         if n >= most:
-            t.health("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in this "
-                     "run (see its log; start it by hand or raise the budget)" % (osd_id, n))
-        elif t.ctx.state is not None:
-            t.health("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; started "
-                     "again when it fits (at most %d)" % (osd_id, n, most))
+            lines.append(("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in "
+                          "this run (see its log; start it by hand or raise the budget)"
+                          % (osd_id, n), 1))
+        elif ctx.state is not None:
+            lines.append(("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; "
+                          "started again when it fits (at most %d)" % (osd_id, n, most), 1))
+    return StageOut(health=tuple(lines))

@@ -50,6 +50,8 @@ ok-to-stop queries continue); in-flight OSDs may finish.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from .actions import Done, SetFlag, Wait
 from .admission import grant_stage
 from .room import memory_stage, room_for_boots
@@ -67,9 +69,10 @@ from .policy_types import Policies
 from .result import PlanResult
 from .brake import memory_hosts
 from .throttle import report_waits, throttle
-from .context import context
+from .context import Context, context
 from .decision import Decision
 from .holds import bucket_holds, held_report, hold_osds, start_run
+from .stageout import StageOut
 from .view import begin_run, starts_run
 from . import autobudget, dups, restore, shrink, tunables
 
@@ -113,7 +116,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         t.apply(start_run(ctx, t.buckets))
         restore.adopt(t)
     t.apply(bucket_holds(ctx, t.buckets))
-    track_stops(t)
+    t.apply(track_stops(ctx, t.stopped, t.granted))
     track_restarts(t)
     if ctx.state is not None:
         track_settling(t)
@@ -134,7 +137,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
                             MAX_START_FAILURES))
         t.apply(tunables.report(ctx))
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
-    report_failures(t)
+    t.apply(report_failures(ctx, t.failures, t.finished, t.failed_now))
     t.apply(held_report(ctx, t.buckets))
     _tail(t)
     return t.result()
@@ -162,10 +165,7 @@ def _restore_flags(t: Decision, why: str) -> None:
 def _tail(t: Decision) -> None:
     v = t.ctx.view
     restore.confirm(t)
-    unknown = sorted(set(t.ctx.intent.scope) - v.scope_seen)
-    if unknown and t.ctx.state is not None:
-        t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
-                 % ", ".join(unknown), count=len(unknown))
+    t.apply(_scope_report(t.ctx))
     if t.ctx.state in ("new", "running"):
         if t.phase == PHASE_PAUSED:         # resumed
             t.phase = PHASE_RUNNING
@@ -187,19 +187,10 @@ def _tail(t: Decision) -> None:
         _restore_flags(t, "run aborted")
         t.phase, t.finished_at = PHASE_ABORTED, t.ctx.now
     if t.ctx.state is None:
-        incomplete_report(t)
+        t.apply(incomplete_report(t.ctx, t.phase, t.stalled_since, t.hosts_summary))
         if t.saved_config:
             restore_settings(t, "after the run")
-    # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
-    # noup stay named until a new run starts (or their noup goes)
-    if t.phase == PHASE_ABORTED and t.ctx.intent.mode in (MODE_ABORT, MODE_IDLE):
-        booting = t.ctx.progress.osd_map("booting")
-        left = sorted(o.id for o in v.candidates if o.id not in booting and (
-            t.ctx.intent.mode == MODE_ABORT or "noup" in o.flags))
-        if left:
-            t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
-                "osd.%d%s" % (x, " (its process being stopped)" if x in t.stopped else "")
-                for x in left), count=len(left))
+    t.apply(_aborted_report(t.ctx, t.phase, t.stopped))
     t.ends_by = ends_by(t, SETTLE_MAX_S)
     if t.ctx.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
@@ -207,3 +198,26 @@ def _tail(t: Decision) -> None:
             sum(1 for o in v.candidates if o.id not in t.granted),
             "; " + t.reasons[0] if t.reasons else "")))
 
+
+def _scope_report(ctx: Context) -> StageOut:
+    """RECOVERY_SCOPE_UNKNOWN: scope buckets of a run that match no OSD."""
+    unknown = sorted(set(ctx.intent.scope) - ctx.view.scope_seen)
+    if not unknown or ctx.state is None:
+        return StageOut()
+    return StageOut(health=(("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in "
+                             "the CRUSH map" % ", ".join(unknown), len(unknown)),))
+
+
+def _aborted_report(ctx: Context, phase: str, stopped: Mapping[int, float]) -> StageOut:
+    """RECOVERY_ABORTED: after an abort the shell sets the mode back to idle; the OSDs the run
+    left held by their noup stay named until a new run starts (or their noup goes)."""
+    if phase != PHASE_ABORTED or ctx.intent.mode not in (MODE_ABORT, MODE_IDLE):
+        return StageOut()
+    booting = ctx.progress.osd_map("booting")
+    left = sorted(o.id for o in ctx.view.candidates if o.id not in booting and (
+        ctx.intent.mode == MODE_ABORT or "noup" in o.flags))
+    if not left:
+        return StageOut()
+    return StageOut(health=(("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
+        "osd.%d%s" % (x, " (its process being stopped)" if x in stopped else "")
+        for x in left), len(left)),))
