@@ -131,14 +131,17 @@ class Decision:
         self._health_count[code] = self._health_count.get(code, 0) + count
 
     def apply(self, out: StageOut) -> None:
-        """Take a stage function's result: its actions and health lines after those made so
-        far, its records in place of these (a set or dict record updated in place)."""
+        """Take a stage function's result: its actions, health lines and reasons after those
+        made so far, its records in place of these (a set or dict record updated in place)."""
         for stage, action in out.actions:
             self.stage[stage].append(action)
         for code, line, count in out.health:
             self.health(code, line, count)
+        self.reasons.extend(out.reasons)
         for name, value in out.records:
             current = getattr(self, name)
+            if current is value:
+                continue
             if isinstance(current, (set, dict)):
                 current.clear()
                 current.update(value)

@@ -139,20 +139,26 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
              "preboot: no room to peak" % (o.id, o.host, what, age))
 
 
-def track_restarts(t: Decision) -> None:
+def track_restarts(ctx: Context, restarted: Mapping[int, float],
+                   fresh_rss: Mapping[int, int]) -> StageOut:
     """Record the rss an OSD came back at after its restart (what a restart really frees).
     A restart whose process was never restarted (lost instruction: the process start time is
     older than the restart) is forgotten, so that it may be retried without the cooldown."""
-    for osd_id, when in sorted(t.restarted.items()):
-        o = t.ctx.view.by_id.get(osd_id)
-        if o is None or not o.up or osd_id in t.fresh_rss or \
-                not RESTART_SETTLE_S <= t.ctx.now - when <= t.ctx.intent.boot_timeout_s:
+    kept, fresh, reasons = dict(restarted), dict(fresh_rss), []
+    for osd_id, when in sorted(restarted.items()):
+        o = ctx.view.by_id.get(osd_id)
+        if o is None or not o.up or osd_id in fresh or \
+                not RESTART_SETTLE_S <= ctx.now - when <= ctx.intent.boot_timeout_s:
             continue
         if o.process_started_at is not None and o.process_started_at < when:
-            del t.restarted[osd_id]
-            t.reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
+            del kept[osd_id]
+            reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
         else:
-            t.fresh_rss[osd_id] = o.rss_bytes
+            fresh[osd_id] = o.rss_bytes
+    if len(kept) == len(restarted) and len(fresh) == len(fresh_rss):
+        return StageOut()
+    return StageOut(reasons=tuple(reasons),
+                    records=(("restarted", kept), ("fresh_rss", fresh)))
 
 
 def track_settling(t: Decision) -> None:
@@ -284,15 +290,21 @@ def _boot_fits(t: Decision, o) -> bool:
     return False
 
 
-def clear_stale_noup(t: Decision) -> None:
+def clear_stale_noup(ctx: Context, held_osds: AbstractSet[int],
+                     granted: Mapping[int, float]) -> StageOut:
     """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
     must not keep its per-OSD noup: it would stay down at its next restart."""
-    for osd_id in sorted(t.held_osds):
-        o = t.ctx.view.by_id.get(osd_id)
-        if o is None or (o.up and osd_id not in t.granted):
-            t.held_osds.discard(osd_id)
+    gone, acts = set(), []
+    for osd_id in sorted(held_osds):
+        o = ctx.view.by_id.get(osd_id)
+        if o is None or (o.up and osd_id not in granted):
+            gone.add(osd_id)
             if o is not None and "noup" in o.flags:
-                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+                acts.append(("boots", AllowBoot(osd=osd_id,
+                                                reason="up: clear the noup this run set")))
+    if not gone:
+        return StageOut()
+    return StageOut(actions=tuple(acts), records=(("held_osds", set(held_osds) - gone),))
 
 
 def regrants(t: Decision) -> None:

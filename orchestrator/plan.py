@@ -117,10 +117,10 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         restore.adopt(t)
     t.apply(bucket_holds(ctx, t.buckets))
     t.apply(track_stops(ctx, t.stopped, t.granted))
-    track_restarts(t)
+    t.apply(track_restarts(ctx, t.restarted, t.fresh_rss))
     if ctx.state is not None:
         track_settling(t)
-        shrink.track(t)
+        t.apply(shrink.track(ctx, t.shrink_at, t.shrink_rss))
         track_in_flight(t)
         autobudget.update(t)
         t.apply(hold_osds(ctx, t.booting, t.held_osds))
@@ -129,7 +129,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     if ctx.state in ("new", "running"):
         lower_targets(t)
         boots(t)
-        clear_stale_noup(t)
+        t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
         regrants(t)
         room_for_boots(t)
         grant_stage(t)

@@ -20,10 +20,12 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Mapping, Tuple
 
+from .context import Context
 from .decision import Decision, fmt_bytes
 from .model import PROC_STOPPED
+from .stageout import StageOut
 
 SHRINK_GRACE_S = 60.0     # a new reference has no measured shrink yet: this long it may wait
 
@@ -35,15 +37,21 @@ def begin(t: Decision, o) -> None:
         t.shrink_at[o.id] = t.ctx.now
 
 
-def track(t: Decision) -> None:
+def track(ctx: Context, shrink_at: Mapping[int, float],
+          shrink_rss: Mapping[int, int]) -> StageOut:
     """Forget the OSDs that no longer recover (module rules)."""
-    for osd_id in sorted(t.shrink_at):
-        o = t.ctx.view.by_id.get(osd_id)
+    gone = set()
+    for osd_id in sorted(shrink_at):
+        o = ctx.view.by_id.get(osd_id)
         if o is None or not o.up or o.process == PROC_STOPPED or \
                 (o.pgs > 0 and o.pgs_degraded == 0) or \
-                (o.process_started_at or 0.0) > t.shrink_at[osd_id]:
-            t.shrink_at.pop(osd_id, None)
-            t.shrink_rss.pop(osd_id, None)
+                (o.process_started_at or 0.0) > shrink_at[osd_id]:
+            gone.add(osd_id)
+    if not gone:
+        return StageOut()
+    return StageOut(records=(
+        ("shrink_at", {k: v for k, v in shrink_at.items() if k not in gone}),
+        ("shrink_rss", {k: v for k, v in shrink_rss.items() if k not in gone})))
 
 
 def recovering(t: Decision, host: str) -> List[Tuple[int, int, int, float]]:

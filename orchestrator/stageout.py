@@ -5,6 +5,7 @@ returns a StageOut:
   actions  (stage name, action) in the order it made them; the stage name is one of
            decision.STAGES, which fixes where the action lands in the returned list
   health   (check code, detail line, count) in the order it made them
+  reasons  lines for the summary's "reasons", in the order it made them
   records  (record name, its new value): the Decision attribute it replaces (a set or dict
            record is updated in place, so every view of it stays the one object)
 """
@@ -23,4 +24,5 @@ Health = Tuple[str, str, int]
 class StageOut:
     actions: Tuple[Staged, ...] = ()
     health: Tuple[Health, ...] = ()
+    reasons: Tuple[str, ...] = ()
     records: Tuple[Tuple[str, Any], ...] = ()
