@@ -23,7 +23,7 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
@@ -35,17 +35,19 @@ from .withdraw import withdraw_grants
 STALL_END_S = Intent.stall_limit_s
 
 
-def track_service(t: Decision) -> None:
+def track_service(ctx: Context, service_at: Optional[float], inactive_pg_s: float,
+                  inactive_seen: Optional[Tuple[float, int]]) -> StageOut:
     """Service restored (every PG active) and service lost: PG-seconds without client I/O,
     each tick's count of PGs not active held until the next tick (the mgr's PG states are
     what a tick sees; a PG inactive only between two ticks is not counted)."""
-    s = t.ctx.snapshot
+    s = ctx.snapshot
     inactive = max(0, s.pgs_total - s.pgs_active)
-    if t.inactive_seen is not None and t.ctx.now > t.inactive_seen[0]:
-        t.inactive_pg_s += t.inactive_seen[1] * (t.ctx.now - t.inactive_seen[0])
-    t.inactive_seen = (t.ctx.now, inactive)
-    if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
-        t.service_at = t.ctx.now
+    if inactive_seen is not None and ctx.now > inactive_seen[0]:
+        inactive_pg_s += inactive_seen[1] * (ctx.now - inactive_seen[0])
+    if service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
+        service_at = ctx.now
+    return StageOut(records=(("inactive_pg_s", inactive_pg_s),
+                             ("inactive_seen", (ctx.now, inactive)), ("service_at", service_at)))
 
 
 def _progressing(t: Decision) -> bool:

@@ -101,7 +101,11 @@ def validate_intent(intent: Intent) -> None:
 
 def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,
          now: float) -> PlanResult:
-    """Decide this tick's ordered actions. Pure: reads its arguments, returns new values."""
+    """Decide this tick's ordered actions. Pure: reads its arguments, returns new values.
+
+    The stages run in the order below (within a stage name, actions keep this order). Those
+    called as t.apply(stage(ctx, records...)) read the frozen Context and the records they
+    are given and return a StageOut (stageout.py); the others write the Decision `t`."""
     validate_intent(intent)
     if snapshot.epoch < progress.epoch:
         msg = "stale osd map epoch %d < %d" % (snapshot.epoch, progress.epoch)
@@ -114,7 +118,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     t = Decision(ctx)
     if state == "new":
         t.apply(start_run(ctx, t.buckets))
-        restore.adopt(t)
+        t.apply(restore.adopt(t.saved_config, t.restoring, t.saved_flags, t.restoring_flags))
     t.apply(bucket_holds(ctx, t.buckets))
     t.apply(track_stops(ctx, t.stopped, t.granted))
     t.apply(track_restarts(ctx, t.restarted, t.fresh_rss))
@@ -164,12 +168,12 @@ def _restore_flags(t: Decision, why: str) -> None:
 
 def _tail(t: Decision) -> None:
     v = t.ctx.view
-    restore.confirm(t)
+    t.apply(restore.confirm(t.ctx, t.restoring, t.restoring_flags))
     t.apply(_scope_report(t.ctx))
     if t.ctx.state in ("new", "running"):
         if t.phase == PHASE_PAUSED:         # resumed
             t.phase = PHASE_RUNNING
-        track_service(t)
+        t.apply(track_service(t.ctx, t.service_at, t.inactive_pg_s, t.inactive_seen))
         if end_if_stalled(t, _restore_flags):
             pass
         elif not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
