@@ -23,7 +23,7 @@ big, and RSS can run 20 % over osd_memory_target; it protects the first wave whe
 prior is far below this cluster's real sizes).
 Until WARMUP_OBSERVATIONS starts were measured (real peaks), predictions were shaped by the
 prior and lower bounds only. A host's first start in flight is admitted on the rule above
-(Decision.concurrency: 1); a start beside others in flight (up to Decision.slots: intent.concurrency,
+(Decision.concurrency: 1); a start beside others in flight (up to Context.slots: intent.concurrency,
 or as many as memory admits with `auto`) only where the rule holds with every prediction in
 it x Decision.margin(): the candidate's, and those behind the reservations of the OSDs in
 flight and settling on that host (a settling OSD past its peak keeps its plain way back up).
@@ -50,17 +50,17 @@ from . import dups, shrink
 
 def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
     """Why no new start may be granted on this host now (None = it may)."""
-    v = t.view
+    v = t.ctx.view
     if v.helper_missing(host):
         return "helper missing"
     if v.findings_for(host):
         return "network finding"
     if host in t.over:
         return "over budget"
-    alone = dups.alone_gate(t, in_flight)
+    alone = dups.alone_gate(t.ctx.dups_suspects, in_flight)
     if alone is not None:
         return alone
-    if len(in_flight) >= t.slots():
+    if len(in_flight) >= t.ctx.slots():
         return "%d in flight" % len(in_flight)
     return None
 
@@ -69,7 +69,7 @@ def _stopping(t: Decision) -> None:
     """A withdrawn start whose process is still being stopped is not granted again until the
     helper reports it stopped (inflight.track_stops): its host waits on it."""
     by_host: Dict[str, List[int]] = {}
-    for o in t.view.candidates:
+    for o in t.ctx.view.candidates:
         if o.id in t.stopped and o.id not in t.granted:
             by_host.setdefault(o.host, []).append(o.id)
     for host, ids in sorted(by_host.items()):
@@ -80,7 +80,7 @@ def _stopping(t: Decision) -> None:
 
 def grant_stage(t: Decision) -> None:
     """Grant starts in start_order, per host while slots and budget admit (strict order)."""
-    v = t.view
+    v = t.ctx.view
     flight = flight_now(t)
     eligible = [o for o in v.candidates if o.id not in t.granted and o.id not in t.stopped]
     _stopping(t)
@@ -89,7 +89,7 @@ def grant_stage(t: Decision) -> None:
         if o.id not in v.op_held and not _failed_out(t, o):
             queues.setdefault(o.host, []).append(o)
     hosts: Dict[str, dict] = {}
-    for o in t.pol.start_order(eligible, t.s):
+    for o in t.ctx.policies.start_order(eligible, t.ctx.snapshot):
         if o.id in v.op_held or _failed_out(t, o):
             continue
         st = hosts.get(o.host)
@@ -123,22 +123,22 @@ def _failed_out(t: Decision, o: OsdState) -> bool:
 
 def _helper_missing(t: Decision, host: str, extra: str) -> None:
     """RECOVERY_HELPER_MISSING for `host`: since when its helper is silent, if it ever reported."""
-    seen = t.s.helpers_seen.get(host)
-    if seen is None and host in t.view.hostmem:
-        seen = t.view.hostmem[host].reported_at
+    seen = t.ctx.snapshot.helpers_seen.get(host)
+    if seen is None and host in t.ctx.view.hostmem:
+        seen = t.ctx.view.hostmem[host].reported_at
     t.health("RECOVERY_HELPER_MISSING", "%s: %s%s" % (
         host, "no helper report in this mgr's memory" if seen is None else
-        "last helper report %.0fs ago (stale after %.0fs)" % (t.now - seen, HELPER_STALE_S),
+        "last helper report %.0fs ago (stale after %.0fs)" % (t.ctx.now - seen, HELPER_STALE_S),
         extra))
 
 
 def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
     gate = _host_gate(t, host, in_flight)
-    hm = t.view.hostmem.get(host)
+    hm = t.ctx.view.hostmem.get(host)
     if gate == "helper missing":
         _helper_missing(t, host, "")
     elif gate == "network finding":
-        for f in t.view.findings_for(host):
+        for f in t.ctx.view.findings_for(host):
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
                 "<->".join(f.hosts), f.kind, f.value, f.detail, host))
     margin = host_margin(t)
@@ -146,7 +146,7 @@ def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
-            "in_flight": list(in_flight), "slots": t.slots() - len(in_flight),
+            "in_flight": list(in_flight), "slots": t.ctx.slots() - len(in_flight),
             "reserved": plain,
             "margin": margin,
             "reserved_margin": reserved(t, host, in_flight, margin) if hm is not None else 0,
@@ -159,7 +159,7 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
-    if o.id in dups.suspects(t):
+    if o.id in t.ctx.dups_suspects:
         _try_alone(t, o, st, pred, need)
         return
     if st["in_flight"] and _staged_full(t, st):
@@ -195,7 +195,7 @@ def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None
     if st["in_flight"]:
         st["blocked"] = True
         t.reasons.append("waiting for in-flight OSDs: %s: osd.%d starts alone (PG log dups: "
-                         "%s)" % (o.host, o.id, dups.suspects(t)[o.id]))
+                         "%s)" % (o.host, o.id, t.ctx.dups_suspects[o.id]))
         return
     if st["used"] + st["reserved"] + need > st["budget"]:
         st["blocked"] = True
@@ -205,7 +205,7 @@ def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None
     _grant(t, o, st, max(pred, o.rss_bytes + whole), whole, whole,
            "alone on its host (PG log dups: %s): charged the host's whole room %s (predicted "
            "%s), used %s + reserved %s, budget %s" % (
-               dups.suspects(t)[o.id], fmt_bytes(whole), fmt_bytes(pred),
+               t.ctx.dups_suspects[o.id], fmt_bytes(whole), fmt_bytes(pred),
                fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(st["budget"])))
     st["gate"] = "osd.%d starts alone (PG log dups)" % o.id
 
@@ -256,13 +256,13 @@ def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin
            reason: str) -> None:
     """Emit the grant of `o` and charge it to its host's reservations."""
     t.emit("grants", GrantStart(osd=o.id, host=o.host, predicted_bytes=pred, reason=reason))
-    t.granted[o.id] = t.now
+    t.granted[o.id] = t.ctx.now
     if o.down_since is not None:
-        t.downtime[o.id] = max(0.0, t.now - o.down_since)
+        t.downtime[o.id] = max(0.0, t.ctx.now - o.down_since)
     if o.missed_entries is not None:
         t.missed[o.id] = o.missed_entries
     if st["in_flight"] and not _queue_fits(t, st):
-        t.staged[o.id] = t.now
+        t.staged[o.id] = t.ctx.now
     st["reserved"] += need
     st["reserved_margin"] += need_margin
     st["reserved_peaks"] += max(0, pred - o.rss_bytes)
@@ -323,9 +323,9 @@ def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:
     It rests on the load being at most PROBE_LOAD_FRACTION of the predicted peak: a larger
     load (spent in init(), before any gate can act) goes over the budget."""
     host = o.host
-    if st["in_flight"] or any(t.view.host_of(x) == host for x in t.settling) or \
-            t.state not in ("new", "running") or o.process != PROC_STOPPED or \
-            any(x.up or x.process != PROC_STOPPED for x in t.view.by_host.get(host, ())):
+    if st["in_flight"] or any(t.ctx.view.host_of(x) == host for x in t.settling) or \
+            t.ctx.state not in ("new", "running") or o.process != PROC_STOPPED or \
+            any(x.up or x.process != PROC_STOPPED for x in t.ctx.view.by_host.get(host, ())):
         return False
     return st["used"] + st["reserved"] + pred * PROBE_LOAD_FRACTION <= st["budget"]
 
@@ -341,9 +341,9 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
         return
     deficit = st["used"] + st["reserved"] + need - st["budget"]
     free = room(t, host)
-    settling = sorted(x for x in t.settling if t.view.host_of(x) == host)
+    settling = sorted(x for x in t.settling if t.ctx.view.host_of(x) == host)
     act = make_room(t, host, "next start", deficit, free) \
-        if t.state in ("new", "running") else None
+        if t.ctx.state in ("new", "running") else None
     if act is not None:
         line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
     elif settling:     # not a stall: their peaks are still coming, then they are restartable

@@ -40,7 +40,7 @@ AUTO_OUTGROWTH_SHARE = 0.5   # of the room above a raised budget (5 % of RAM): O
 
 def _ours(t: Decision) -> List:
     ids = set(t.booting) | set(t.settling)
-    return [t.view.by_id[x] for x in sorted(ids) if x in t.view.by_id]
+    return [t.ctx.view.by_id[x] for x in sorted(ids) if x in t.ctx.view.by_id]
 
 
 def outgrown(t: Decision) -> List[str]:
@@ -56,8 +56,8 @@ def outgrown(t: Decision) -> List[str]:
             continue
         over[o.host] = over.get(o.host, 0) + max(0, top - t.predictor.admitted_peak(o))
     return ["%s (%s past their predictions)" % (h, fmt_bytes(n)) for h, n in sorted(over.items())
-            if h in t.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
-            * t.view.hostmem[h].cap]
+            if h in t.ctx.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
+            * t.ctx.view.hostmem[h].cap]
 
 
 def within(t: Decision) -> List[int]:
@@ -68,14 +68,14 @@ def within(t: Decision) -> List[int]:
 
 def update(t: Decision) -> None:
     """Move t.budget_state by the rules above (once per tick, before any budget is used)."""
-    if t.state is None or t.budget_state == BUDGET_HELD:
+    if t.ctx.state is None or t.budget_state == BUDGET_HELD:
         return
-    auto = t.i.budget.kind == BUDGET_AUTO
+    auto = t.ctx.intent.budget.kind == BUDGET_AUTO
     failed = sorted(x for x, n in t.failures.items() if n > 0)
     over = outgrown(t)
     if failed or over:
         t.budget_state = BUDGET_HELD
-        note = "%s: %s" % ("held at %g%%" % (t.i.budget.value * 100) if auto else
+        note = "%s: %s" % ("held at %g%%" % (t.ctx.intent.budget.value * 100) if auto else
                            "warm-up margin kept", (
             "OSDs on %s" % over[0]) if over else (
             "osd.%d failed a start" % failed[0]))
@@ -90,5 +90,5 @@ def update(t: Decision) -> None:
             "raised to %g%%" % (AUTO_RAISED_FRACTION * 100) if auto else
             "predictions validated, warm-up margin off",
             ", osd.".join(str(x) for x in ok[:AUTO_EVIDENCE]))
-    t.reasons.append("budget %s %s" % (t.i.budget.kind, note))
+    t.reasons.append("budget %s %s" % (t.ctx.intent.budget.kind, note))
     t.clear_budgets()

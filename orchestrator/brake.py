@@ -34,14 +34,14 @@ def _ours(t: Decision, host: str) -> List:
     """OSDs of this run on `host` that are running and past their boot, and not restarted in
     this tick: largest rss first."""
     ids = (set(t.booting) | set(t.settling)) - t.new_restarts
-    return sorted((o for o in t.view.by_host.get(host, ()) if o.id in ids and
+    return sorted((o for o in t.ctx.view.by_host.get(host, ()) if o.id in ids and
                    o.process != PROC_STOPPED and o.rss_bytes > 0),
                   key=lambda o: (-o.rss_bytes, o.id))
 
 
 def watch(t: Decision) -> None:
-    for host in t.view.scope_hosts():
-        hm = t.view.hostmem.get(host)
+    for host in t.ctx.view.scope_hosts():
+        hm = t.ctx.view.hostmem.get(host)
         if hm is None or hm.mem_used <= WATCH_AT * t.budget(host):
             continue
         for o in _ours(t, host):
@@ -60,7 +60,7 @@ def brake(t: Decision, host: str) -> bool:
     """Stop the largest OSD this run let boot on an over-budget host. True if it acted."""
     if t.new_restarts or any(isinstance(a, StopOsd) for a in t.stage["memory"]):
         return False
-    hm = t.view.hostmem[host]
+    hm = t.ctx.view.hostmem[host]
     if hm.mem_used <= BRAKE_AT * hm.cap:
         return False
     for o in _ours(t, host):
@@ -93,6 +93,6 @@ def memory_hosts(t: Decision) -> List[str]:
             continue
         if host:
             out.add(host)
-        elif osd is not None and t.view.host_of(osd):
-            out.add(t.view.host_of(osd))
+        elif osd is not None and t.ctx.view.host_of(osd):
+            out.add(t.ctx.view.host_of(osd))
     return sorted(out)

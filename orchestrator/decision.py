@@ -1,6 +1,6 @@
-"""The decision ONE plan() call makes (a mutable value that never escapes the call): what it
-read (snapshot, intent, progress), the progress markers the stages update, health lines, and
-the actions it emits per stage. `result()` freezes it into a PlanResult.
+"""The decision ONE plan() call makes (a mutable value that never escapes the call): the
+progress markers the stages update, health lines, and the actions it emits per stage, beside
+the call's frozen inputs (`ctx`, context.py). `result()` freezes it into a PlanResult.
 
 Stages are emitted in this fixed order so that every prefix of the action list leaves the
 cluster no worse off: flags and holds first, releases only after the per-OSD holds that
@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
-from .membership import stop_breaks, up_ids
-from .model import (HealthCheck, Intent, Observation, Progress, Snapshot, columns, records_from,
+from .membership import stop_breaks
+from .context import Context
+from .holds import Buckets
+from .model import (HealthCheck, Observation, Progress, columns, records_from,
                     BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
-from .policy_types import Policies
 from .predict import WARMUP_OBSERVATIONS, Predictor
 from .result import PlanResult
-from .view import View
+from .stageout import StageOut
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
-AUTO_SLOTS = 1 << 16        # CONCURRENCY_AUTO: no slot count, memory admission decides
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
 WARMUP_MARGIN = 1.7         # below WARMUP_OBSERVATIONS (predict.py) a start beside another in
                             # flight on its host, and the OSDs in flight and settling
@@ -64,15 +64,13 @@ def fmt_bytes(n: float) -> str:
 class Decision:
     """The decision being made by one plan() call (see the module docstring)."""
 
-    def __init__(self, snapshot: Snapshot, intent: Intent, progress: Progress,
-                 policies: Policies, now: float):
-        self.s, self.i, self.p, self.pol, self.now = snapshot, intent, progress, policies, now
-        self.view = View(snapshot, intent, progress, now)
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        progress = ctx.progress
         self.stage: Dict[str, List[Action]] = {k: [] for k in STAGES}
         self._health: Dict[str, List[str]] = {}
         self._health_count: Dict[str, int] = {}
         self.reasons: List[str] = []
-        self.state: Optional[str] = None          # "new" | "running" | "paused" | "abort" | None
         self.phase = progress.phase
         self.run_id = progress.run_id
         self.saved_flags = progress.saved_flags
@@ -85,8 +83,7 @@ class Decision:
         self.staged = self.cols["staged"]
         self.finished: Set[int] = set(progress.finished)
         self.held_osds: Set[int] = set(progress.held_osds)
-        self.held_buckets: Set[str] = set(progress.held_buckets)
-        self.auto_held: Set[str] = set(progress.auto_held)
+        self.buckets = Buckets(frozenset(progress.held_buckets), frozenset(progress.auto_held))
         self.restarted = self.cols["restarted"]
         self.heap_released = self.cols["heap_released"]
         self.observations: List[Observation] = list(progress.observations)
@@ -112,7 +109,6 @@ class Decision:
         self.service_at, self.stalled_since = progress.service_at, progress.stalled_since
         self.inactive_pg_s, self.inactive_seen = progress.inactive_pg_s, progress.inactive_seen
         self.budget_state = progress.budget_state
-        self.released: Set[str] = set()           # buckets released this tick
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room
         self.over: Set[str] = set()               # hosts over budget this tick
@@ -122,10 +118,8 @@ class Decision:
         self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
         self._budgets: Dict[str, int] = {}
         self._breaks: Dict[Tuple[int, int], List[int]] = {}
-        self._up: Optional[Set[int]] = None
-        self.dups_suspects: Optional[Dict[int, str]] = None   # dups.suspects(), per tick
         # peak predictions over this decision's own maps, observations and finished set
-        self.predictor = Predictor(self.view, policies.footprint, now, self.cols,
+        self.predictor = Predictor(ctx.view, ctx.policies.footprint, ctx.now, self.cols,
                                    self.observations, self.finished)
 
     # ------------------------------------------------------------------ helpers
@@ -136,12 +130,30 @@ class Decision:
         self._health.setdefault(code, []).append(line)
         self._health_count[code] = self._health_count.get(code, 0) + count
 
+    def apply(self, out: StageOut) -> None:
+        """Take a stage function's result: its actions, health lines and reasons after those
+        made so far, its records in place of these (a set or dict record updated in place)."""
+        for stage, action in out.actions:
+            self.stage[stage].append(action)
+        for code, line, count in out.health:
+            self.health(code, line, count)
+        self.reasons.extend(out.reasons)
+        for name, value in out.records:
+            current = getattr(self, name)
+            if current is value:
+                continue
+            if isinstance(current, (set, dict)):
+                current.clear()
+                current.update(value)
+            else:
+                setattr(self, name, value)
+
     def budget(self, host: str) -> int:
         """The host's budget in bytes; an auto budget at the fraction its state gives
         (autobudget.py moves the state)."""
         if host not in self._budgets:
-            b = budget_now(self.i.budget, self.budget_state)
-            self._budgets[host] = int(self.pol.budget(self.view.hostmem[host], b))
+            b = budget_now(self.ctx.intent.budget, self.budget_state)
+            self._budgets[host] = int(self.ctx.policies.budget(self.ctx.view.hostmem[host], b))
         return self._budgets[host]
 
     def clear_budgets(self) -> None:
@@ -169,14 +181,14 @@ class Decision:
 
     def rebuilding(self, osd_id: int) -> bool:
         """Seen rebuilding its allocator in this tick's snapshot."""
-        return self.rebuild_seen.get(osd_id) == self.now
+        return self.rebuild_seen.get(osd_id) == self.ctx.now
 
     def clock_bound(self, osd_id: int) -> float:
         """The latest a granted OSD's boot clock can start if nothing else moves it: its
         grant_clock, or for one rebuilding now the end of its REBUILD_MAX_S."""
         clock = self.grant_clock(osd_id)
         if self.rebuilding(osd_id):
-            clock = max(clock, self.rebuild_from.get(osd_id, self.now) + REBUILD_MAX_S)
+            clock = max(clock, self.rebuild_from.get(osd_id, self.ctx.now) + REBUILD_MAX_S)
         return clock
 
     def stopping(self) -> Set[int]:
@@ -184,49 +196,47 @@ class Decision:
         restarts and the restarts of earlier ticks still in flight (view.restarting: the
         instruction may not have run yet, or the OSD is back but still peering). An
         ok-to-stop answer asked before one of them cleared each OSD alone."""
-        return set(self.new_restarts) | self.view.restarting
+        return set(self.new_restarts) | self.ctx.view.restarting
 
     def stop_breaks(self, osd_id: int) -> List[int]:
         """PG indexes a stop of `osd_id` now would take below min_size (with the restarts in
         flight counted as stopped too); empty when the snapshot has no PG membership."""
-        pm = self.s.pg_map
+        pm = self.ctx.snapshot.pg_map
         if pm is None:
             return []
         key = (osd_id, len(self.new_restarts))     # new_restarts only grows within a tick
         if key not in self._breaks:
-            if self._up is None:
-                self._up = up_ids(self.view.by_id)
-            self._breaks[key] = stop_breaks(pm, self._up, osd_id, self.stopping() - {osd_id})
+            self._breaks[key] = stop_breaks(pm, self.ctx.up, osd_id, self.stopping() - {osd_id})
         return self._breaks[key]
 
     def _blind_overlap(self, osd_id: int) -> bool:
         """Without PG membership nothing says whether two stops share a PG: one in flight at
         a time, cluster-wide (a second one in this tick waits: room.py)."""
-        return self.s.pg_map is None and bool(self.view.restarting - {osd_id})
+        return self.ctx.snapshot.pg_map is None and bool(self.ctx.view.restarting - {osd_id})
 
     def may_stop(self, osd_id: int) -> bool:
         """ok-to-stop True in this snapshot AND no PG with min_size up drops below it, the
         restarts in flight counted as stopped (Ceph's ok-to-stop clears a returning OSD still
         recovering even where it does: the core never makes an active PG inactive)."""
-        return self.s.ok_to_stop.get(osd_id) is True and not self.stop_breaks(osd_id) and \
-            not self._blind_overlap(osd_id)
+        return self.ctx.snapshot.ok_to_stop.get(osd_id) is True and \
+            not self.stop_breaks(osd_id) and not self._blind_overlap(osd_id)
 
     def stop_refusal(self, osd_id: int) -> str:
         """Why the membership refuses stopping `osd_id` ("" if it does not)."""
         if self._blind_overlap(osd_id):
             return "osd.%s restarting: without PG membership one stop at a time" % ",".join(
-                str(x) for x in sorted(self.view.restarting - {osd_id}))
+                str(x) for x in sorted(self.ctx.view.restarting - {osd_id}))
         bad = self.stop_breaks(osd_id)
         if not bad:
             return ""
-        pm = self.s.pg_map
+        pm = self.ctx.snapshot.pg_map
         return "its stop would take %d PG(s) below min_size (%s)" % (
             len(bad), ", ".join(pm.name(x) for x in bad[:3]) + (", ..." if len(bad) > 3 else ""))
 
     def concurrency(self) -> int:
         """Starts in flight per host charged their plain prediction (and restarts allowed
-        beside them): 1 until warmed_up(), then slots(). Starts beyond it, up to slots(), are
-        charged margin() (admission.py). Lower bounds do not open it (load floors, peaks so
+        beside them): 1 until warmed_up(), then ctx.slots(). Starts beyond it, up to ctx.slots(),
+        are charged margin() (admission.py). Lower bounds do not open it (load floors, peaks so
         far of OSDs still settling, even those already past a peak: the first to pass theirs
         missed the least history): every start admitted on a prediction that only lower
         bounds shaped adds its under-prediction to the host (simulator, one rack down 1 h:
@@ -234,12 +244,7 @@ class Decision:
         0.93 with real peaks, and faster)."""
         if not self.warmed_up():
             return 1
-        return self.slots()
-
-    def slots(self) -> int:
-        """Starts allowed in flight per host at all: intent.concurrency, AUTO_SLOTS for
-        CONCURRENCY_AUTO. Those beyond concurrency() are charged margin() (admission.py)."""
-        return self.i.concurrency or AUTO_SLOTS
+        return self.ctx.slots()
 
     def margin(self) -> float:
         """The factor on predictions that charges a start beyond concurrency() (until
@@ -267,13 +272,14 @@ class Decision:
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""
         return Progress(
-            run_id=self.run_id, phase=self.phase, epoch=max(self.s.epoch, self.p.epoch),
-            osds=records_from(self.p.osds, self.cols),
+            run_id=self.run_id, phase=self.phase,
+            epoch=max(self.ctx.snapshot.epoch, self.ctx.progress.epoch),
+            osds=records_from(self.ctx.progress.osds, self.cols),
             finished=frozenset(self.finished), held_osds=frozenset(self.held_osds),
-            held_buckets=frozenset(self.held_buckets), saved_flags=self.saved_flags,
+            held_buckets=self.buckets.held, saved_flags=self.saved_flags,
             observations=tuple(self.observations[-MAX_OBSERVATIONS:]),
             started_at=self.started_at, finished_at=self.finished_at,
-            auto_held=frozenset(self.auto_held), saved_config=dict(self.saved_config),
+            auto_held=self.buckets.auto_held, saved_config=dict(self.saved_config),
             service_at=self.service_at, stalled_since=self.stalled_since,
             inactive_pg_s=self.inactive_pg_s, inactive_seen=self.inactive_seen,
             budget_state=self.budget_state, restoring=dict(self.restoring),
@@ -295,18 +301,18 @@ class Decision:
         return tuple(out)
 
     def summary(self, progress: Progress) -> dict:
-        v = self.view
+        v = self.ctx.view
         in_flight = sum(len(x) for x in v.in_flight(self.granted).values())
         return {
-            "run_id": progress.run_id, "phase": progress.phase, "mode": self.i.mode,
-            "epoch": progress.epoch, "time": self.now,
+            "run_id": progress.run_id, "phase": progress.phase, "mode": self.ctx.intent.mode,
+            "epoch": progress.epoch, "time": self.ctx.now,
             "started_at": progress.started_at, "service_restored_at": progress.service_at,
             "inactive_pg_s": round(progress.inactive_pg_s, 1),
             "finished_at": progress.finished_at,
             "stalled_since": progress.stalled_since,
             "ends_by": None if self.ends_by is None else round(self.ends_by, 1),
-            "policies": list(self.pol.names),
-            "budget": {"kind": self.i.budget.kind, "state": progress.budget_state or None},
+            "policies": list(self.ctx.policies.names),
+            "budget": {"kind": self.ctx.intent.budget.kind, "state": progress.budget_state or None},
             "counts": {"candidates": len(v.candidates), "in_flight": in_flight,
                        "granted": len(progress.osd_map("granted")),
                        "booting": len(progress.osd_map("booting")),

@@ -36,12 +36,10 @@ Rules:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .model import OsdState
-
-if TYPE_CHECKING:     # the type only: decision.py imports nothing from here
-    from .decision import Decision
+from .stageout import Health, StageOut
 
 Release = Tuple[int, int, int]
 # inclusive ranges of releases that do not trim dups after a split or merge (tracker 53729;
@@ -89,20 +87,19 @@ def why_suspect(o: OsdState) -> Optional[str]:
     return "; ".join(signs) or None
 
 
-def suspects(t: "Decision") -> Dict[int, str]:
-    """Every OSD of the snapshot with a sign of inflated dups -> why (cached per tick)."""
-    if t.dups_suspects is None:
-        t.dups_suspects = {}
-        for o in t.s.osds:
-            why = why_suspect(o)
-            if why is not None:
-                t.dups_suspects[o.id] = why
-    return t.dups_suspects
+def find_suspects(osds: Iterable[OsdState]) -> Dict[int, str]:
+    """Every OSD with a sign of inflated dups -> why (Context.dups_suspects keeps it per call)."""
+    out: Dict[int, str] = {}
+    for o in osds:
+        why = why_suspect(o)
+        if why is not None:
+            out[o.id] = why
+    return out
 
 
-def alone_gate(t: "Decision", in_flight) -> Optional[str]:
+def alone_gate(suspects: Mapping[int, str], in_flight) -> Optional[str]:
     """The host gate while a suspect is in flight on it: nothing else starts beside it."""
-    mine = [x for x in in_flight if x in suspects(t)]
+    mine = [x for x in in_flight if x in suspects]
     if not mine:
         return None
     return "osd.%d starts alone (PG log dups)" % mine[0]
@@ -118,13 +115,16 @@ def trim_command(osd: int) -> str:
             % (DATA_PATH % osd))
 
 
-def report(t: "Decision", default_failures: int) -> None:
-    """RECOVERY_PGLOG_DUPS for every suspect among the run's down candidates."""
-    why = suspects(t)
-    for o in sorted(t.view.candidates, key=lambda x: x.id):
+def report(candidates: Iterable[OsdState], suspects: Mapping[int, str],
+           failures: Mapping[int, int], default_failures: int) -> StageOut:
+    """RECOVERY_PGLOG_DUPS for every suspect (find_suspects) among the run's down candidates
+    (`failures`: each OSD's failed starts in the run)."""
+    why = suspects
+    lines: List[Health] = []
+    for o in sorted(candidates, key=lambda x: x.id):
         if o.id not in why:
             continue
-        held = t.failures.get(o.id, 0) >= max_failures(o, default_failures)
+        held = failures.get(o.id, 0) >= max_failures(o, default_failures)
         if o.pglog_dups > 0:
             todo = ("trim them offline, the OSD stopped: %s, for each PG of --op list-pgs"
                     % trim_command(o.id))
@@ -132,6 +132,7 @@ def report(t: "Decision", default_failures: int) -> None:
             todo = ("count them offline, the OSD stopped: ceph-objectstore-tool --data-path "
                     "%s --op log --pgid <pgid> (pg_log_t.dups); trim with %s"
                     % (DATA_PATH % o.id, trim_command(o.id)))
-        t.health(CHECK, "osd.%d on %s: %s: %s; %s" % (
+        lines.append((CHECK, "osd.%d on %s: %s: %s; %s" % (
             o.id, o.host, why[o.id], "held after a failed start" if held else
-            "it starts alone on its host", todo))
+            "it starts alone on its host", todo), 1))
+    return StageOut(health=tuple(lines))

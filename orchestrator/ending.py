@@ -23,37 +23,42 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
+from .context import Context
 from .decision import Decision, fmt_bytes
+from .stageout import StageOut
 from .withdraw import withdraw_grants
 
 STALL_END_S = Intent.stall_limit_s
 
 
-def track_service(t: Decision) -> None:
+def track_service(ctx: Context, service_at: Optional[float], inactive_pg_s: float,
+                  inactive_seen: Optional[Tuple[float, int]]) -> StageOut:
     """Service restored (every PG active) and service lost: PG-seconds without client I/O,
     each tick's count of PGs not active held until the next tick (the mgr's PG states are
     what a tick sees; a PG inactive only between two ticks is not counted)."""
-    s = t.s
+    s = ctx.snapshot
     inactive = max(0, s.pgs_total - s.pgs_active)
-    if t.inactive_seen is not None and t.now > t.inactive_seen[0]:
-        t.inactive_pg_s += t.inactive_seen[1] * (t.now - t.inactive_seen[0])
-    t.inactive_seen = (t.now, inactive)
-    if t.service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
-        t.service_at = t.now
+    if inactive_seen is not None and ctx.now > inactive_seen[0]:
+        inactive_pg_s += inactive_seen[1] * (ctx.now - inactive_seen[0])
+    if service_at is None and s.pgs_total > 0 and s.pgs_active >= s.pgs_total:
+        service_at = ctx.now
+    return StageOut(records=(("inactive_pg_s", inactive_pg_s),
+                             ("inactive_seen", (ctx.now, inactive)), ("service_at", service_at)))
 
 
 def _progressing(t: Decision) -> bool:
     """Progress: a grant or a boot this tick, a grant younger than boot_timeout that the run
     does not itself keep in preboot, or an OSD settling (its memory may still fall). A grant
     past boot_timeout is no progress, whatever its OSD does (inflight._timed_out)."""
-    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in
-           t.p.osd_map("granted")] + [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
+    was = t.ctx.progress.osd_map("granted")
+    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in was] + \
+        [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
-            t.now - t.grant_clock(x) < t.i.boot_timeout_s]
+            t.ctx.now - t.grant_clock(x) < t.ctx.intent.boot_timeout_s]
     return bool(new or live or t.settling)
 
 
@@ -66,38 +71,38 @@ def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
     if t.phase != PHASE_RUNNING:
         return None
     if t.stalled_since is not None:
-        return t.stalled_since + t.i.stall_limit_s
-    last = t.now
+        return t.stalled_since + t.ctx.intent.stall_limit_s
+    last = t.ctx.now
     for x in t.granted:
-        last = max(last, t.clock_bound(x) + t.i.boot_timeout_s)
+        last = max(last, t.clock_bound(x) + t.ctx.intent.boot_timeout_s)
     for x, at in t.settling.items():
         last = max(last, at + settle_max_s)
-    return last + t.i.stall_limit_s
+    return last + t.ctx.intent.stall_limit_s
 
 
 def end_if_stalled(t: Decision, restore) -> bool:
     """In a running run: start, reset or act on the stall clock. True if the run ended now."""
-    if not t.view.candidates or _progressing(t):
+    if not t.ctx.view.candidates or _progressing(t):
         t.stalled_since = None
         return False
     if t.stalled_since is None:
-        t.stalled_since = t.now
-    if t.now - t.stalled_since < t.i.stall_limit_s:
+        t.stalled_since = t.ctx.now
+    if t.ctx.now - t.stalled_since < t.ctx.intent.stall_limit_s:
         return False
     _withdraw_restarts(t)
     withdraw_grants(t, "run ended incomplete", spare_rebuilds=True)
     restore(t, "run ended incomplete")
-    left = sorted(o.id for o in t.view.candidates)
-    if t.i.leave_out:
+    left = sorted(o.id for o in t.ctx.view.candidates)
+    if t.ctx.intent.leave_out:
         for osd in left:
             t.emit("tail", MarkOut(osd=osd, reason="--leave-out: ended incomplete, Ceph "
                                    "re-replicates its data elsewhere"))
     t.emit("tail", Done(reason="ended incomplete after %.0fs without a start that fits: %d "
                         "in-scope OSD(s) still down and held (%s); %d started by this run" % (
-                            t.now - t.stalled_since, len(left),
+                            t.ctx.now - t.stalled_since, len(left),
                             ", ".join("osd.%d" % x for x in left[:20]), len(t.finished))))
-    t.phase, t.finished_at = PHASE_DONE, t.now
-    incomplete_report(t)
+    t.phase, t.finished_at = PHASE_DONE, t.ctx.now
+    t.apply(incomplete_report(t.ctx, t.phase, t.stalled_since, t.hosts_summary))
     return True
 
 
@@ -112,28 +117,32 @@ def _withdraw_restarts(t: Decision) -> None:
     for a in gone:
         for name, column in (("restarted", t.restarted), ("restart_rss", t.restart_rss),
                              ("fresh_rss", t.fresh_rss)):
-            before = t.p.osd_map(name).get(a.osd)
+            before = t.ctx.progress.osd_map(name).get(a.osd)
             column.pop(a.osd, None)
             if before is not None:
                 column[a.osd] = before
         t.new_restarts.discard(a.osd)
 
 
-def incomplete_report(t: Decision) -> None:
+def incomplete_report(ctx: Context, phase: str, stalled_since: Optional[float],
+                      hosts_summary: Mapping[str, dict]) -> StageOut:
     """RECOVERY_INCOMPLETE after a run that ended stalled: per host, the down OSDs it left
-    held and what the next one lacks."""
-    if t.phase != PHASE_DONE or t.stalled_since is None:
-        return
+    held and what the next one lacks (from the host's summary)."""
+    if phase != PHASE_DONE or stalled_since is None:
+        return StageOut()
     left: Dict[str, List[int]] = {}
-    for o in t.view.candidates:
+    for o in ctx.view.candidates:
         left.setdefault(o.host, []).append(o.id)
+    lines = []
     for host in sorted(left):
         ids = sorted(left[host])
-        rebuilding = [x for x in ids if t.view.by_id[x].daemon_state == DAEMON_REBUILDING]
-        t.health("RECOVERY_INCOMPLETE", "%s: osd.%s still down and held (noup)%s%s; %s" % (
-            host, ",".join(str(x) for x in ids), _lack(t, host), "".join(
+        rebuilding = [x for x in ids if ctx.view.by_id[x].daemon_state == DAEMON_REBUILDING]
+        line = "%s: osd.%s still down and held (noup)%s%s; %s" % (
+            host, ",".join(str(x) for x in ids), _lack(hosts_summary.get(host) or {}), "".join(
                 ", osd.%d still rebuilding its allocator (left running)" % x
-                for x in rebuilding), _advice(t.i.leave_out)), count=len(ids))
+                for x in rebuilding), _advice(ctx.intent.leave_out))
+        lines.append(("RECOVERY_INCOMPLETE", line, len(ids)))
+    return StageOut(health=tuple(lines))
 
 
 def _advice(left_out: bool) -> str:
@@ -144,8 +153,7 @@ def _advice(left_out: bool) -> str:
             "or let Ceph re-replicate their data (`ceph osd out`, or `--leave-out`)")
 
 
-def _lack(t: Decision, host: str) -> str:
-    hs = t.hosts_summary.get(host) or {}
+def _lack(hs: Mapping[str, Any]) -> str:
     if not hs.get("predicted") or hs.get("budget") is None or hs.get("used") is None:
         return ""
     more = hs["used"] + hs["predicted"] - hs["budget"]

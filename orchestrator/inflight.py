@@ -35,12 +35,14 @@ second Observation.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Tuple
+from typing import AbstractSet, Mapping, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
                     SETTLE_MARKERS, START_MARKERS, Observation, clear_osd)
+from .context import Context
 from .decision import REBUILD_MAX_S, Decision, fmt_bytes
+from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
 from .withdraw import stop_process
@@ -66,7 +68,7 @@ SETTLE_QUIET_S = 240.0
 def track_in_flight(t: Decision) -> None:
     """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
     for osd_id in sorted(t.granted):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if o is None:
             forget(t, osd_id)
             continue
@@ -77,14 +79,14 @@ def track_in_flight(t: Decision) -> None:
             t.peaks[osd_id] = o.rss_bytes
         booted = t.booting.get(osd_id)
         if o.up and ((o.pgs > 0 and o.pgs_inactive == 0) or (
-                booted is not None and t.now - booted >= PEERING_GRACE_S)):
+                booted is not None and t.ctx.now - booted >= PEERING_GRACE_S)):
             _observe(t, o)
             t.finished.add(osd_id)
             t.granted.pop(osd_id, None)
             t.booting.pop(osd_id, None)
             t.staged.pop(osd_id, None)
             t.held_osds.discard(osd_id)
-            t.settling[osd_id] = t.now
+            t.settling[osd_id] = t.ctx.now
             if "noup" in o.flags:
                 t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
             continue
@@ -94,8 +96,8 @@ def track_in_flight(t: Decision) -> None:
         track_rebuild(t, o)
         since = t.grant_clock(osd_id)
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
-        if not o.up and osd_id not in t.staged and t.now - since >= t.i.boot_timeout_s:
-            _timed_out(t, o, booted is not None, t.now - since)
+        if not o.up and osd_id not in t.staged and t.ctx.now - since >= t.ctx.intent.boot_timeout_s:
+            _timed_out(t, o, booted is not None, t.ctx.now - since)
 
 
 def track_rebuild(t: Decision, o) -> None:
@@ -103,11 +105,11 @@ def track_rebuild(t: Decision, o) -> None:
     (Decision.rebuild_clock holds its boot clock meanwhile)."""
     if o.up or o.process != PROC_RUNNING or o.daemon_state != DAEMON_REBUILDING:
         return
-    first = t.rebuild_from.setdefault(o.id, t.now)
-    t.rebuild_seen[o.id] = t.now
+    first = t.rebuild_from.setdefault(o.id, t.ctx.now)
+    t.rebuild_seen[o.id] = t.ctx.now
     t.reasons.append("osd.%d rebuilds its allocator (unclean stop) for %.0fs: %s" % (
-        o.id, t.now - first, "its boot clock waits for the end (at most %.0fs)" % REBUILD_MAX_S
-        if t.now - first <= REBUILD_MAX_S else "past the %.0fs its boot clock waits" %
+        o.id, t.ctx.now - first, "its boot clock waits for the end (at most %.0fs)" % REBUILD_MAX_S
+        if t.ctx.now - first <= REBUILD_MAX_S else "past the %.0fs its boot clock waits" %
         REBUILD_MAX_S))
 
 
@@ -124,7 +126,7 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
         t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: still rebuilding its allocator %.0fs "
                  "after it began (unclean stop), past the %.0fs the run waits for it: not "
                  "stopped (a stop starts the rebuild again), no longer progress" % (
-                     o.id, o.host, t.now - t.rebuild_from.get(o.id, t.now), REBUILD_MAX_S))
+                     o.id, o.host, t.ctx.now - t.rebuild_from.get(o.id, t.ctx.now), REBUILD_MAX_S))
         return
     if booted or o.process != PROC_RUNNING:
         t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s): "
@@ -137,20 +139,26 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
              "preboot: no room to peak" % (o.id, o.host, what, age))
 
 
-def track_restarts(t: Decision) -> None:
+def track_restarts(ctx: Context, restarted: Mapping[int, float],
+                   fresh_rss: Mapping[int, int]) -> StageOut:
     """Record the rss an OSD came back at after its restart (what a restart really frees).
     A restart whose process was never restarted (lost instruction: the process start time is
     older than the restart) is forgotten, so that it may be retried without the cooldown."""
-    for osd_id, when in sorted(t.restarted.items()):
-        o = t.view.by_id.get(osd_id)
-        if o is None or not o.up or osd_id in t.fresh_rss or \
-                not RESTART_SETTLE_S <= t.now - when <= t.i.boot_timeout_s:
+    kept, fresh, reasons = dict(restarted), dict(fresh_rss), []
+    for osd_id, when in sorted(restarted.items()):
+        o = ctx.view.by_id.get(osd_id)
+        if o is None or not o.up or osd_id in fresh or \
+                not RESTART_SETTLE_S <= ctx.now - when <= ctx.intent.boot_timeout_s:
             continue
         if o.process_started_at is not None and o.process_started_at < when:
-            del t.restarted[osd_id]
-            t.reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
+            del kept[osd_id]
+            reasons.append("osd.%d was not restarted (instruction lost?)" % osd_id)
         else:
-            t.fresh_rss[osd_id] = o.rss_bytes
+            fresh[osd_id] = o.rss_bytes
+    if len(kept) == len(restarted) and len(fresh) == len(fresh_rss):
+        return StageOut()
+    return StageOut(reasons=tuple(reasons),
+                    records=(("restarted", kept), ("fresh_rss", fresh)))
 
 
 def track_settling(t: Decision) -> None:
@@ -161,19 +169,19 @@ def track_settling(t: Decision) -> None:
     OOM killer, a crash; not a restart of this run's) is a failed start (fail_start): counted
     towards MAX_START_FAILURES, its peak so far the floor of its next prediction."""
     for osd_id, since in sorted(t.settling.items()):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if o is not None and not o.up and o.process == PROC_STOPPED and \
-                osd_id not in t.view.restarting and osd_id not in t.new_restarts:
+                osd_id not in t.ctx.view.restarting and osd_id not in t.new_restarts:
             fail_start(t, o, "process died while its PGs recovered")
             continue
         if o is None or not o.up:
             _unsettle(t, osd_id)
             continue
         if o.rss_bytes > t.peaks.get(osd_id, 0) * 1.01:
-            t.grew_at[osd_id] = t.now
+            t.grew_at[osd_id] = t.ctx.now
         t.peaks[osd_id] = max(t.peaks.get(osd_id, 0), o.rss_bytes)
-        quiet = t.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
-        if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.now - since >= SETTLE_MAX_S:
+        quiet = t.ctx.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
+        if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.ctx.now - since >= SETTLE_MAX_S:
             _settled_observation(t, o)
             _unsettle(t, osd_id)
             shrink.begin(t, o)
@@ -209,16 +217,16 @@ def boots(t: Decision) -> None:
     never when that load-time rss already exceeds the predicted peak its grant was admitted on
     (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why."""
     for osd_id in sorted(t.granted):
-        o = t.view.by_id[osd_id]
-        if o.up or o.process != "running" or o.id in t.view.op_held or o.host in t.over:
+        o = t.ctx.view.by_id[osd_id]
+        if o.up or o.process != "running" or o.id in t.ctx.view.op_held or o.host in t.over:
             continue
         if "noup" not in o.flags:
-            t.booting.setdefault(osd_id, t.now)      # nothing holds it: it is booting
+            t.booting.setdefault(osd_id, t.ctx.now)      # nothing holds it: it is booting
             continue
         if t.rebuilding(osd_id):                    # no PG loaded yet, whatever its rss
             continue
         started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        ran = t.now - max(started, t.rebuild_clock(osd_id) or started)
+        ran = t.ctx.now - max(started, t.rebuild_clock(osd_id) or started)
         known = _loaded(t, o, ran)
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
@@ -229,7 +237,7 @@ def boots(t: Decision) -> None:
         t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
             "noup still set, again" if again else "preboot", _load_note(o, ran, known),
             "" if peak is None else ", predicted peak %s" % fmt_bytes(peak))))
-        t.booting.setdefault(osd_id, t.now)
+        t.booting.setdefault(osd_id, t.ctx.now)
         t.staged.pop(osd_id, None)
         if not again and o.rss_bytes > 0:
             t.predictor.record_load(osd_id, o.rss_bytes)
@@ -270,7 +278,7 @@ def _boot_fits(t: Decision, o) -> bool:
     in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
     why."""
     peak, growth = boot_growth(t, o)
-    hm = t.view.hostmem.get(o.host)
+    hm = t.ctx.view.hostmem.get(o.host)
     if hm is None or hm.mem_used + growth <= t.budget(o.host):
         return True
     t.kept_preboot.add(o.id)
@@ -282,15 +290,21 @@ def _boot_fits(t: Decision, o) -> bool:
     return False
 
 
-def clear_stale_noup(t: Decision) -> None:
+def clear_stale_noup(ctx: Context, held_osds: AbstractSet[int],
+                     granted: Mapping[int, float]) -> StageOut:
     """An OSD this run held that is up (it booted anyway, or was brought up outside the run)
     must not keep its per-OSD noup: it would stay down at its next restart."""
-    for osd_id in sorted(t.held_osds):
-        o = t.view.by_id.get(osd_id)
-        if o is None or (o.up and osd_id not in t.granted):
-            t.held_osds.discard(osd_id)
+    gone, acts = set(), []
+    for osd_id in sorted(held_osds):
+        o = ctx.view.by_id.get(osd_id)
+        if o is None or (o.up and osd_id not in granted):
+            gone.add(osd_id)
             if o is not None and "noup" in o.flags:
-                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+                acts.append(("boots", AllowBoot(osd=osd_id,
+                                                reason="up: clear the noup this run set")))
+    if not gone:
+        return StageOut()
+    return StageOut(actions=tuple(acts), records=(("held_osds", set(held_osds) - gone),))
 
 
 def regrants(t: Decision) -> None:
@@ -299,13 +313,13 @@ def regrants(t: Decision) -> None:
     instruction was lost): counted like any failed start, so it is granted again at most
     MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, never once per tick."""
     for osd_id in sorted(t.granted):
-        o = t.view.by_id[osd_id]
-        if o.up or o.process != PROC_STOPPED or t.now - t.granted[osd_id] < GRANT_RETRY_S:
+        o = t.ctx.view.by_id[osd_id]
+        if o.up or o.process != PROC_STOPPED or t.ctx.now - t.granted[osd_id] < GRANT_RETRY_S:
             continue
-        if o.id in t.view.op_held or t.view.helper_missing(o.host) or o.host in t.over:
+        if o.id in t.ctx.view.op_held or t.ctx.view.helper_missing(o.host) or o.host in t.over:
             continue
         fail_start(t, o, "process not running %.0fs after its grant (it died at start, or "
-                   "the start instruction was lost)" % (t.now - t.granted[osd_id]))
+                   "the start instruction was lost)" % (t.ctx.now - t.granted[osd_id]))
 
 
 def _observe(t: Decision, o, load=None) -> None:
@@ -345,18 +359,22 @@ def fail_start(t: Decision, o, why: str) -> None:
     t.finished.discard(o.id)
 
 
-def report_failures(t: Decision) -> None:
+def report_failures(ctx: Context, failures: Mapping[int, int], finished: AbstractSet[int],
+                    failed_now: AbstractSet[int]) -> StageOut:
     """Every OSD with a failed start in this run stays named while the run goes on (not only in
-    the tick it failed): retried ones with their count, those at MAX_START_FAILURES as given
-    up (not granted again in this run)."""
-    for osd_id, n in sorted(t.failures.items()):
-        if osd_id in t.finished or osd_id in t.failed_now:
+    the tick it failed, `failed_now`, which names it itself): retried ones with their count,
+    those at MAX_START_FAILURES as given up (not granted again in this run)."""
+    lines = []
+    for osd_id, n in sorted(failures.items()):
+        if osd_id in finished or osd_id in failed_now:
             continue
-        o = t.view.by_id.get(osd_id)
+        o = ctx.view.by_id.get(osd_id)
         most = MAX_START_FAILURES if o is None else dups.max_failures(o, MAX_START_FAILURES)
         if n >= most:
-            t.health("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in this "
-                     "run (see its log; start it by hand or raise the budget)" % (osd_id, n))
-        elif t.state is not None:
-            t.health("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; started "
-                     "again when it fits (at most %d)" % (osd_id, n, most))
+            lines.append(("RECOVERY_START_FAILED", "osd.%d: gave up after %d failed starts in "
+                          "this run (see its log; start it by hand or raise the budget)"
+                          % (osd_id, n), 1))
+        elif ctx.state is not None:
+            lines.append(("RECOVERY_START_FAILED", "osd.%d: %d failed start(s) in this run; "
+                          "started again when it fits (at most %d)" % (osd_id, n, most), 1))
+    return StageOut(health=tuple(lines))

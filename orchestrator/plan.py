@@ -50,9 +50,9 @@ ok-to-stop queries continue); in-flight OSDs may finish.
 """
 from __future__ import annotations
 
-from typing import Dict, Set
+from typing import Mapping
 
-from .actions import Done, HoldBucket, HoldOsd, ReleaseBucket, SetFlag, Wait
+from .actions import Done, SetFlag, Wait
 from .admission import grant_stage
 from .room import memory_stage, room_for_boots
 from .ending import end_if_stalled, ends_by, incomplete_report, track_service
@@ -69,8 +69,11 @@ from .policy_types import Policies
 from .result import PlanResult
 from .brake import memory_hosts
 from .throttle import report_waits, throttle
+from .context import Context, context
 from .decision import Decision
-from .view import begin_run, osd_path, starts_run
+from .holds import bucket_holds, held_report, hold_osds, start_run
+from .stageout import StageOut
+from .view import begin_run, starts_run
 from . import autobudget, dups, restore, shrink, tunables
 
 MODES = (MODE_IDLE, MODE_CONTROLLED, MODE_PAUSED, MODE_ABORT)
@@ -98,7 +101,11 @@ def validate_intent(intent: Intent) -> None:
 
 def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Policies,
          now: float) -> PlanResult:
-    """Decide this tick's ordered actions. Pure: reads its arguments, returns new values."""
+    """Decide this tick's ordered actions. Pure: reads its arguments, returns new values.
+
+    The stages run in the order below (within a stage name, actions keep this order). Those
+    called as t.apply(stage(ctx, records...)) read the frozen Context and the records they
+    are given and return a StageOut (stageout.py); the others write the Decision `t`."""
     validate_intent(intent)
     if snapshot.epoch < progress.epoch:
         msg = "stale osd map epoch %d < %d" % (snapshot.epoch, progress.epoch)
@@ -107,33 +114,35 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
                            "mode": intent.mode, "epoch": progress.epoch, "stale": msg})
     state = _run_state(intent, progress)
     start = begin_run(intent, progress, snapshot, now) if state == "new" else progress
-    t = Decision(snapshot, intent, start, policies, now)
-    t.state = state
+    ctx = context(snapshot, intent, start, policies, now, state)
+    t = Decision(ctx)
     if state == "new":
-        _start_run(t)
-    _bucket_holds(t)
-    track_stops(t)
-    track_restarts(t)
-    if t.state is not None:
+        t.apply(start_run(ctx, t.buckets))
+        t.apply(restore.adopt(t.saved_config, t.restoring, t.saved_flags, t.restoring_flags))
+    t.apply(bucket_holds(ctx, t.buckets))
+    t.apply(track_stops(ctx, t.stopped, t.granted))
+    t.apply(track_restarts(ctx, t.restarted, t.fresh_rss))
+    if ctx.state is not None:
         track_settling(t)
-        shrink.track(t)
+        t.apply(shrink.track(ctx, t.shrink_at, t.shrink_rss))
         track_in_flight(t)
         autobudget.update(t)
-        _hold_osds(t)
+        t.apply(hold_osds(ctx, t.booting, t.held_osds))
     throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
     memory_stage(t)
-    if t.state in ("new", "running"):
+    if ctx.state in ("new", "running"):
         lower_targets(t)
         boots(t)
-        clear_stale_noup(t)
+        t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
         regrants(t)
         room_for_boots(t)
         grant_stage(t)
-        dups.report(t, MAX_START_FAILURES)
-        tunables.report(t)
+        t.apply(dups.report(ctx.view.candidates, ctx.dups_suspects, t.failures,
+                            MAX_START_FAILURES))
+        t.apply(tunables.report(ctx))
         report_waits(t, SETTLE_MAX_S, memory_hosts(t))
-    report_failures(t)
-    _held_report(t)
+    t.apply(report_failures(ctx, t.failures, t.finished, t.failed_now))
+    t.apply(held_report(ctx, t.buckets))
     _tail(t)
     return t.result()
 
@@ -148,122 +157,23 @@ def _run_state(i: Intent, p: Progress):
     return None
 
 
-def _start_run(t: Decision) -> None:
-    """First tick of a run: set cluster flags, convert bucket noup to per-OSD holds."""
-    s = t.s
-    for f in RUN_CLUSTER_FLAGS:
-        if f not in s.cluster_flags and (t.view.candidates or t.granted):
-            t.emit("flags", SetFlag(flag=f, reason="run %s: keep data in place while OSDs return"
-                                    % (t.i.run_id or "-")))
-    scope, holds, convert = set(t.i.scope), t.i.holds, set()
-    for o in t.view.candidates:
-        below = not scope
-        for b in osd_path(o):
-            below = below or b in scope
-            if below and b in t.view.noup_buckets and b not in holds:
-                convert.add(b)
-    for b in sorted(convert):
-        t.emit("releases", ReleaseBucket(bucket=b, reason="run %s: bucket noup replaced by "
-                                         "per-OSD holds" % (t.i.run_id or "-")))
-    t.held_buckets -= convert
-    t.auto_held -= convert
-    t.released |= convert
-    restore.adopt(t)
-
-
-def _bucket_holds(t: Decision) -> None:
-    """Operator holds and releases, and auto-hold of buckets whose OSDs are all down."""
-    noup, holds = t.view.noup_buckets, t.i.holds
-    for b in sorted(holds):
-        if b not in noup:
-            t.emit("hold_buckets", HoldBucket(bucket=b, reason="operator hold"))
-        t.held_buckets.add(b)
-        t.auto_held.discard(b)
-    if t.i.auto_hold:
-        _auto_hold(t)
-    for b in sorted(t.held_buckets - set(holds) - t.auto_held):
-        if b in noup:
-            t.emit("releases", ReleaseBucket(bucket=b, reason="operator released the hold"))
-            t.released.add(b)
-        t.held_buckets.discard(b)
-
-
-def _auto_hold(t: Decision) -> None:
-    total: Dict[str, int] = {}
-    down: Dict[str, int] = {}
-    parent: Dict[str, str] = {}
-    scoped: Set[str] = set()
-    for o in t.s.osds:
-        path = osd_path(o)
-        for k, b in enumerate(path):
-            total[b] = total.get(b, 0) + 1
-            if not o.up:
-                down[b] = down.get(b, 0) + 1
-            if k:
-                parent[b] = path[k - 1]
-            if o.id in t.view.in_scope:
-                scoped.add(b)
-    full = {b for b, n in total.items() if down.get(b, 0) == n}
-    active = t.state is not None and t.state != "abort"
-    for b in sorted(full):
-        if parent.get(b) in full or b in t.view.noup_buckets or b in t.held_buckets:
-            continue
-        if active and b in scoped:
-            continue      # the running run holds its scope per OSD
-        t.emit("hold_buckets", HoldBucket(bucket=b, reason="auto-hold: all %d OSDs under %s "
-                                          "are down" % (total[b], b)))
-        t.held_buckets.add(b)
-        t.auto_held.add(b)
-
-
-def _hold_osds(t: Decision) -> None:
-    """Every down candidate not yet allowed to boot carries a per-OSD noup."""
-    for o in sorted(t.view.candidates, key=lambda x: x.id):
-        if "noup" in o.flags or o.id in t.booting:
-            continue
-        t.emit("hold_osds", HoldOsd(osd=o.id, reason="held until its start is granted"))
-        t.held_osds.add(o.id)
-
-
-def _held_report(t: Decision) -> None:
-    """RECOVERY_DOMAIN_HELD: every held bucket and how many down OSDs wait under it."""
-    held = set(t.i.holds) | t.held_buckets | (t.view.noup_buckets if t.state else set())
-    held -= t.released
-    if not held:
-        return
-    waiting: Dict[str, int] = {}
-    for o in t.s.osds:
-        if not o.up:
-            for b in osd_path(o):
-                if b in held:
-                    waiting[b] = waiting.get(b, 0) + 1
-    for b in sorted(held):
-        who = ("operator" if b in t.i.holds else "auto-hold" if b in t.auto_held
-               else "this run" if b in t.held_buckets else "bucket noup")
-        t.health("RECOVERY_DOMAIN_HELD", "%s: held (%s), %d down OSD(s) wait" % (
-            b, who, waiting.get(b, 0)))
-
-
 def _restore_flags(t: Decision, why: str) -> None:
     restore_settings(t, why)
     saved = t.saved_flags or frozenset()
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
     for f in RUN_CLUSTER_FLAGS:
-        if f not in saved and (f in t.s.cluster_flags or f in set_now):
+        if f not in saved and (f in t.ctx.snapshot.cluster_flags or f in set_now):
             restore.unset_flag(t, f, "%s: restore flags saved at start" % why)
 
 
 def _tail(t: Decision) -> None:
-    v = t.view
-    restore.confirm(t)
-    unknown = sorted(set(t.i.scope) - v.scope_seen)
-    if unknown and t.state is not None:
-        t.health("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in the CRUSH map"
-                 % ", ".join(unknown), count=len(unknown))
-    if t.state in ("new", "running"):
+    v = t.ctx.view
+    t.apply(restore.confirm(t.ctx, t.restoring, t.restoring_flags))
+    t.apply(_scope_report(t.ctx))
+    if t.ctx.state in ("new", "running"):
         if t.phase == PHASE_PAUSED:         # resumed
             t.phase = PHASE_RUNNING
-        track_service(t)
+        t.apply(track_service(t.ctx, t.service_at, t.inactive_pg_s, t.inactive_seen))
         if end_if_stalled(t, _restore_flags):
             pass
         elif not v.candidates and not t.granted and not v.restarting and not t.new_restarts \
@@ -271,32 +181,47 @@ def _tail(t: Decision) -> None:
             _restore_flags(t, "run done")
             t.emit("tail", Done(reason="all %d in-scope OSDs up; %d started by this run" % (
                 len(v.in_scope), len(t.finished))))
-            t.phase, t.finished_at = PHASE_DONE, t.now
-    elif t.state == "paused":
+            t.phase, t.finished_at = PHASE_DONE, t.ctx.now
+    elif t.ctx.state == "paused":
         t.phase = PHASE_PAUSED
         t.health("RECOVERY_PAUSED", "paused by operator: %d granted, %d waiting" % (
             len(t.granted), len(v.candidates)), count=len(t.granted))
-    elif t.state == "abort":
+    elif t.ctx.state == "abort":
         withdraw_grants(t, "run aborted")
         _restore_flags(t, "run aborted")
-        t.phase, t.finished_at = PHASE_ABORTED, t.now
-    if t.state is None:
-        incomplete_report(t)
+        t.phase, t.finished_at = PHASE_ABORTED, t.ctx.now
+    if t.ctx.state is None:
+        t.apply(incomplete_report(t.ctx, t.phase, t.stalled_since, t.hosts_summary))
         if t.saved_config:
             restore_settings(t, "after the run")
-    # after an abort the shell sets the mode back to idle: the OSDs the run left held by their
-    # noup stay named until a new run starts (or their noup goes)
-    if t.phase == PHASE_ABORTED and t.i.mode in (MODE_ABORT, MODE_IDLE):
-        left = sorted(o.id for o in v.candidates if o.id not in t.p.osd_map("booting") and (
-            t.i.mode == MODE_ABORT or "noup" in o.flags))
-        if left:
-            t.health("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
-                "osd.%d%s" % (x, " (its process being stopped)" if x in t.stopped else "")
-                for x in left), count=len(left))
+    t.apply(_aborted_report(t.ctx, t.phase, t.stopped))
     t.ends_by = ends_by(t, SETTLE_MAX_S)
-    if t.state is not None and not t.actions():
+    if t.ctx.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
             len(t.granted), len(t.settling),
             sum(1 for o in v.candidates if o.id not in t.granted),
             "; " + t.reasons[0] if t.reasons else "")))
 
+
+def _scope_report(ctx: Context) -> StageOut:
+    """RECOVERY_SCOPE_UNKNOWN: scope buckets of a run that match no OSD."""
+    unknown = sorted(set(ctx.intent.scope) - ctx.view.scope_seen)
+    if not unknown or ctx.state is None:
+        return StageOut()
+    return StageOut(health=(("RECOVERY_SCOPE_UNKNOWN", "scope bucket(s) %s match no OSD in "
+                             "the CRUSH map" % ", ".join(unknown), len(unknown)),))
+
+
+def _aborted_report(ctx: Context, phase: str, stopped: Mapping[int, float]) -> StageOut:
+    """RECOVERY_ABORTED: after an abort the shell sets the mode back to idle; the OSDs the run
+    left held by their noup stay named until a new run starts (or their noup goes)."""
+    if phase != PHASE_ABORTED or ctx.intent.mode not in (MODE_ABORT, MODE_IDLE):
+        return StageOut()
+    booting = ctx.progress.osd_map("booting")
+    left = sorted(o.id for o in ctx.view.candidates if o.id not in booting and (
+        ctx.intent.mode == MODE_ABORT or "noup" in o.flags))
+    if not left:
+        return StageOut()
+    return StageOut(health=(("RECOVERY_ABORTED", "held (noup) after abort: %s" % ", ".join(
+        "osd.%d%s" % (x, " (its process being stopped)" if x in stopped else "")
+        for x in left), len(left)),))

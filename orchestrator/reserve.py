@@ -28,15 +28,15 @@ SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past i
 def host_margin(t: Decision) -> float:
     """The margin on the predictions a start beside others is admitted on: Decision.margin()
     where more starts are allowed than those charged their plain prediction, else 1.0."""
-    return t.margin() if t.slots() > t.concurrency() else 1.0
+    return t.margin() if t.ctx.slots() > t.concurrency() else 1.0
 
 
 def flight(t: Decision) -> Dict[str, List[int]]:
     """host -> the OSDs in flight there now: granted and not finished, restarting, and
     restarted in this tick (Decision.new_restarts)."""
-    out = t.view.in_flight(t.granted)
+    out = t.ctx.view.in_flight(t.granted)
     for x in sorted(t.new_restarts):
-        out.setdefault(t.view.host_of(x), []).append(x)
+        out.setdefault(t.ctx.view.host_of(x), []).append(x)
     return out
 
 
@@ -47,7 +47,7 @@ def reserved(t: Decision, host: str, in_flight: Iterable[int], margin: float = 1
     for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
         total += in_flight_reserve(t, osd_id, margin)
     for osd_id in t.settling:
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if o is not None and o.host == host:
             total += settling_reserve(t, o, margin)
     return total
@@ -63,7 +63,7 @@ def staged_rest(t: Decision, in_flight: Iterable[int]) -> int:
 def in_flight_reserve(t: Decision, osd_id: int, margin: float = 1.0,
                       peaks: bool = False) -> int:
     """Growth still expected from one OSD in flight (the module's rules)."""
-    rss = t.view.by_id[osd_id].rss_bytes
+    rss = t.ctx.view.by_id[osd_id].rss_bytes
     if osd_id in t.staged and not peaks:
         return max(0, int(t.predictor.expected_load(osd_id) * margin) - rss)
     # before its boot its rss is its load so far, and that live load voids a lower prediction

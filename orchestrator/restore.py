@@ -19,13 +19,16 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import FrozenSet, List, Mapping, Optional, Tuple
 
 from .actions import RestoreConfig, UnsetFlag
+from .context import Context
 from .decision import Decision
+from .stageout import Health, Staged, StageOut
 
 RESTORE_RETRY_S = 30.0
 MEMORY_TARGET = "osd_memory_target"
+PENDING = "RECOVERY_RESTORE_PENDING"
 
 
 def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage: str,
@@ -33,18 +36,18 @@ def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage
     """Emit a RestoreConfig and keep it pending until the snapshot confirms it."""
     t.emit(stage, RestoreConfig(who=who, name=name, value=value, reason=reason))
     t.saved_config.pop("%s %s" % (who, name), None)
-    t.restoring["%s %s" % (who, name)] = (value, t.now)
+    t.restoring["%s %s" % (who, name)] = (value, t.ctx.now)
 
 
 def unset_flag(t: Decision, flag: str, reason: str) -> None:
     """Emit an UnsetFlag of a run flag and keep it pending until the OSD map shows it gone."""
     t.emit("tail", UnsetFlag(flag=flag, reason=reason))
-    t.restoring_flags[flag] = t.now
+    t.restoring_flags[flag] = t.ctx.now
 
 
-def current(t: Decision, who: str, name: str):
+def current(ctx: Context, who: str, name: str):
     """(known, value) of an OSD's own setting in this snapshot: value None = none set."""
-    o = t.view.by_id.get(int(who[4:])) if who.startswith("osd.") and who[4:].isdigit() else None
+    o = ctx.view.by_id.get(int(who[4:])) if who.startswith("osd.") and who[4:].isdigit() else None
     if o is None:
         return False, None
     if name == MEMORY_TARGET:
@@ -65,49 +68,60 @@ def _same(value: Optional[str], now_value: Optional[str]) -> bool:
         return value == now_value
 
 
-def confirm(t: Decision) -> None:
+def confirm(ctx: Context, restoring: Mapping[str, Tuple[Optional[str], float]],
+            restoring_flags: Mapping[str, float]) -> StageOut:
     """Every tick: drop confirmed restores, resend the others every RESTORE_RETRY_S, and name
-    them in RECOVERY_RESTORE_PENDING."""
-    for k in sorted(t.restoring):
-        value, sent = t.restoring[k]
+    them in RECOVERY_RESTORE_PENDING (`restoring`: "who name" -> (value, sent);
+    `restoring_flags`: flag -> sent)."""
+    configs, flags = dict(restoring), dict(restoring_flags)
+    acts: List[Staged] = []
+    lines: List[Health] = []
+    for k in sorted(restoring):
+        value, sent = restoring[k]
         who, name = k.split(" ", 1)
-        known, now_value = current(t, who, name)
+        known, now_value = current(ctx, who, name)
         if known and _same(value, now_value):
-            del t.restoring[k]
+            del configs[k]
             continue
-        if t.now - sent >= RESTORE_RETRY_S:
-            t.emit("tail", RestoreConfig(who=who, name=name, value=value, reason=(
-                "restore still not seen in the config (sent %.0fs ago): again" % (t.now - sent))))
-            t.restoring[k] = (value, t.now)
-        if t.now > sent:
+        if ctx.now - sent >= RESTORE_RETRY_S:
+            acts.append(("tail", RestoreConfig(who=who, name=name, value=value, reason=(
+                "restore still not seen in the config (sent %.0fs ago): again"
+                % (ctx.now - sent)))))
+            configs[k] = (value, ctx.now)
+        if ctx.now > sent:
             clear = ("ceph config rm %s %s" % (who, name) if value is None else
                      "ceph config set %s %s %s" % (who, name, value))
-            t.health("RECOVERY_RESTORE_PENDING", "%s %s: restore to %s not confirmed (%s); "
-                     "by hand: %s" % (who, name, "its default" if value is None else value,
-                                      "now %s" % now_value if known else "value unknown",
-                                      clear))
-    for f in sorted(t.restoring_flags):
-        sent = t.restoring_flags[f]
-        if f not in t.s.cluster_flags:
-            del t.restoring_flags[f]
+            lines.append((PENDING, "%s %s: restore to %s not confirmed (%s); by hand: %s" % (
+                who, name, "its default" if value is None else value,
+                "now %s" % now_value if known else "value unknown", clear), 1))
+    for f in sorted(restoring_flags):
+        sent = restoring_flags[f]
+        if f not in ctx.snapshot.cluster_flags:
+            del flags[f]
             continue
-        if t.now - sent >= RESTORE_RETRY_S:
-            t.emit("tail", UnsetFlag(flag=f, reason="flag %s the run set still set %.0fs "
-                                     "after its unset: again" % (f, t.now - sent)))
-            t.restoring_flags[f] = t.now
-        if t.now > sent:
-            t.health("RECOVERY_RESTORE_PENDING", "cluster flag %s: unset not confirmed; by "
-                     "hand: ceph osd unset %s" % (f, f))
+        if ctx.now - sent >= RESTORE_RETRY_S:
+            acts.append(("tail", UnsetFlag(flag=f, reason="flag %s the run set still set %.0fs "
+                                           "after its unset: again" % (f, ctx.now - sent))))
+            flags[f] = ctx.now
+        if ctx.now > sent:
+            lines.append((PENDING, "cluster flag %s: unset not confirmed; by hand: ceph osd "
+                          "unset %s" % (f, f), 1))
+    return StageOut(actions=tuple(acts), health=tuple(lines),
+                    records=(("restoring", configs), ("restoring_flags", flags)))
 
 
-def adopt(t: Decision) -> None:
+def adopt(saved_config: Mapping[str, Optional[str]],
+          restoring: Mapping[str, Tuple[Optional[str], float]],
+          saved_flags: Optional[FrozenSet[str]],
+          restoring_flags: Mapping[str, float]) -> StageOut:
     """A new run takes over what an earlier run has not restored yet (module docstring)."""
-    for k, (value, _sent) in sorted(t.restoring.items()):
-        t.saved_config.setdefault(k, value)
-    t.restoring.clear()
-    if t.saved_flags is not None:
-        t.saved_flags = frozenset(t.saved_flags) - frozenset(t.restoring_flags)
-    t.restoring_flags.clear()
+    saved = dict(saved_config)
+    for k, (value, _sent) in sorted(restoring.items()):
+        saved.setdefault(k, value)
+    if saved_flags is not None:
+        saved_flags = frozenset(saved_flags) - frozenset(restoring_flags)
+    return StageOut(records=(("saved_config", saved), ("restoring", {}),
+                             ("saved_flags", saved_flags), ("restoring_flags", {})))
 
 
 def before_value(t: Decision, k: str, current_value: Optional[str]) -> Optional[str]:

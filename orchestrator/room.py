@@ -26,7 +26,7 @@ from .reserve import flight
 
 def memory_stage(t: Decision) -> None:
     """Find hosts over budget; in a running run ask the over_budget policy what to do."""
-    v = t.view
+    v = t.ctx.view
     for h in v.scope_hosts():
         hm = v.hostmem.get(h)
         if hm is None:
@@ -37,19 +37,19 @@ def memory_stage(t: Decision) -> None:
         t.over.add(h)
         t.health("RECOVERY_BUDGET_EXCEEDED", "%s: used %s > budget %s" % (
             h, fmt_bytes(hm.mem_used), fmt_bytes(budget)))
-        if t.state in ("new", "running", "paused") and not respond(t, h, "over budget") \
-                and t.state != "paused":
+        if t.ctx.state in ("new", "running", "paused") and not respond(t, h, "over budget") \
+                and t.ctx.state != "paused":
             brake(t, h)
-    if t.state in ("new", "running"):
+    if t.ctx.state in ("new", "running"):
         watch(t)
 
 
 def respond(t: Decision, host: str, why: str) -> bool:
     """One over_budget policy decision for `host`; validate and record it. True if acted."""
-    v = t.view
+    v = t.ctx.view
     hm = v.hostmem[host]
-    act = t.pol.over_budget(hm, tuple(v.by_host.get(host, ())), _guarded(t, host),
-                            t.progress(), t.i, t.now)
+    act = t.ctx.policies.over_budget(hm, tuple(v.by_host.get(host, ())), _guarded(t, host),
+                            t.progress(), t.ctx.intent, t.ctx.now)
     if act is None:
         t.reasons.append("%s %s: nothing to release or restart" % (host, why))
         return False
@@ -57,7 +57,7 @@ def respond(t: Decision, host: str, why: str) -> bool:
         t.emit("memory", Wait(host=host, reason="%s %s: %s" % (host, why, act.reason)))
         return True
     if isinstance(act, HeapRelease):
-        t.heap_released[act.osd] = t.now
+        t.heap_released[act.osd] = t.ctx.now
         t.heap_rss[act.osd] = v.by_id[act.osd].rss_bytes
     elif isinstance(act, RestartOsd):
         if not _restart_allowed(t, host, act):
@@ -67,7 +67,7 @@ def respond(t: Decision, host: str, why: str) -> bool:
                                   "next snapshot's ok-to-stop: osd.%s restarts in this tick"
                                   % (host, why, act.osd, min(t.new_restarts))))
             return True
-        t.restarted[act.osd] = t.now
+        t.restarted[act.osd] = t.ctx.now
         t.restart_rss[act.osd] = v.by_id[act.osd].rss_bytes
         t.fresh_rss.pop(act.osd, None)
         t.new_restarts.add(act.osd)
@@ -82,23 +82,23 @@ def _guarded(t: Decision, host: str):
     """The snapshot the over_budget policy sees: where PG membership says a stop of an up OSD
     on `host` would take a PG below min_size, its ok-to-stop answer reads False, so the
     policy passes over it to the next restartable OSD instead of asking for it."""
-    if t.s.pg_map is None:
-        return t.s
-    refused = {o.id: False for o in t.view.by_host.get(host, ()) if t.stop_breaks(o.id)}
+    if t.ctx.snapshot.pg_map is None:
+        return t.ctx.snapshot
+    refused = {o.id: False for o in t.ctx.view.by_host.get(host, ()) if t.stop_breaks(o.id)}
     if not refused:
-        return t.s
-    answers = dict(t.s.ok_to_stop)
+        return t.ctx.snapshot
+    answers = dict(t.ctx.snapshot.ok_to_stop)
     answers.update(refused)
-    return replace(t.s, ok_to_stop=answers)
+    return replace(t.ctx.snapshot, ok_to_stop=answers)
 
 
 def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
     """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot."""
     osd = act.osd
-    if t.state == "paused":
+    if t.ctx.state == "paused":
         t.reasons.append("%s: restart of osd.%d deferred: paused" % (host, osd))
         return False
-    if t.s.ok_to_stop.get(osd) is not True:
+    if t.ctx.snapshot.ok_to_stop.get(osd) is not True:
         t.health("RECOVERY_RESTART_REFUSED",
                  "osd.%d on %s: no ok-to-stop clearance in this snapshot" % (osd, host))
         return False
@@ -106,9 +106,9 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
     if why:
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: %s" % (osd, host, why))
         return False
-    if in_restart_cooldown(osd, t.progress(), t.i, t.now):
+    if in_restart_cooldown(osd, t.progress(), t.ctx.intent, t.ctx.now):
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
-                 % (osd, host, t.now - t.restarted[osd], t.i.restart_cooldown_s))
+                 % (osd, host, t.ctx.now - t.restarted[osd], t.ctx.intent.restart_cooldown_s))
         return False
     busy = len(flight(t).get(host, ()))
     if busy >= t.concurrency():
@@ -139,8 +139,8 @@ def room_for_boots(t: Decision) -> None:
     staged OSD kept in preboot (staging.room_to_peak) needs its deficit under that rule."""
     acted = set(memory_hosts(t))
     for osd_id in sorted(t.kept_preboot):
-        o = t.view.by_id.get(osd_id)
-        hm = t.view.hostmem.get(o.host) if o is not None else None
+        o = t.ctx.view.by_id.get(osd_id)
+        hm = t.ctx.view.hostmem.get(o.host) if o is not None else None
         if hm is None or o.host in acted:
             continue
         deficit = boot_deficit(t, o)[0] if osd_id in t.staged else \
@@ -162,11 +162,11 @@ def room(t: Decision, host: str) -> int:
     A deficit larger than one OSD's gain is closed by several restarts, one per tick/slot."""
     progress = t.progress()
     total = 0
-    for x in t.view.by_host.get(host, ()):
+    for x in t.ctx.view.by_host.get(host, ()):
         if not x.up or x.process == PROC_STOPPED or x.id in t.granted or \
-                still_peering(x, progress) or t.s.ok_to_stop.get(x.id) is False:
+                still_peering(x, progress) or t.ctx.snapshot.ok_to_stop.get(x.id) is False:
             continue
-        if in_restart_cooldown(x.id, progress, t.i, t.now):
+        if in_restart_cooldown(x.id, progress, t.ctx.intent, t.ctx.now):
             continue
         gain = restart_gain(x, progress)
         if gain >= MIN_RESTART_GAIN:

@@ -55,17 +55,17 @@ def _target(o: OsdState) -> int:
 
 
 def _base(t: Decision, host: str) -> int:
-    hm = t.view.hostmem[host]
-    return max(0, hm.mem_used - sum(o.rss_bytes for o in t.view.by_host.get(host, ())))
+    hm = t.ctx.view.hostmem[host]
+    return max(0, hm.mem_used - sum(o.rss_bytes for o in t.ctx.view.by_host.get(host, ())))
 
 
 def lower_targets(t: Decision) -> None:
     """First tick of a run (and while it runs): lower the target on constrained hosts."""
-    down = {c.id for c in t.view.candidates}
-    for host in t.view.scope_hosts():
-        if host not in t.view.hostmem:
+    down = {c.id for c in t.ctx.view.candidates}
+    for host in t.ctx.view.scope_hosts():
+        if host not in t.ctx.view.hostmem:
             continue
-        osds = t.view.by_host.get(host, [])
+        osds = t.ctx.view.by_host.get(host, [])
         cands = [o for o in osds if o.id in down]
         if not cands:
             continue
@@ -90,7 +90,7 @@ def restore_settings(t: Decision, why: str) -> None:
     for k in sorted(t.saved_config):
         who, name = k.split(" ", 1)
         before = t.saved_config[k]
-        o = t.view.by_id.get(int(who[4:])) if who.startswith("osd.") else None
+        o = t.ctx.view.by_id.get(int(who[4:])) if who.startswith("osd.") else None
         if o is not None and name == MEMORY_TARGET and not _fits(t, o.host, before):
             kept.setdefault(o.host, []).append(who)
             continue
@@ -100,7 +100,7 @@ def restore_settings(t: Decision, why: str) -> None:
         t.health("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the restored "
                  "target would not fit the host's RAM (restore by hand: ceph config rm "
                  "<osd> %s)" % (host, MEMORY_TARGET, ", ".join(whos),
-                                len(t.view.by_host.get(host, ())), MEMORY_TARGET),
+                                len(t.ctx.view.by_host.get(host, ())), MEMORY_TARGET),
                  count=len(whos))
 
 
@@ -114,9 +114,9 @@ def _until_restart(o, name: str) -> str:
 
 
 def _fits(t: Decision, host: str, before) -> bool:
-    hm = t.view.hostmem.get(host)
+    hm = t.ctx.view.hostmem.get(host)
     if hm is None:
         return True
     target = int(before) if before else DEFAULT_TARGET
-    n = len(t.view.by_host.get(host, ()))
+    n = len(t.ctx.view.by_host.get(host, ()))
     return _base(t, host) + n * target * TARGET_RSS_RATIO <= hm.mem_total

@@ -20,10 +20,12 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Mapping, Tuple
 
+from .context import Context
 from .decision import Decision, fmt_bytes
 from .model import PROC_STOPPED
+from .stageout import StageOut
 
 SHRINK_GRACE_S = 60.0     # a new reference has no measured shrink yet: this long it may wait
 
@@ -32,25 +34,31 @@ def begin(t: Decision, o) -> None:
     """`o` stopped settling with PGs still degraded: measure its shrink from here."""
     if o.up and o.pgs > 0 and o.pgs_degraded > 0 and o.rss_bytes > 0:
         t.shrink_rss[o.id] = o.rss_bytes
-        t.shrink_at[o.id] = t.now
+        t.shrink_at[o.id] = t.ctx.now
 
 
-def track(t: Decision) -> None:
+def track(ctx: Context, shrink_at: Mapping[int, float],
+          shrink_rss: Mapping[int, int]) -> StageOut:
     """Forget the OSDs that no longer recover (module rules)."""
-    for osd_id in sorted(t.shrink_at):
-        o = t.view.by_id.get(osd_id)
+    gone = set()
+    for osd_id in sorted(shrink_at):
+        o = ctx.view.by_id.get(osd_id)
         if o is None or not o.up or o.process == PROC_STOPPED or \
                 (o.pgs > 0 and o.pgs_degraded == 0) or \
-                (o.process_started_at or 0.0) > t.shrink_at[osd_id]:
-            t.shrink_at.pop(osd_id, None)
-            t.shrink_rss.pop(osd_id, None)
+                (o.process_started_at or 0.0) > shrink_at[osd_id]:
+            gone.add(osd_id)
+    if not gone:
+        return StageOut()
+    return StageOut(records=(
+        ("shrink_at", {k: v for k, v in shrink_at.items() if k not in gone}),
+        ("shrink_rss", {k: v for k, v in shrink_rss.items() if k not in gone})))
 
 
 def recovering(t: Decision, host: str) -> List[Tuple[int, int, int, float]]:
     """(osd, rss, reference rss, reference time) of `host`'s recovering OSDs, by id."""
     out = []
     for osd_id in sorted(t.shrink_at):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if o is not None and o.host == host and osd_id in t.shrink_rss:
             out.append((osd_id, o.rss_bytes, t.shrink_rss[osd_id], t.shrink_at[osd_id]))
     return out
@@ -65,7 +73,7 @@ def rate(rows: List[Tuple[int, int, int, float]], now: float) -> float:
 def describe(t: Decision, host: str, need: int) -> str:
     """"recovering osd.3,7 to shrink as their PGs recover: ETA ..." for `need` bytes."""
     rows = recovering(t, host)
-    shed = rate(rows, t.now)
+    shed = rate(rows, t.ctx.now)
     eta = ("ETA ~%.0f s at the measured %s/s" % (max(0, need) / shed, fmt_bytes(shed))
            if shed > 0 else "no shrink measured yet")
     return "recovering osd.%s to shrink as their PGs recover: %s" % (
@@ -75,7 +83,7 @@ def describe(t: Decision, host: str, need: int) -> str:
 def waits(t: Decision, host: str) -> bool:
     """True if `host` waits for its recovering OSDs (module rules)."""
     rows = recovering(t, host)
-    return rate(rows, t.now) > 0 or any(t.now - at < SHRINK_GRACE_S for *_r, at in rows)
+    return rate(rows, t.ctx.now) > 0 or any(t.ctx.now - at < SHRINK_GRACE_S for *_r, at in rows)
 
 
 __all__ = ["SHRINK_GRACE_S", "begin", "track", "recovering", "rate", "describe", "waits"]

@@ -74,7 +74,7 @@ def room_to_peak(t: Decision, o) -> bool:
         return True
     if not others:
         t.kept_preboot.add(o.id)
-        if not any(t.view.host_of(x) == o.host for x in t.settling):
+        if not any(t.ctx.view.host_of(x) == o.host for x in t.settling):
             t.health("RECOVERY_BUDGET_TOO_SMALL", line)
     t.reasons.append(line)
     return False
@@ -88,7 +88,7 @@ def _others(t: Decision, o) -> List[int]:
 def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
     """(bytes by which the boot of staged `o` misses its host's budget, <= 0 where it fits;
     the line that says so) under room_to_peak's rule."""
-    hm = t.view.hostmem.get(o.host)
+    hm = t.ctx.view.hostmem.get(o.host)
     if hm is None:          # no report: gate 2 (inflight._boot_fits) decides
         return 0, ""
     margin = host_margin(t)
@@ -105,7 +105,7 @@ def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[in
 
 def peer_wait(t: Decision, o) -> bool:
     """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host."""
-    peering = peering_on(t.view.by_id, t.booting, t.granted, o.host)
+    peering = peering_on(t.ctx.view.by_id, t.booting, t.granted, o.host)
     if len(peering) < PEERING_PER_HOST:
         return False
     t.reasons.append("%s: staged osd.%d waits in preboot for osd.%s to peer" % (

@@ -69,7 +69,7 @@ def _parse(k: str) -> Tuple[Optional[int], str]:
 
 
 def _tight(t: Decision, host: str, line: float) -> bool:
-    hm = t.view.hostmem.get(host)
+    hm = t.ctx.view.hostmem.get(host)
     return hm is not None and hm.mem_used > line * t.budget(host)
 
 
@@ -81,23 +81,23 @@ def _recovering(t: Decision, o: Optional[OsdState]) -> bool:
 
 def throttle(t: Decision) -> None:
     """Release what no longer needs a throttle, then throttle the tight hosts' returning OSDs."""
-    if t.state not in ("new", "running", "paused"):
+    if t.ctx.state not in ("new", "running", "paused"):
         return
     _release(t)
-    if t.pol.throttle is None:
+    if t.ctx.policies.throttle is None:
         return
-    for host in t.view.scope_hosts():
+    for host in t.ctx.view.scope_hosts():
         if not _tight(t, host, THROTTLE_AT):
             continue
-        for o in sorted(t.view.by_host.get(host, ()), key=lambda x: x.id):
+        for o in sorted(t.ctx.view.by_host.get(host, ()), key=lambda x: x.id):
             if _recovering(t, o) and o.recovery_config is not None:
                 _apply(t, o)
 
 
 def _apply(t: Decision, o: OsdState) -> None:
     own = dict(o.recovery_config or ())
-    hm = t.view.hostmem[o.host]
-    for name, value in t.pol.throttle(o):
+    hm = t.ctx.view.hostmem[o.host]
+    for name, value in t.ctx.policies.throttle(o):
         k = key(o.id, name)
         if name not in RECOVERY_KEYS or k in t.saved_config:
             continue
@@ -114,7 +114,7 @@ def _release(t: Decision) -> None:
         osd_id, name = _parse(k)
         if osd_id is None or name not in RECOVERY_KEYS:
             continue
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if not _recovering(t, o):
             why = "osd.%d no longer recovers" % osd_id
         elif not _tight(t, o.host, RELEASE_AT):
@@ -173,16 +173,16 @@ def report_waits(t: Decision, settle_max_s: float, acted: Sequence[str]) -> None
         if hs.get("waiting_on") != "memory" or hs.get("in_flight") or host in acted or \
                 hs.get("predicted") is None or hs.get("used") is None:
             continue
-        nxt = t.view.by_id.get(hs.get("next_osd"))
+        nxt = t.ctx.view.by_id.get(hs.get("next_osd"))
         if nxt is None:
             continue
-        ids = sorted(x for x in t.settling if t.view.host_of(x) == host)
-        rows = [(t.view.by_id[x].rss_bytes, t.peaks.get(x, 0),
+        ids = sorted(x for x in t.settling if t.ctx.view.host_of(x) == host)
+        rows = [(t.ctx.view.by_id[x].rss_bytes, t.peaks.get(x, 0),
                  t.grew_at.get(x, t.settling[x]), t.settling[x]) for x in ids
-                if x in t.view.by_id]
+                if x in t.ctx.view.by_id]
         need = hs["used"] + max(0, hs["predicted"] - nxt.rss_bytes) - hs["budget"]
         rec = shrink.recovering(t, host)
-        e = memory_eta(need, rows, t.now, settle_max_s, shrink.rate(rec, t.now))
+        e = memory_eta(need, rows, t.ctx.now, settle_max_s, shrink.rate(rec, t.ctx.now))
         hs["eta_s"] = e["eta_s"] if e["eta_s"] else e["latest_s"]
         what = " and ".join(
             ["%s osd.%s" % (kind, ",".join(str(x) for x in xs)) for kind, xs in (

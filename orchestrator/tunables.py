@@ -23,10 +23,10 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
-if TYPE_CHECKING:     # the type only: decision.py imports nothing from here
-    from .decision import Decision
+from .context import Context
+from .stageout import Health, StageOut
 
 CHECK = "RECOVERY_CRUSH_TUNABLES"
 LOCAL_RETRIES = ("choose_local_tries", "choose_local_fallback_tries")
@@ -43,22 +43,24 @@ def legacy(tunables: Optional[Mapping[str, object]]) -> Optional[str]:
     return ", ".join(why) or None
 
 
-def report(t: "Decision") -> None:
+def report(ctx: Context) -> StageOut:
     """RECOVERY_CRUSH_TUNABLES for each scope host with two or more down OSDs that are out."""
-    why = legacy(t.s.crush_tunables)
+    why = legacy(ctx.snapshot.crush_tunables)
     if not why:
-        return
+        return StageOut()
     out: Dict[str, List[int]] = {}
-    for o in t.view.candidates:
+    for o in ctx.view.candidates:
         if not o.in_:
             out.setdefault(o.host, []).append(o.id)
-    for host, ids in sorted(out.items()):
-        if len(ids) < 2:
-            continue
-        t.health(CHECK, "%s: %d out OSDs (%s) are marked in one at a time as they start, and "
-                 "CRUSH retries inside a host (%s): the first in can take the whole host's "
-                 "PG share, past mon_max_pg_per_osd x osd_max_pg_per_osd_hard_ratio (its PGs "
-                 "stay activating); before the run: ceph osd crush tunables optimal (moves "
-                 "data), or ceph osd add-noin on them and one ceph osd in of them all once "
-                 "they are up" % (host, len(ids), ", ".join("osd.%d" % i for i in sorted(ids)),
-                                  why))
+    lines: List[Health] = [(CHECK, _line(host, ids, why), 1)
+                           for host, ids in sorted(out.items()) if len(ids) >= 2]
+    return StageOut(health=tuple(lines))
+
+
+def _line(host: str, ids: List[int], why: str) -> str:
+    return ("%s: %d out OSDs (%s) are marked in one at a time as they start, and CRUSH "
+            "retries inside a host (%s): the first in can take the whole host's PG share, "
+            "past mon_max_pg_per_osd x osd_max_pg_per_osd_hard_ratio (its PGs stay "
+            "activating); before the run: ceph osd crush tunables optimal (moves data), or "
+            "ceph osd add-noin on them and one ceph osd in of them all once they are up"
+            % (host, len(ids), ", ".join("osd.%d" % i for i in sorted(ids)), why))

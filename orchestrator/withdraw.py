@@ -16,9 +16,13 @@ Rules:
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from .actions import StopOsd
+from .context import Context
 from .model import PROC_STOPPED, clear_osd
 from .decision import Decision
+from .stageout import Staged, StageOut
 
 STOP_RETRY_S = 30.0
 
@@ -28,28 +32,39 @@ def stop_process(t: Decision, o, why: str) -> None:
     OSD needs no ok-to-stop), and keep asking until the helpers report it stopped
     (track_stops)."""
     if o.process != PROC_STOPPED:
-        t.emit("memory", StopOsd(osd=o.id, host=o.host, reason="%s: stop its process" % why))
-        t.stopped[o.id] = t.now
+        t.emit(*_stop(o, why))
+        t.stopped[o.id] = t.ctx.now
 
 
-def track_stops(t: Decision) -> None:
+def _stop(o, why: str) -> Staged:
+    return "memory", StopOsd(osd=o.id, host=o.host, reason="%s: stop its process" % why)
+
+
+def track_stops(ctx: Context, stopped: Mapping[int, float],
+                granted: Mapping[int, float]) -> StageOut:
     """Every tick, in any phase: a withdrawn start's process still running STOP_RETRY_S
-    after its stop was sent is stopped again. Done once it is stopped or up, or granted
-    again by a run."""
-    for osd_id, sent in sorted(t.stopped.items()):
-        o = t.view.by_id.get(osd_id)
-        if o is None or o.up or o.process == PROC_STOPPED or osd_id in t.granted:
-            del t.stopped[osd_id]
-        elif t.now - sent >= STOP_RETRY_S:
-            stop_process(t, o, "withdrawn start still running %.0fs after its stop" % (
-                t.now - sent))
+    after its stop was sent (`stopped`: OSD -> when) is stopped again. Done once it is
+    stopped or up, or granted again by a run."""
+    keep = dict(stopped)
+    acts = []
+    for osd_id, sent in sorted(stopped.items()):
+        o = ctx.view.by_id.get(osd_id)
+        if o is None or o.up or o.process == PROC_STOPPED or osd_id in granted:
+            del keep[osd_id]
+        elif ctx.now - sent >= STOP_RETRY_S:
+            acts.append(_stop(o, "withdrawn start still running %.0fs after its stop" % (
+                ctx.now - sent)))
+            keep[osd_id] = ctx.now
+    if keep == stopped and not acts:
+        return StageOut()
+    return StageOut(actions=tuple(acts), records=(("stopped", keep),))
 
 
 def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None:
     """A run that ends (incomplete, aborted) leaves no grant behind (module docstring);
     `spare_rebuilds`: leave an OSD rebuilding its allocator running (held)."""
     for osd_id in sorted(t.granted):
-        o = t.view.by_id.get(osd_id)
+        o = t.ctx.view.by_id.get(osd_id)
         if spare_rebuilds and t.rebuilding(osd_id):
             t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
                              "(a stop would start the rebuild again)" % osd_id)
