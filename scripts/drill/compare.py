@@ -97,7 +97,8 @@ def figure(naive: Dict[str, Any], controlled: Dict[str, Any]):
             if host not in failed:
                 continue
             line, = ax1.plot(tl["t"], [u / MiB for u in used], label="%s used" % host)
-            if tl["budgets"].get(host):
+            # a naive run starts everything whatever the budget: its budget applied to nothing
+            if tl["budgets"].get(host) and r.get("mode") != "naive":
                 ax1.axhline(tl["budgets"][host] / MiB, linestyle="--",
                             color=line.get_color(), label="%s budget" % host)
         if r.get("host_mem_limit"):
