@@ -76,3 +76,11 @@ def test_an_unreadable_report_is_a_clear_error(tmp_path, capsys):
     assert main(["compare", "--naive", str(tmp_path / "missing.json"), "--controlled",
                  str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
     assert "No such file" in capsys.readouterr().out
+
+
+def test_the_peak_is_the_kernels_watermark_where_the_samples_missed_it():
+    """An OOM kill comes between two samples: the cgroup's watermark saw the limit reached."""
+    r = _report("naive", 2, None, 10, 10, limit=800 * MiB)
+    r["peak_mem_bytes_by_host"] = {"h2": 650 * MiB}
+    r["kernel_peak_mem_bytes_by_host"] = {"h1": 900 * MiB, "h2": 800 * MiB}
+    assert compare.run_summary(r)["peak_mem_bytes"] == 800 * MiB
