@@ -3,7 +3,7 @@ the lab can add and measure.
 
   ceph-recovery-drill --dir D --fail host:h2|rack:r1 [--budget 90%|BYTES]
                       [--host-mem-limit BYTES | --fit-first F | --fit-restart F] [--naive]
-                      [--objects N]
+                      [--objects N] [--objects-before N] [--object-size BYTES]
                       [--downtime S] [--write-load N] [--stop clean|kill] [--stall-limit S]
                       [--inactive-grace S] [--keep] --json OUT
   ceph-recovery-drill render --report FILE|- --png OUT
@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--naive", action="store_true", help="start every failed OSD at once")
     p.add_argument("--objects", type=int, default=2000,
                    help="objects written before, and again during, the outage")
+    p.add_argument("--objects-before", type=int, default=None, metavar="N",
+                   help="objects written before the outage (default: --objects)")
     p.add_argument("--object-size", type=size_arg, default=4096)
     p.add_argument("--downtime", type=float, default=30.0, help="seconds the domain stays down")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for recovery")
@@ -181,10 +183,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("ceph-recovery-drill: --fit-restart needs a controlled run, 0 < F < 1 and no "
               "--host-mem-limit or --fit-first", file=sys.stderr)
         return 2
-    if args.objects < 0 or args.downtime < 0 or args.timeout <= 0 or args.recovery_sleep < 0:
-        print("ceph-recovery-drill: --objects/--downtime/--recovery-sleep must be >= 0, "
-              "--timeout > 0",
-              file=sys.stderr)
+    if min(args.objects, args.objects_before or 0, args.downtime, args.recovery_sleep) < 0 \
+            or args.timeout <= 0:
+        print("ceph-recovery-drill: --objects/--objects-before/--downtime/--recovery-sleep "
+              "must be >= 0, --timeout > 0", file=sys.stderr)
         return 2
     relayed = in_lab_release(args, argv)
     if relayed is not None:
@@ -196,7 +198,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         module_dir = bootstrap.module_dir_from(None, os.getcwd())
     opts = DrillOptions(lab_dir=os.path.abspath(args.dir), fail=args.fail, budget=args.budget,
                         host_mem_limit=args.host_mem_limit, naive=args.naive,
-                        objects=args.objects, object_size=args.object_size,
+                        objects=args.objects, objects_before=args.objects_before,
+                        object_size=args.object_size,
                         downtime=args.downtime, timeout=args.timeout, keep=args.keep,
                         restart_mgr_after=args.restart_mgr_after,
                         fit_first=args.fit_first, fit_restart=args.fit_restart,

@@ -38,8 +38,11 @@ def run_summary(r: Dict[str, Any]) -> Dict[str, Any]:
             "process_starts": _sum(r.get("process_starts_by_osd")),
             "osds": len(osds),
             "host_mem_limit_bytes": r.get("host_mem_limit"),
-            "peak_mem_bytes": max([v for h, v in (r.get("peak_mem_bytes_by_host") or {}).items()
-                                   if h in failed] or [0]),
+            # the kernel's watermark (reset at the drill's start) beside the 0.5 s samples:
+            # an OOM kill comes between two samples, the watermark saw the limit reached
+            "peak_mem_bytes": max([int(v or 0) for k in ("peak_mem_bytes_by_host",
+                                                         "kernel_peak_mem_bytes_by_host")
+                                   for h, v in (r.get(k) or {}).items() if h in failed] or [0]),
             "outcome": r.get("outcome"), "reason": r.get("reason") or drill.get("reason")}
 
 
@@ -97,7 +100,8 @@ def figure(naive: Dict[str, Any], controlled: Dict[str, Any]):
             if host not in failed:
                 continue
             line, = ax1.plot(tl["t"], [u / MiB for u in used], label="%s used" % host)
-            if tl["budgets"].get(host):
+            # a naive run starts everything whatever the budget: its budget applied to nothing
+            if tl["budgets"].get(host) and r.get("mode") != "naive":
                 ax1.axhline(tl["budgets"][host] / MiB, linestyle="--",
                             color=line.get_color(), label="%s budget" % host)
         if r.get("host_mem_limit"):

@@ -186,7 +186,7 @@ def run(d: Any) -> Dict[str, Any]:
                     heap_support_before=d._status().get("heap_support") or {})
     ioctx = d.cluster.open_ioctx(st.get("pool", "lab"))
     objs = ObjectSet(ioctx, o.object_size)
-    objs.write_aio("before", o.objects)
+    objs.write_aio("before", o.objects if o.objects_before is None else o.objects_before)
     sampler = Sampler(st, d.cluster, 0.5, with_module=True)
     for h in st["hosts"]:
         cgroup_limit.reset_peak(st, h)
@@ -296,7 +296,7 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
     journal = [j for j in d._status().get("journal", []) if j.get("time", 0) >= t0]
     budgets = {h: v.get("budget_bytes") for h, v in (rep.get("hosts") or {}).items()}
     host_osds = {h: v["osds"] for h, v in st["hosts"].items()}
-    r.update(times(rep, samples, back))
+    r.update(times(rep, samples, back, d.o.naive))
     r.update({
         "drill": rep, "outcome": rep["outcome"], "reason": rep.get("reason"),
         "wait_rc": wait[0], "wait_text": wait[1], "downtime_s": rep.get("downtime_s"),
@@ -335,10 +335,14 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
 
 
 def times(rep: Dict[str, Any], samples: List[Dict[str, Any]],
-          back: float) -> Dict[str, Optional[float]]:
+          back: float, naive: bool = False) -> Dict[str, Optional[float]]:
     """Times from the bucket's return: the module's, or where it did not measure them (an
-    abort ends once every OSD is up; --naive waits on for clean) the tool's samples'."""
+    abort ends once every OSD is up; --naive waits on for clean) the tool's samples'. A naive
+    run's are the tool's alone: the module stops watching at its abort, before the kernel
+    kills what it started and the PGs go inactive again."""
     seen = report.recovery_times(samples, back)
+    if naive:
+        return seen
     mine = {"time_to_all_up_s": rep.get("time_to_all_up_s"),
             "time_to_all_pgs_active_s": rep.get("time_to_all_active_s"),
             "time_to_all_pgs_clean_s": rep.get("time_to_clean_s")}

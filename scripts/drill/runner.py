@@ -34,6 +34,7 @@ class DrillOptions:
     host_mem_limit: Optional[int] = None
     naive: bool = False
     objects: int = 2000
+    objects_before: Optional[int] = None  # written before the outage (None: `objects`)
     object_size: int = 4096
     downtime: float = 30.0
     timeout: float = 600.0

@@ -46,13 +46,16 @@ def test_summary_has_one_object_per_run_with_the_four_measures(tmp_path):
     assert rows["host memory limit"] == ["600 MiB", "600 MiB"]
 
 
-def test_the_picture_has_both_runs_with_budget_and_limit_lines():
+def test_the_picture_has_both_runs_with_the_limit_and_the_controlled_runs_budget():
+    """A naive run starts everything whatever its budget: only the controlled run's budget
+    is drawn (a naive drill's default budget, 90 % of the host's RAM, would flatten the axis)."""
     fig = compare.figure(_report("naive", 2, None, 10, 10), _report("controlled", 0, 30, 10, 10))
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles == ["naive: every OSD at once: 2 OOM kill(s)",
                       "controlled: ceph recovery: 0 OOM kill(s)"]
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["h2 used", "h2 budget", "cgroup limit (OOM killer)"]
+    labels = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes[:2]]
+    assert labels == [["h2 used", "cgroup limit (OOM killer)"],
+                      ["h2 used", "h2 budget", "cgroup limit (OOM killer)"]]
 
 
 def test_the_picture_draws_the_tools_own_samples_of_the_failed_hosts_only():
@@ -65,8 +68,7 @@ def test_the_picture_draws_the_tools_own_samples_of_the_failed_hosts_only():
                           "t_return": 20.0}
     fig = compare.figure(r, _report("controlled", 0, 30, 10, 10))
     mem = fig.axes[0]
-    assert [ln.get_label() for ln in mem.get_lines()] == [
-        "h2 used", "h2 budget", "cgroup limit (OOM killer)"]
+    assert [ln.get_label() for ln in mem.get_lines()] == ["h2 used", "cgroup limit (OOM killer)"]
     assert list(mem.get_lines()[0].get_xdata()) == [0.0, 30.0, 60.0]
 
 
@@ -74,3 +76,11 @@ def test_an_unreadable_report_is_a_clear_error(tmp_path, capsys):
     assert main(["compare", "--naive", str(tmp_path / "missing.json"), "--controlled",
                  str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
     assert "No such file" in capsys.readouterr().out
+
+
+def test_the_peak_is_the_kernels_watermark_where_the_samples_missed_it():
+    """An OOM kill comes between two samples: the cgroup's watermark saw the limit reached."""
+    r = _report("naive", 2, None, 10, 10, limit=800 * MiB)
+    r["peak_mem_bytes_by_host"] = {"h2": 650 * MiB}
+    r["kernel_peak_mem_bytes_by_host"] = {"h1": 900 * MiB, "h2": 800 * MiB}
+    assert compare.run_summary(r)["peak_mem_bytes"] == 800 * MiB

@@ -268,3 +268,16 @@ def test_times_are_the_modules_and_the_samples_only_where_it_measured_none():
     assert moduledrill.times(rep, samples, 100.0) == {
         "time_to_all_up_s": 4.0, "time_to_all_pgs_active_s": 5.0,
         "time_to_all_pgs_clean_s": 9.0}
+
+
+def test_a_naive_runs_times_are_the_samples_until_the_pgs_stay_active():
+    """The module's abort ends with every OSD up; the kernel kills one after: the naive run's
+    time to all PGs active is when they stay active, from the tool's samples."""
+    rep = {"time_to_all_up_s": 2.0, "time_to_all_active_s": 2.0, "time_to_clean_s": None}
+    c = {"osds": 2, "pgs": 8}
+    samples = [{"time": 100.0 + t, "cluster": dict(c, up=up, pgs_active=a, pgs_clean=cl)}
+               for t, up, a, cl in ((0, [0], 4, 0), (2, [0, 1], 8, 2), (6, [0], 5, 0),
+                                    (20, [0, 1], 8, 4), (30, [0, 1], 8, 8))]
+    assert moduledrill.times(rep, samples, 100.0, naive=True) == {
+        "time_to_all_up_s": 20.0, "time_to_all_pgs_active_s": 20.0,
+        "time_to_all_pgs_clean_s": 30.0}
