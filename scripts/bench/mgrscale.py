@@ -4,9 +4,9 @@ size in DIR/mgr-scale.json.
 
 Per size, in one lab:
 1. idle: the mgr's CPU (utime+stime of its process) and RSS over IDLE_S with the module
-   disabled, then, in a mgr restarted with the module enabled, once its first tick (its first
-   reads) has ended (no run, no helper): the difference is the module's. Each variant runs
-   in a mgr process started for it, so neither carries the other's heap.
+   disabled, then with it enabled (no run, no helper): the difference is the module's. Each
+   variant runs in a mgr process restarted for it, so neither carries the other's heap, and
+   is measured once that mgr's PG map is full (and, with the module, its first tick ended).
 2. a run: every helper reports every 5 s (the helper interval); the failed rack's hosts (rack0,
    >= 200 OSDs) start with their OSDs stopped. After WARM_S, `start-controlled --scope rack0`
    and, at the same time, `maintenance enter` of a host of another rack. The OSDs exist only in
@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import psutil
 
+from ..common.wait import wait_until
 from ..lab import bootstrap, launch, release, scale, teardown
 
 SIZES = ((1000, 200, 5, 20000), (2000, 400, 10, 40000), (5000, 1000, 25, 100000))
@@ -189,11 +190,27 @@ def rate_phase(state: Dict[str, Any], transport: str, rates: Tuple[float, ...]
         timeout=len(rates) * RATE_STEP_S + 300)
 
 
-def idle_phase(state: Dict[str, Any], log: Callable[..., None]) -> Dict[str, Any]:
-    """The mgr's idle cost without the module and with it, each in a mgr started for it: the
-    lab's first mgr (the module disabled), then, the module enabled, a mgr restarted so that
-    it loads the module from its start, measured once the module's first tick has ended."""
-    time.sleep(5)
+def pg_map_loaded(state: Dict[str, Any], pgs: int, timeout: float = 300.0) -> None:
+    """Wait until the running mgr's PG map holds the lab's `pgs` PGs (`pg stat`), then
+    IDLE_SETTLE_S: a new mgr's own memory grows as its PG map fills, so its idle baseline is
+    taken once it is full (the variant with the module waits for the module's first tick,
+    which reads that map)."""
+    def count(d: Any) -> int:
+        d = d if isinstance(d, dict) else {}
+        return int(d.get("num_pgs", (d.get("pg_summary") or {}).get("num_pgs", 0)) or 0)
+    wait_until(lambda: launch.ceph(state, "pg", "stat", timeout=60), timeout, 2.0,
+               done=lambda d: count(d) >= pgs, ignore=(launch.CephError,),
+               what="the mgr's PG map holding %d PGs" % pgs)
+    time.sleep(IDLE_SETTLE_S)
+
+
+def idle_phase(state: Dict[str, Any], pgs: int, log: Callable[..., None]) -> Dict[str, Any]:
+    """The mgr's idle cost without the module and with it, each in a mgr started for it and
+    measured once its PG map is full: a mgr restarted with the module disabled, then, the
+    module enabled, one restarted so that it loads the module from its start, measured once
+    the module's first tick has ended."""
+    launch.restart_mgr(state)
+    pg_map_loaded(state, pgs)
     off = mgr_usage(state, IDLE_S)
     bootstrap.enable_module(state)
     launch.restart_mgr(state)
@@ -221,7 +238,7 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
             phases[name] = round(time.monotonic() - t, 1)
     try:
         log("lab up: %d OSDs, %d hosts, %d PGs (%s)" % (osds, hosts, pgs, state["timings"]))
-        idle = timed("idle", lambda: idle_phase(state, log))
+        idle = timed("idle", lambda: idle_phase(state, pgs, log))
         run, rate = timed("run_and_rate", lambda: run_phase(state, log))
         run["load_avg_1m"] = round(os.getloadavg()[0], 2)
         rate_command = timed("rate_command", lambda: rate_phase(
