@@ -54,7 +54,7 @@ FILE_SECONDS = {
     "test_drill_staged.py": 190, "test_module_commands.py": 160, "test_host_out.py": 135,
     "test_cephadm_podman.py": 120, "test_fault_netns.py": 115, "test_scale_lab.py": 105,
     "test_rebuild_phase.py": 130, "test_helper_lab.py": 90, "test_installed_debs.py": 230,
-    "test_systemd_gate.py": 150, "test_lab.py": 70, "test_demo.py": 400}
+    "test_systemd_gate.py": 150, "test_lab.py": 70}
 FILE_SECONDS_DEFAULT = 120
 
 

@@ -6,6 +6,10 @@ CEPH_RECOVERY_FULL_RELEASE names. On Tentacle (the demo's default release, whose
 its header explains) the two runs must separate: the naive start is OOM-killed, the controlled
 start completes with no OOM kill and every object read back. On the other releases only the
 summary's shape is asserted: the configuration was measured on Tentacle only.
+
+It is not in the integration tier: its 12-OSD lab at full recovery speed beside that tier's
+other worker changes the timing the other labs' tests rest on, and it adds five minutes.
+Run it with `CEPH_RECOVERY_FULL_RELEASE=tentacle .venv/bin/pytest -q tests/demo`.
 """
 from __future__ import annotations
 
