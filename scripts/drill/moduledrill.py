@@ -264,11 +264,18 @@ def _drive(d: Any, hosts: List[str], failed: List[int], limited: List[str],
     t_down = time.time()
     supervise = None
     if rep["phase"] == "down":
+        # a limit given as such goes on before the writes: on a loaded machine they can
+        # outlast the downtime, and the exit must not start under the unlimited host's budget
+        # (a fitted limit needs the history the writes add, so it follows them)
+        early = None if o.fit_first or o.fit_restart else o.host_mem_limit
+        for h in hosts if early else ():
+            cgroup_limit.set_limit(d.state, h, early)
+            limited.append(h)
         t_w = time.time()
         objs.write_aio("during", o.objects)
         d.result["write_rate_obj_s"] = round(o.objects / max(1e-3, time.time() - t_w))
         limit = at_down(d, ans["id"], ans["bucket"], hosts)
-        for h in hosts if limit else ():
+        for h in hosts if limit and not early else ():
             cgroup_limit.set_limit(d.state, h, limit)
             limited.append(h)
         if o.naive:
