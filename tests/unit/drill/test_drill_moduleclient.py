@@ -96,8 +96,8 @@ def log(monkeypatch):
     return out
 
 
-def test_naive_with_a_limit_limits_once_down_then_aborts_then_restarts_as_systemd(log,
-                                                                               monkeypatch):
+def test_naive_with_a_limit_limits_before_its_writes_then_aborts_then_restarts_as_systemd(
+        log, monkeypatch):
     monkeypatch.setattr(moduledrill.naive, "Systemd", RecSystemd(log))
     d = FakeDrill(opts(naive=True, host_mem_limit=3 << 30, write_load=5, concurrency="1"),
                   SCRIPT, log)
@@ -109,9 +109,9 @@ def test_naive_with_a_limit_limits_once_down_then_aborts_then_restarts_as_system
         ("mgr", "recovery drill report", "drill_id=d1"),
         ("mgr", "recovery drill report", "drill_id=d1"),
         ("mgr", "recovery drill report", "drill_id=d1"),
+        ("limit", "h2", 3 << 30),
         ("objects", "during", 2000),
         DRY_RUN,
-        ("limit", "h2", 3 << 30),
         ("mgr", "recovery drill abort"),
         ("systemd", (2, 3)),
         ("systemd tick",), ("mgr", "recovery wait"),
