@@ -122,6 +122,13 @@ class RestartOsd(Action):
     kind: ClassVar[str] = "restart_osd"
     osd: int = -1
     host: str = ""
+    room_for: Optional[int] = None  # the OSD kept in preboot whose slot it shares (room.py)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if self.room_for is None:  # a plain restart reads as it always did
+            del d["room_for"]
+        return d
 
 
 @dataclass(frozen=True)

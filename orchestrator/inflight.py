@@ -45,6 +45,7 @@ from .decision import REBUILD_MAX_S, Decision, fmt_bytes
 from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
+from .reserve import flight
 from .withdraw import stop_process
 from . import dups, shrink
 
@@ -231,7 +232,7 @@ def boots(t: Decision) -> None:
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
-        if not again and (staged_wait(t, o) or not _boot_fits(t, o)):
+        if not again and (staged_wait(t, o) or not _boot_fits(t, o) or _lent(t, o)):
             continue
         peak = None if again or o.rss_bytes <= 0 else t.predictor.boot_peak(o)
         t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
@@ -241,6 +242,20 @@ def boots(t: Decision) -> None:
         t.staged.pop(osd_id, None)
         if not again and o.rss_bytes > 0:
             t.predictor.record_load(osd_id, o.rss_bytes)
+
+
+def _lent(t: Decision, o) -> bool:
+    """An OSD kept in preboot that lent its slot to a restart making room for it
+    (room._restart_allowed) boots only once its host's restarts no longer hold more slots
+    than it has: the restarting OSD loads and peers again, and two growing at once is what a
+    slot count forbids."""
+    here = flight(t).get(o.host, ())
+    restarting = [x for x in here if x in t.ctx.view.restarting or x in t.new_restarts]
+    if not restarting or len(here) <= t.concurrency():
+        return False
+    t.reasons.append("%s: osd.%d stays in preboot while osd.%s restarts in its slot"
+                     % (o.host, o.id, ",".join(map(str, restarting))))
+    return True
 
 
 def _load_note(o, ran: float, known: bool) -> str:

@@ -120,13 +120,23 @@ def _marked_out(actions, intent, snapshot) -> List[str]:
 
 
 def _in_flight(actions, intent, newp, new: View) -> List[str]:
+    """I2, where a restart made for the boot of an OSD kept in preboot (RestartOsd.room_for:
+    granted on its host, still down, not let boot in this tick) shares that OSD's slot."""
     touched = {a.host for a in actions if isinstance(a, (GrantStart, RestartOsd))}
     flight = new.in_flight(newp.osd_map("granted"))
     if not intent.concurrency:
         return []
+    booted = {a.osd for a in actions if isinstance(a, AllowBoot)}
+    lent: Dict[str, int] = {}
+    for a in actions:
+        o = new.by_id.get(a.room_for) if isinstance(a, RestartOsd) and \
+            a.room_for is not None else None
+        if o is not None and o.host == a.host and not o.up and o.id not in booted and \
+                o.id in newp.osd_map("granted"):
+            lent[a.host] = lent.get(a.host, 0) + 1
     return ["I2: host %s has %d in flight > concurrency %d after granting/restarting"
-            % (h, len(flight.get(h, ())), intent.concurrency)
-            for h in sorted(touched) if len(flight.get(h, ())) > intent.concurrency]
+            % (h, len(flight.get(h, ())), intent.concurrency) for h in sorted(touched)
+            if len(flight.get(h, ())) - lent.get(h, 0) > intent.concurrency]
 
 
 def _grants(actions, intent, progress, old: View, summary, policies, newp) -> List[str]:

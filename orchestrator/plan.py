@@ -10,7 +10,9 @@ Invariants (stated here, checked by `check_invariants`, see invariants.py):
   I1 stale epoch: if snapshot.epoch < progress.epoch the only action is Wait and progress is
      returned unchanged; otherwise the new progress records epoch = snapshot.epoch.
   I2 per host, OSDs in flight (granted and not finished, or restarting) <= intent.concurrency
-     (auto, 0: no slot count; memory admission alone bounds them).
+     (auto, 0: no slot count; memory admission alone bounds them); a restart that makes room
+     for the boot of an OSD kept in preboot shares that OSD's slot (room.py), which then
+     boots only once the restart is done.
   I3 a GrantStart is only for an in-scope, down candidate whose host has a fresh helper, no
      network finding, no operator hold over it, and
      used + reserved + need <= budget(host) (see admission.py; a staged start's need is its

@@ -44,8 +44,10 @@ def memory_stage(t: Decision) -> None:
         watch(t)
 
 
-def respond(t: Decision, host: str, why: str) -> bool:
-    """One over_budget policy decision for `host`; validate and record it. True if acted."""
+def respond(t: Decision, host: str, why: str, lends: Optional[int] = None) -> bool:
+    """One over_budget policy decision for `host`; validate and record it. True if acted.
+    `lends`: the OSD kept in preboot the decision makes room for; a restart may share its
+    slot (_restart_allowed)."""
     v = t.ctx.view
     hm = v.hostmem[host]
     act = t.ctx.policies.over_budget(hm, tuple(v.by_host.get(host, ())), _guarded(t, host),
@@ -60,8 +62,11 @@ def respond(t: Decision, host: str, why: str) -> bool:
         t.heap_released[act.osd] = t.ctx.now
         t.heap_rss[act.osd] = v.by_id[act.osd].rss_bytes
     elif isinstance(act, RestartOsd):
-        if not _restart_allowed(t, host, act):
+        if not _restart_allowed(t, host, act, lends):
             return False
+        if lends is not None:
+            act = replace(act, room_for=lends, reason="%s; in the slot of osd.%d, kept in "
+                          "preboot until this restart is done" % (act.reason, lends))
         if t.new_restarts:     # ok-to-stop cleared each OSD alone, not the two together
             t.emit("memory", Wait(host=host, reason="%s %s: restart of osd.%d waits for the "
                                   "next snapshot's ok-to-stop: osd.%s restarts in this tick"
@@ -92,8 +97,13 @@ def _guarded(t: Decision, host: str):
     return replace(t.ctx.snapshot, ok_to_stop=answers)
 
 
-def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
-    """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot."""
+def _restart_allowed(t: Decision, host: str, act: RestartOsd,
+                     lends: Optional[int] = None) -> bool:
+    """Never restart without ok-to-stop True in this snapshot, within cooldown, or off-slot.
+    An OSD kept in preboot (`lends`) lends its slot to the restart that makes room for its
+    boot: it grows no further while held, and at concurrency 1 it would otherwise hold the
+    only slot until the run stalls. It boots only once that restart is done (inflight.boots,
+    invariant I2)."""
     osd = act.osd
     if t.ctx.state == "paused":
         t.reasons.append("%s: restart of osd.%d deferred: paused" % (host, osd))
@@ -110,7 +120,7 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: restarted %.0fs ago (cooldown %.0fs)"
                  % (osd, host, t.ctx.now - t.restarted[osd], t.ctx.intent.restart_cooldown_s))
         return False
-    busy = len(flight(t).get(host, ()))
+    busy = len([x for x in flight(t).get(host, ()) if x != lends])
     if busy >= t.concurrency():
         t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
                          % (host, osd, busy))
@@ -118,12 +128,13 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd) -> bool:
     return True
 
 
-def make_room(t: Decision, host: str, why: str, deficit: int, free: int) -> Optional[Action]:
+def make_room(t: Decision, host: str, why: str, deficit: int, free: int,
+              lends: Optional[int] = None) -> Optional[Action]:
     """Where what restarts on `host` could free (`free`, room()) covers `deficit`, one
-    over_budget decision (respond) to make room; its action, or None. A restart made for room
-    is marked (Decision.room_restarts): a run that ends in the same tick takes it back
-    (ending.py)."""
-    if deficit > free or not respond(t, host, why):
+    over_budget decision (respond, `lends` as there) to make room; its action, or None. A
+    restart made for room is marked (Decision.room_restarts): a run that ends in the same tick
+    takes it back (ending.py)."""
+    if deficit > free or not respond(t, host, why, lends):
         return None
     act = t.stage["memory"][-1]
     if isinstance(act, RestartOsd):
@@ -146,7 +157,7 @@ def room_for_boots(t: Decision) -> None:
         deficit = boot_deficit(t, o)[0] if osd_id in t.staged else \
             hm.mem_used + boot_growth(t, o)[1] - t.budget(o.host)
         if deficit > 0 and make_room(t, o.host, "boot of osd.%d" % osd_id, deficit,
-                                     room(t, o.host)) is not None:
+                                     room(t, o.host), lends=osd_id) is not None:
             acted.add(o.host)
 
 

@@ -2,9 +2,10 @@
 
 Every tick: check_invariants holds (budget admission, no grant under a held domain or on a
 host without helper/with a network finding, restart only with ok-to-stop True, prefix safety),
-at most `concurrency` OSDs in flight per host, no GrantStart under an operator hold, and the
-model itself refuses a RestartOsd without a True ok-to-stop answer. At the end: all OSDs up
-and Done, or a health check that says why not.
+at most `concurrency` OSDs in flight per host (an OSD kept in preboot lends its slot to the
+restart that makes room for it, and does not boot while that restart is in flight), no
+GrantStart under an operator hold, and the model itself refuses a RestartOsd without a True
+ok-to-stop answer. At the end: all OSDs up and Done, or a health check that says why not.
 """
 from __future__ import annotations
 
@@ -62,14 +63,21 @@ def run(model, intent, ticks=TICKS):
     pol = resolve(intent)
     progress, res = Progress(), None
     model.last_progress = model.now
+    lent = {}       # restarting OSD -> the OSD kept in preboot whose slot it shares
     for k in range(ticks):
         snap = model.snapshot()
         res = plan(snap, intent, progress, pol, model.now)
         errs = check_invariants(snap, intent, progress, res, pol, now=model.now)
         assert errs == [], (k, errs, model.log[-12:])
+        lent.update((a.osd, a.room_for) for a in res.actions
+                    if a.kind == "restart_osd" and a.room_for is not None)
         flight = View(snap, intent, res.progress, model.now).in_flight(
             res.progress.osd_map("granted"))
-        assert all(len(v) <= intent.concurrency for v in flight.values()), flight
+        lent = {r: x for r, x in lent.items() if r in flight.get(model.osds[r].host, ())}
+        booted = {a.osd for a in res.actions if a.kind == "allow_boot"}
+        assert not booted & set(lent.values()), (k, lent, booted)
+        assert all(len(v) - sum(r in v and x in v for r, x in lent.items())
+                   <= intent.concurrency for v in flight.values()), (flight, lent)
         for a in res.actions:
             if a.kind == "grant_start":
                 assert not set(model.osds[a.osd].path) & intent.holds
