@@ -168,6 +168,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="the mgr module's own cost on a scale lab (real mon+mgr, map-only "
                     "OSDs, synthetic helpers): DIR/mgr-scale.json, .png, .md")
     ap.add_argument("--mgr-scale-sizes", default="1000,2000,5000")
+    ap.add_argument("--mgr-scale-command", action="store_true",
+                    help="--mgr-scale: at the largest size, also the report rate of helpers "
+                    "that send every report as an mgr command (the transport before the "
+                    "module's endpoint), for comparison")
     ap.add_argument("--render", action="store_true", help="--mgr-scale: only draw the plot "
                     "and page again from DIR/mgr-scale.json")
     ap.add_argument("--lab-dir", default="/tmp/crscale")
@@ -209,7 +213,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .mgrscale_cli import run as mgr_scale
         from ..lab.bootstrap import module_dir_from
         mgr_scale(args.out or "mgr-scale", [int(x) for x in args.mgr_scale_sizes.split(",")],
-                  args.lab_dir, module_dir_from(None, os.getcwd()), args.code, console.log)
+                  args.lab_dir, module_dir_from(None, os.getcwd()), args.code, console.log,
+                  command=args.mgr_scale_command)
         return 0
     if args.sweep:
         args.out = args.out or "sweep"

@@ -14,8 +14,9 @@ Per size, in one lab:
    boots allowed, boot timeouts after BOOT_TIMEOUT_S, stops, grants again), which the synthetic
    helpers carry out. Tick costs come from `ceph recovery perf`.
 3. report rate: the same helpers, right after the run, shorten their interval step by step
-   (RATES); the rate at which the reports' p99 round trip passes 1 s. Then, at the largest
-   size, for comparison, helpers sending every report as an mgr command (COMMAND_RATES).
+   (RATES); the rate at which the reports' p99 round trip passes 1 s. Then, where asked
+   (--mgr-scale-command, at the largest size), for comparison, helpers sending every report
+   as an mgr command (COMMAND_RATES).
 Each phase's wall time is in the raw row (`phases_s`).
 """
 from __future__ import annotations
@@ -222,7 +223,9 @@ def idle_phase(state: Dict[str, Any], pgs: int, log: Callable[..., None]) -> Dic
 
 
 def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
-                 module_dir: str, log: Callable[..., None]) -> Dict[str, Any]:
+                 module_dir: str, log: Callable[..., None],
+                 command: bool = False) -> Dict[str, Any]:
+    """One size's raw row; `command`: with the command transport's rate steps."""
     t0 = time.monotonic()
     teardown.down(lab_dir)
     state = scale.up_scale(lab_dir, scale.ScaleOptions(
@@ -242,7 +245,7 @@ def measure_size(lab_dir: str, osds: int, hosts: int, racks: int, pgs: int,
         run, rate = timed("run_and_rate", lambda: run_phase(state, log))
         run["load_avg_1m"] = round(os.getloadavg()[0], 2)
         rate_command = timed("rate_command", lambda: rate_phase(
-            state, "command", COMMAND_RATES)) if osds == SIZES[-1][0] else None
+            state, "command", COMMAND_RATES)) if command else None
         pg_dump_len = len(launch.ceph(state, "pg", "dump", "pgs_brief", timeout=120)
                           .get("pg_stats", []))
     finally:

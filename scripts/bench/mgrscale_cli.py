@@ -13,7 +13,8 @@ from . import mgrscale, mgrscale_report
 
 
 def run(out_dir: str, sizes: List[int], lab_dir: str, module_dir: str, code: str,
-        log: Callable[..., None]) -> Dict[str, Any]:
+        log: Callable[..., None], command: bool = False) -> Dict[str, Any]:
+    """`command`: the command transport's report rate too, at the largest size."""
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.monotonic()
     raws, rows = [], []
@@ -21,7 +22,8 @@ def run(out_dir: str, sizes: List[int], lab_dir: str, module_dir: str, code: str
         if osds not in sizes:
             continue
         log("mgr-scale: %d OSDs, %d hosts, %d PGs" % (osds, hosts, pgs))
-        raw = mgrscale.measure_size(lab_dir, osds, hosts, racks, pgs, module_dir, log)
+        raw = mgrscale.measure_size(lab_dir, osds, hosts, racks, pgs, module_dir, log,
+                                    command and osds == max(sizes))
         raws.append(raw)
         rows.append(dict(mgrscale_report.row(raw), code=code))
         log(json.dumps({k: rows[-1].get(k) for k in mgrscale_report.FIELDS}))

@@ -105,9 +105,9 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
         "lab_timings": raw["timings"], "wall_s": raw["wall_s"]}
 
 
-def _steps(steps: Optional[List[Dict[str, Any]]]) -> str:
+def _steps(steps: Optional[List[Dict[str, Any]]], none: str = "not measured") -> str:
     if not steps:
-        return "not measured"
+        return none
     return ", ".join("%s: %s ms (%d)" % (st["rate_per_s"], st["p99_ms"], st["failed"])
                      for st in steps)
 
@@ -193,7 +193,8 @@ def page(doc: Dict[str, Any]) -> str:
     for r in doc["rows"]:
         lines.append("- %s %d OSDs: endpoint %s; command %s; load average %s" % (
             r.get("code", "after"), r["osds"], _steps(r.get("rate_steps")),
-            _steps(r.get("command_rate_steps")), r.get("load_avg_1m_in_run")))
+            _steps(r.get("command_rate_steps"), "not measured (--mgr-scale-command)"),
+            r.get("load_avg_1m_in_run")))
     lines += ["", "Command handlers, longest (ms), and the run's instructions:", ""]
     for r in doc["rows"]:
         lines.append("- %s %d OSDs: %s; %d starts instructed (%d OSDs), %d stops%s" % (
