@@ -47,7 +47,7 @@ def memory_stage(t: Decision) -> None:
 def respond(t: Decision, host: str, why: str, lends: Optional[int] = None) -> bool:
     """One over_budget policy decision for `host`; validate and record it. True if acted.
     `lends`: the OSD kept in preboot the decision makes room for; a restart may share its
-    slot (_restart_allowed)."""
+    slot (_restart_allowed), and names it (RestartOsd.room_for) where the slots are full."""
     v = t.ctx.view
     hm = v.hostmem[host]
     act = t.ctx.policies.over_budget(hm, tuple(v.by_host.get(host, ())), _guarded(t, host),
@@ -64,7 +64,7 @@ def respond(t: Decision, host: str, why: str, lends: Optional[int] = None) -> bo
     elif isinstance(act, RestartOsd):
         if not _restart_allowed(t, host, act, lends):
             return False
-        if lends is not None:
+        if lends is not None and len(flight(t).get(host, ())) >= t.concurrency():
             act = replace(act, room_for=lends, reason="%s; in the slot of osd.%d, kept in "
                           "preboot until this restart is done" % (act.reason, lends))
         if t.new_restarts:     # ok-to-stop cleared each OSD alone, not the two together
