@@ -3,7 +3,7 @@ counts. Frozen values, no I/O (see model.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import FrozenSet, Mapping, Tuple
+from typing import FrozenSet, Mapping, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -20,19 +20,20 @@ class PoolInfo:
 class PgMap:
     """PG membership: which OSDs each PG lives on, and which PGs are not active now.
 
-    Cheap by design (a 10,000-OSD cluster has ~320,000 PGs): parallel tuples indexed by a PG
-    index 0..n-1, no object per PG. Shells keep `members`, `pool_of`, `pools`, `by_osd` and
-    `ids` between ticks while the placement does not change and rebuild only `inactive` (the
-    PGs whose state changes are few); plan() only ever looks at the inactive PGs and at the
-    PGs of the few OSDs it considers stopping, never at all of them.
+    Cheap by design (a 10,000-OSD cluster has ~320,000 PGs): parallel sequences indexed by a
+    PG index 0..n-1 (tuples, or a shell's packed arrays that read back as them). Shells keep
+    `members`, `pool_of`, `pools`, `by_osd` and `ids` between ticks while the placement does
+    not change and rebuild only `inactive` (the PGs whose state changes are few); plan() only
+    ever looks at the inactive PGs and at the PGs of the few OSDs it considers stopping,
+    never at all of them.
     """
 
-    members: Tuple[Tuple[int, ...], ...]     # PG index -> its OSDs: the acting set plus the
+    members: Sequence[Tuple[int, ...]]       # PG index -> its OSDs: the acting set plus the
                                              # down OSDs it maps to (they are left out of the
                                              # acting set while down, see the shells)
-    pool_of: Tuple[int, ...]                 # PG index -> pool id
+    pool_of: Sequence[int]                   # PG index -> pool id
     pools: Mapping[int, PoolInfo]            # pool id -> size / min_size
-    by_osd: Mapping[int, Tuple[int, ...]]    # OSD id -> indexes of its PGs
+    by_osd: Mapping[int, Sequence[int]]      # OSD id -> indexes of its PGs
     inactive: FrozenSet[int] = frozenset()   # PG indexes whose state is not active now
     ids: Tuple[str, ...] = ()                # PG index -> "pool.seed" for messages (may be empty)
     unknown: FrozenSet[int] = frozenset()    # PG indexes in state unknown or creating: whether

@@ -22,6 +22,7 @@ from .cluster import CrushIndex, build_snapshot, pg_view
 from .executor import Executor, journal_facts, mon_cmd_for
 from .helperproto import HelperProtocol
 from .instruct import INSTRUCTED, Instructing
+from .packed import ByPg
 from .pgtrack import missed_entries, remember_members, remember_versions
 from . import drillcli, maint, settle, statusdoc
 from .batch import REPEATABLE, Acting
@@ -76,10 +77,11 @@ class Engine(Acting, Instructing, HelperProtocol, RunVerbs):
         self.error: Optional[str] = None
         # checks raised by the shell itself (state store, ...): code -> (summary, detail)
         self.shell_checks: Dict[str, Tuple[str, List[str]]] = {}
-        self.members_seen: Dict[str, Tuple[int, ...]] = {}   # pgid -> members while complete
+        # pgid -> its members while complete (pgtrack.remember_members)
+        self.members_seen: Mapping[str, Tuple[int, ...]] = ByPg()
         # missed entries (pgtrack.missed_entries): the last tick's PG versions, and per down
         # OSD its PGs' versions when it was first seen down (in memory: lost on failover)
-        self.pg_versions: Dict[str, int] = {}
+        self.pg_versions: Mapping[str, int] = ByPg()
         self.down_versions: Dict[int, Dict[str, int]] = {}
         self.maint_health: Tuple[Any, ...] = ()   # RECOVERY_MAINTENANCE (maint.py)
         self.options: Dict[str, Any] = {"helper_stale_timeout": 30.0, "auto_hold": False,
@@ -227,7 +229,7 @@ class Engine(Acting, Instructing, HelperProtocol, RunVerbs):
             snap, pg_dump = pending
             self.pg_versions = remember_versions(snap.osds, self.members_seen,
                                                  self.pg_versions, self.down_versions, pg_dump)
-            remember_members(snap.pg_map, self.members_seen)
+            self.members_seen = remember_members(snap.pg_map, self.members_seen)
 
     def _note_wait(self, now: float, epoch: int, kind: str, reason: str) -> None:
         if self.last_wait != (kind, reason):

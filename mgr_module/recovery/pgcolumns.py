@@ -100,9 +100,15 @@ class PgRows(Sequence):
         self._versions.extend(versions)
         self._logs.append(log)
 
-    def own_strings(self) -> None:
+    def own_strings(self, previous: Optional["PgRows"] = None) -> None:
         """The pgid strings made anew, in one go: those taken from the mgr's dump sit on
-        its memory pages and would keep them resident once that dump is freed."""
+        its memory pages and would keep them resident once that dump is freed. Where they
+        are those of the `previous` read (the PGs did not change), that read's strings are
+        taken instead: what the module keeps across reads (members, versions: pgtrack.py)
+        then shares one string per PG instead of one per read."""
+        if previous is not None and previous._pgids == self._pgids:
+            self._pgids = previous._pgids
+            return
         self._pgids = "\n".join(self._pgids).split("\n") if self._pgids else []
 
     def __len__(self) -> int:

@@ -22,13 +22,19 @@ PGs is no substitute (their logs also hold what was written before the outage: i
 """
 from __future__ import annotations
 
+from array import array
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ceph_recovery.model import OsdState, PgMap, PoolInfo
 
+from .packed import ByPg, Packed, PackedMap
+
 # PG states that say nothing of whether clients reach the PG: a new mgr's PGs before the OSDs
 # report to it, and PGs being created
 UNKNOWN_STATES = frozenset(("unknown", "creating"))
+# a PG without a readable version (pg_versions); versions past 64 bits are not kept either
+NO_VERSION = -1
+INT64 = (1 << 63) - 1
 
 
 # what the shell reads of a PG's stats (get("pg_dump") holds some 60 values per PG, nested;
@@ -71,14 +77,14 @@ def _version(pg: Mapping[str, Any]) -> Optional[int]:
     return int(v) if v.isdigit() else None
 
 
-def pg_versions(pg_dump: Any) -> Dict[str, int]:
-    """pgid -> the version of its last update (see missed_entries)."""
-    out = {}
+def pg_versions(pg_dump: Any) -> ByPg:
+    """pgid -> the version of its last update (see missed_entries), packed (packed.py)."""
+    ids, versions = [], array("q")
     for pg in _pg_stats(pg_dump):
+        ids.append(str(pg.get("pgid", "")))
         v = _version(pg)
-        if v is not None:
-            out[str(pg.get("pgid", ""))] = v
-    return out
+        versions.append(NO_VERSION if v is None or v > INT64 else v)
+    return ByPg(ids, versions, NO_VERSION)
 
 
 def missed_entries(pg_dump: Any, at_down: Mapping[int, Mapping[str, int]]) -> Dict[int, int]:
@@ -101,16 +107,22 @@ def missed_entries(pg_dump: Any, at_down: Mapping[int, Mapping[str, int]]) -> Di
 
 def remember_versions(osds: Iterable[OsdState], members_seen: Mapping[str, Tuple[int, ...]],
                       before: Mapping[str, int], down_versions: Dict[int, Dict[str, int]],
-                      pg_dump: Any) -> Dict[str, int]:
+                      pg_dump: Any) -> ByPg:
     """Keeps, in `down_versions`, for an OSD seen down for the first time the versions its PGs
     (members_seen) had one tick earlier (`before`: from before it went down); forgets an OSD
-    up again. Returns this tick's versions (the next call's `before`)."""
+    up again. Returns this tick's versions (the next call's `before`). One pass over the
+    PGs, however many OSDs went down."""
+    new: Dict[int, Dict[str, int]] = {}
     for o in osds:
         if o.up:
             down_versions.pop(o.id, None)
         elif o.id not in down_versions and before:
-            down_versions[o.id] = {pgid: before[pgid] for pgid, m in members_seen.items()
-                                   if o.id in m and pgid in before}
+            new[o.id] = down_versions[o.id] = {}
+    if new:
+        for pgid, members in members_seen.items():
+            for osd in members:
+                if osd in new and pgid in before:
+                    new[osd][pgid] = before[pgid]
     return pg_versions(pg_dump)
 
 
@@ -140,18 +152,18 @@ def _members(pg: Mapping[str, Any], active: bool, seen: Tuple[int, ...],
 def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
                   members_seen: Optional[Mapping[str, Tuple[int, ...]]] = None
                   ) -> Optional[PgMap]:
-    """The snapshot's PgMap (see the module docstring), None when the dump has no PGs."""
+    """The snapshot's PgMap (see the module docstring), None when the dump has no PGs. Its
+    members, pools and PG indexes per OSD are packed (packed.py)."""
     pools = {int(p["pool"]): PoolInfo(size=int(p.get("size", 0) or 0),
                                       min_size=int(p.get("min_size", 0) or 0),
                                       name=str(p.get("pool_name") or ""))
              for p in osd_map.get("pools", []) or [] if "pool" in p}
     known = {o.get("osd"): o.get("osd") for o in osd_map.get("osds", []) or []}
-    seen = members_seen or {}
+    seen = members_seen if isinstance(members_seen, ByPg) else ByPg.of(members_seen or {})
     ids: List[str] = []
-    members: List[Tuple[int, ...]] = []
-    pool_of: List[int] = []
+    members, pool_of = Packed(), array("i")
     inactive, unknown = [], []
-    by_osd: Dict[int, List[int]] = {}
+    by_osd: Dict[int, Any] = {}
     for pg in _pg_stats(pg_dump):
         pgid = str(pg.get("pgid", ""))
         pool = pgid.split(".", 1)[0]
@@ -159,8 +171,8 @@ def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
             continue
         states = pg_states(pg)
         active = "active" in states
-        m = _members(pg, active, tuple(seen.get(pgid, ())), known)
         i = len(ids)
+        m = _members(pg, active, tuple(seen.at(i, pgid, ())), known)
         ids.append(pgid)
         members.append(m)
         pool_of.append(int(pool))
@@ -169,19 +181,25 @@ def pg_membership(pg_dump: Any, osd_map: Mapping[str, Any],
             if states & UNKNOWN_STATES:
                 unknown.append(i)
         for o in m:
-            by_osd.setdefault(o, []).append(i)
+            if o not in by_osd:
+                by_osd[o] = array("i")
+            by_osd[o].append(i)
     if not ids:
         return None
-    return PgMap(members=tuple(members), pool_of=tuple(pool_of), pools=pools,
-                 by_osd={o: tuple(v) for o, v in by_osd.items()},
+    return PgMap(members=members, pool_of=pool_of, pools=pools, by_osd=PackedMap(by_osd),
                  inactive=frozenset(inactive), ids=tuple(ids), unknown=frozenset(unknown))
 
 
-def remember_members(pg_map: Optional[PgMap], seen: Dict[str, Tuple[int, ...]]) -> None:
-    """Keep each PG's members while it has its pool's full size (all of them known)."""
+def remember_members(pg_map: Optional[PgMap], seen: Mapping[str, Tuple[int, ...]]) -> ByPg:
+    """Each PG's members while it has its pool's full size (all of them known), else those
+    kept before: `seen` renewed in the order of `pg_map`'s PGs (a PG gone from the map is
+    forgotten)."""
+    old = seen if isinstance(seen, ByPg) else ByPg.of(seen)
     if pg_map is None:
-        return
+        return old
+    kept = Packed()
     for i, pgid in enumerate(pg_map.ids):
         m = pg_map.members[i]
-        if len(m) >= pg_map.pools[pg_map.pool_of[i]].size:
-            seen[pgid] = m
+        kept.append(m if len(m) >= pg_map.pools[pg_map.pool_of[i]].size else
+                    old.at(i, pgid, ()))
+    return ByPg(pg_map.ids, kept)

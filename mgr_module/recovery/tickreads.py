@@ -53,15 +53,17 @@ def _large(slim: Dict[str, Any]) -> bool:
     return len(slim["pg_stats"]) >= TRIM_AFTER_PGS
 
 
-def _compact(slim: Dict[str, Any]) -> Dict[str, Any]:
+def _compact(slim: Dict[str, Any], previous: Any = None) -> Dict[str, Any]:
     """A large slim dump with its PGs in columns (pgcolumns.PgRows), the full dump's memory
-    then given back (TRIM_AFTER_PGS); the caller holds no other reference to it by now."""
+    then given back (TRIM_AFTER_PGS); the caller holds no other reference to it by now.
+    `previous`: the last read kept, whose pgid strings are reused where they are the same."""
     if not _large(slim):
         return slim
     rows = PgRows(slim["pg_stats"])
     slim = dict(slim, pg_stats=rows, osd_stats=json.loads(json.dumps(slim["osd_stats"])))
     _release_heap()
-    rows.own_strings()
+    before = (previous or {}).get("pg_stats")
+    rows.own_strings(before if isinstance(before, PgRows) else None)
     _release_heap()
     return slim
 
@@ -174,7 +176,7 @@ class TickReads(object):
                 answered.append(time.monotonic())
         # no name holds the full dump or the list slimmed from it: each is freed as soon
         # as what is built from it stands, before _compact gives the memory back
-        slim = _compact(slim_pg_dump(read()))
+        slim = _compact(slim_pg_dump(read()), self._reads.get("pgs"))
         self.meter.phase("pg_slim", time.monotonic() - answered[0])
         return slim
 

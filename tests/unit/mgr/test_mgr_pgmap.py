@@ -60,8 +60,42 @@ def test_remember_members_keeps_complete_pgs_only():
     dump = {"pg_stats": [
         {"pgid": "1.0", "state": "active+clean", "up": [0, 1, 2], "acting": [0, 1, 2]},
         {"pgid": "1.1", "state": "active+undersized", "up": [3, 4], "acting": [3, 4]}]}
-    seen = {"1.1": (3, 4, 5)}
-    pgtrack.remember_members(pgtrack.pg_membership(dump, OSD_MAP), seen)
-    assert seen == {"1.0": (0, 1, 2), "1.1": (3, 4, 5)}
+    seen = pgtrack.remember_members(pgtrack.pg_membership(dump, OSD_MAP), {"1.1": (3, 4, 5)})
+    assert dict(seen.items()) == {"1.0": (0, 1, 2), "1.1": (3, 4, 5)}
     # the next tick's membership of 1.1 takes osd.5 back from what was seen
     assert pgtrack.pg_membership(dump, OSD_MAP, seen).members[1] == (3, 4, 5)
+
+
+def test_members_kept_across_reads_are_found_when_the_pgs_move_and_forgotten_when_gone():
+    """Kept in the order of the read they came from, looked up by pgid where a later read
+    lists the PGs otherwise; a PG gone from the map is not kept."""
+    first = {"pg_stats": [
+        {"pgid": "1.0", "state": "active+clean", "up": [0, 1, 2], "acting": [0, 1, 2]},
+        {"pgid": "1.1", "state": "active+clean", "up": [3, 4, 5], "acting": [3, 4, 5]},
+        {"pgid": "1.2", "state": "active+clean", "up": [1, 3, 5], "acting": [1, 3, 5]}]}
+    seen = pgtrack.remember_members(pgtrack.pg_membership(first, OSD_MAP), {})
+    later = {"pg_stats": [      # 1.0 gone, 1.2 listed before 1.1, both undersized
+        {"pgid": "1.2", "state": "active+undersized", "up": [1, 3], "acting": [1, 3]},
+        {"pgid": "1.1", "state": "undersized+peered", "up": [3], "acting": [3]}]}
+    pm = pgtrack.pg_membership(later, OSD_MAP, seen)
+    assert pm.members == ((1, 3, 5), (3, 4, 5)) and pm.by_osd[5] == (0, 1)
+    again = pgtrack.remember_members(pm, seen)
+    assert dict(again.items()) == {"1.2": (1, 3, 5), "1.1": (3, 4, 5)}
+    assert "1.0" not in again and again.get("1.0") is None
+
+
+def test_versions_of_the_pgs_of_osds_going_down_are_kept_in_one_pass():
+    """osd.4 and osd.5 first seen down: each keeps the versions its PGs had one read before
+    (a PG without a readable version is left out); osd.3, up, is forgotten."""
+    from ceph_recovery.model import OsdState
+    dump = {"pg_stats": [{"pgid": "1.0", "version": "12'40"}, {"pgid": "1.1", "version": "12'7"},
+                         {"pgid": "1.2", "version": "bad"}]}
+    before = pgtrack.pg_versions(dump)
+    assert dict(before.items()) == {"1.0": 40, "1.1": 7}
+    seen = {"1.0": (0, 4, 5), "1.1": (3, 4, 2), "1.2": (1, 5, 3)}
+    down = {3: {"1.1": 1}}
+    osds = [OsdState(id=i, host="h%d" % (i // 2 + 1), crush_path=(), up=i == 3)
+            for i in (3, 4, 5)]
+    now = pgtrack.remember_versions(osds, seen, before, down, {"pg_stats": []})
+    assert down == {4: {"1.0": 40, "1.1": 7}, 5: {"1.0": 40}}
+    assert dict(now.items()) == {}
