@@ -23,9 +23,9 @@ big, and RSS can run 20 % over osd_memory_target; it protects the first wave whe
 prior is far below this cluster's real sizes).
 Until WARMUP_OBSERVATIONS starts were measured (real peaks), predictions were shaped by the
 prior and lower bounds only. A host's first start in flight is admitted on the rule above
-(Decision.concurrency: 1); a start beside others in flight (up to Context.slots: intent.concurrency,
+(warmup.concurrency: 1); a start beside others in flight (up to Context.slots: intent.concurrency,
 or as many as memory admits with `auto`) only where the rule holds with every prediction in
-it x Decision.margin(): the candidate's, and those behind the reservations of the OSDs in
+it x warmup.margin: the candidate's, and those behind the reservations of the OSDs in
 flight and settling on that host (a settling OSD past its peak keeps its plain way back up).
 Where every OSD still waiting on that host fits on its plain prediction (_queue_fits), starting
 them together costs nothing and they boot as they load; where they do not, a start beside
@@ -43,6 +43,7 @@ from .staging import PEERING_PER_HOST, STAGED_PER_HOST
 from .decision import Decision, fmt_bytes
 from .predict import PROBE_LOAD_FRACTION
 from .view import HELPER_STALE_S
+from .warmup import concurrency
 from .room import make_room, room
 from .reserve import flight as flight_now, host_margin, reserved, staged_rest
 from . import dups, shrink
@@ -169,7 +170,8 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     if st["in_flight"] and not _queue_fits(t, st):
         _try_staged(t, o, st, pred)
         return
-    if len(st["in_flight"]) >= t.concurrency():     # beside others: charged with the margin
+    plain = concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+    if len(st["in_flight"]) >= plain:     # beside others: charged with the margin
         _try_beside(t, o, st, pred, need, need_margin)
         return
     probe = False
@@ -235,7 +237,8 @@ def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
     admitted on its load (Predictor.expected_load; x the margin beside others while the run
     warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
     load = t.predictor.expected_load(o.id)
-    beside = len(st["in_flight"]) >= t.concurrency()
+    plain = concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+    beside = len(st["in_flight"]) >= plain
     margin = st["margin"] if beside else 1.0
     res = st["reserved_margin"] if beside else st["reserved"]
     need, need_margin = max(0, load - o.rss_bytes), max(0, int(load * margin) - o.rss_bytes)

@@ -10,7 +10,7 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   admitted on (Predictor.admitted_peak), and nothing holds it (below). Where predictions hold,
   what the room above the budget must hold is what an OSD grows past its prediction within
   one tick, and none did.
-  The same evidence ends the warm-up of concurrency auto (Decision.warmed_up: starts beside
+  The same evidence ends the warm-up of concurrency auto (warmup.warmed_up: starts beside
   others on their plain predictions), before any start settled.
 - "held": once this run's OSDs on one host together grew past the peaks their starts were
   admitted on by more than AUTO_OUTGROWTH_SHARE of the room above the raised budget
@@ -18,7 +18,7 @@ Rules (Progress.budget_state, persisted, so a failover keeps what the run learnt
   the budget goes back to (or stays at) Budget.value for the rest of the run: predictions
   that failed on this cluster by that much are reason enough to keep the full room.
 A fixed budget (`--budget 90%`, `--budget 24G`) follows the same rules without moving: its
-state becomes "validated" where an auto budget's is raised (Decision.warmed_up: concurrency
+state becomes "validated" where an auto budget's is raised (warmup.warmed_up: concurrency
 auto's warm-up margin goes), and "held" where an auto one is held (the margin stays).
 Measured (simulator, the hosts x RAM sweep, seeds 1-3; docs/memory-model.md "The budget rises
 where predictions hold"): failing lines 9 -> 5, the sum of the times to all PGs active -10 %,

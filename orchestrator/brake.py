@@ -13,7 +13,7 @@ Rules:
   void: nothing says where its growth ends; an OSD within its prediction is not stopped, the
   admission already counted its peak), before the kernel's OOM killer picks one; only with ok-to-stop
   True in this snapshot (never otherwise) and, where the snapshot has PG membership, only if
-  no PG with min_size members up drops below it (Decision.may_stop), at most one per tick. The OSD is held again (noup),
+  no PG with min_size members up drops below it (StopCheck.may_stop), at most one per tick. The OSD is held again (noup),
   its peak so far becomes an observation (its next prediction is at least that) and it counts
   as a failed start (MAX_START_FAILURES): it is started again only when that peak fits.
 """
@@ -64,7 +64,7 @@ def brake(t: Decision, host: str) -> bool:
     if hm.mem_used <= BRAKE_AT * hm.cap:
         return False
     for o in _ours(t, host):
-        if not t.may_stop(o.id) or o.rss_bytes <= _admitted(t, o):
+        if not t.stops.may_stop(o.id) or o.rss_bytes <= _admitted(t, o):
             continue
         t.emit("hold_osds", HoldOsd(osd=o.id, reason="stopped over budget: held again"))
         t.emit("memory", StopOsd(osd=o.id, host=host, reason=(

@@ -32,7 +32,7 @@ class Context:
 
     def slots(self) -> int:
         """Starts allowed in flight per host at all: intent.concurrency, AUTO_SLOTS for
-        CONCURRENCY_AUTO. Those beyond Decision.concurrency() are charged Decision.margin()
+        CONCURRENCY_AUTO. Those beyond warmup.concurrency are charged warmup.margin
         (admission.py)."""
         return self.intent.concurrency or AUTO_SLOTS
 

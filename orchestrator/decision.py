@@ -8,31 +8,20 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
-from .membership import stop_breaks
 from .context import Context
 from .holds import Buckets
-from .model import (HealthCheck, Observation, Progress, columns, records_from,
-                    BUDGET_RAISED, BUDGET_VALIDATED, budget_now)
-from .predict import WARMUP_OBSERVATIONS, Predictor
+from .model import HealthCheck, Observation, Progress, budget_now, columns, records_from
+from .predict import Predictor
 from .result import PlanResult
 from .stageout import StageOut
+from .stopcheck import StopCheck
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
-WARMUP_MARGIN = 1.7         # below WARMUP_OBSERVATIONS (predict.py) a start beside another in
-                            # flight on its host, and the OSDs in flight and settling
-                            # beside it, are charged prediction x this: the worst measured
-                            # under-prediction of a prediction no real peak shaped (simulator,
-                            # one rack down 1 h: peaks 6.1-6.6 GiB on predictions 3.9-4.9 GiB,
-                            # 6.6 / 3.9 = 1.69; docs/memory-model.md "Auto concurrency holds
-                            # the budget"; lab: 2.7 x the load where 2 x was assumed, 1.35)
-# The longest an OSD's allocator rebuild holds its boot clock (Decision.rebuild_clock): 2 h,
-# the startup probe Rook had to allow for this phase (rook#10196). Long enough for the field's
-# "minutes to hours"; past it the run may end incomplete, and it still never stops the OSD.
-REBUILD_MAX_S = 7200.0
 MAX_DETAIL = 50             # health detail lines / summary reasons kept (the count stays exact)
 SUMMARY = {"RECOVERY_BUDGET_EXCEEDED": "%d host(s) over their recovery memory budget",
            "RECOVERY_BUDGET_TOO_SMALL": "%d host(s) cannot fit their next OSD in the budget",
@@ -117,7 +106,6 @@ class Decision:
         self.hosts_summary: Dict[str, dict] = {}
         self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
         self._budgets: Dict[str, int] = {}
-        self._breaks: Dict[Tuple[int, int], List[int]] = {}
         # peak predictions over this decision's own maps, observations and finished set
         self.predictor = Predictor(ctx.view, ctx.policies.footprint, ctx.now, self.cols,
                                    self.observations, self.finished)
@@ -159,115 +147,13 @@ class Decision:
     def clear_budgets(self) -> None:
         self._budgets.clear()
 
-    def grant_clock(self, osd_id: int) -> float:
-        """When a granted OSD's boot_timeout started: its boot (AllowBoot), else its grant --
-        or the end of its allocator rebuild, if later (rebuild_clock)."""
-        base = self.booting.get(osd_id, self.granted[osd_id])
-        rebuilt = self.rebuild_clock(osd_id)
-        return base if rebuilt is None else max(base, rebuilt)
-
-    def rebuild_clock(self, osd_id: int) -> Optional[float]:
-        """Where a granted OSD's allocator rebuild (BlueStore's scan of every onode after an
-        unclean stop, before it loads any PG; model.DAEMON_REBUILDING) leaves its boot clock:
-        the last tick it was seen rebuilding, so the clock restarts when the rebuild ends.
-        The rebuild is the OSD's own work, minutes to hours on a large OSD, and a stop would
-        only start it again (the stop is unclean too). At most REBUILD_MAX_S after it was
-        first seen: past that the clock runs (inflight._timed_out names it, never stops it,
-        and it is no progress: the stall rule ends the run). None if it was never seen."""
-        seen = self.rebuild_seen.get(osd_id)
-        if seen is None:
-            return None
-        return min(seen, self.rebuild_from.get(osd_id, seen) + REBUILD_MAX_S)
-
-    def rebuilding(self, osd_id: int) -> bool:
-        """Seen rebuilding its allocator in this tick's snapshot."""
-        return self.rebuild_seen.get(osd_id) == self.ctx.now
-
-    def clock_bound(self, osd_id: int) -> float:
-        """The latest a granted OSD's boot clock can start if nothing else moves it: its
-        grant_clock, or for one rebuilding now the end of its REBUILD_MAX_S."""
-        clock = self.grant_clock(osd_id)
-        if self.rebuilding(osd_id):
-            clock = max(clock, self.rebuild_from.get(osd_id, self.ctx.now) + REBUILD_MAX_S)
-        return clock
-
-    def stopping(self) -> Set[int]:
-        """OSDs counted as stopped by every later stop decision, on every host: this tick's
-        restarts and the restarts of earlier ticks still in flight (view.restarting: the
-        instruction may not have run yet, or the OSD is back but still peering). An
-        ok-to-stop answer asked before one of them cleared each OSD alone."""
-        return set(self.new_restarts) | self.ctx.view.restarting
-
-    def stop_breaks(self, osd_id: int) -> List[int]:
-        """PG indexes a stop of `osd_id` now would take below min_size (with the restarts in
-        flight counted as stopped too); empty when the snapshot has no PG membership."""
-        pm = self.ctx.snapshot.pg_map
-        if pm is None:
-            return []
-        key = (osd_id, len(self.new_restarts))     # new_restarts only grows within a tick
-        if key not in self._breaks:
-            self._breaks[key] = stop_breaks(pm, self.ctx.up, osd_id, self.stopping() - {osd_id})
-        return self._breaks[key]
-
-    def _blind_overlap(self, osd_id: int) -> bool:
-        """Without PG membership nothing says whether two stops share a PG: one in flight at
-        a time, cluster-wide (a second one in this tick waits: room.py)."""
-        return self.ctx.snapshot.pg_map is None and bool(self.ctx.view.restarting - {osd_id})
-
-    def may_stop(self, osd_id: int) -> bool:
-        """ok-to-stop True in this snapshot AND no PG with min_size up drops below it, the
-        restarts in flight counted as stopped (Ceph's ok-to-stop clears a returning OSD still
-        recovering even where it does: the core never makes an active PG inactive)."""
-        return self.ctx.snapshot.ok_to_stop.get(osd_id) is True and \
-            not self.stop_breaks(osd_id) and not self._blind_overlap(osd_id)
-
-    def stop_refusal(self, osd_id: int) -> str:
-        """Why the membership refuses stopping `osd_id` ("" if it does not)."""
-        if self._blind_overlap(osd_id):
-            return "osd.%s restarting: without PG membership one stop at a time" % ",".join(
-                str(x) for x in sorted(self.ctx.view.restarting - {osd_id}))
-        bad = self.stop_breaks(osd_id)
-        if not bad:
-            return ""
-        pm = self.ctx.snapshot.pg_map
-        return "its stop would take %d PG(s) below min_size (%s)" % (
-            len(bad), ", ".join(pm.name(x) for x in bad[:3]) + (", ..." if len(bad) > 3 else ""))
-
-    def concurrency(self) -> int:
-        """Starts in flight per host charged their plain prediction (and restarts allowed
-        beside them): 1 until warmed_up(), then ctx.slots(). Starts beyond it, up to ctx.slots(),
-        are charged margin() (admission.py). Lower bounds do not open it (load floors, peaks so
-        far of OSDs still settling, even those already past a peak: the first to pass theirs
-        missed the least history): every start admitted on a prediction that only lower
-        bounds shaped adds its under-prediction to the host (simulator, one rack down 1 h:
-        1.14 x the budget at 1,200 OSDs when load floors opened it, 1.06 when past peaks did;
-        0.93 with real peaks, and faster)."""
-        if not self.warmed_up():
-            return 1
-        return self.ctx.slots()
-
-    def margin(self) -> float:
-        """The factor on predictions that charges a start beyond concurrency() (until
-        warmed_up(), WARMUP_MARGIN): more starts per host
-        when memory admits them with that margin, instead of one until three starts settled
-        (simulator, one rack down 1 h, 30 hosts, seed 1, all PGs active: 64 GiB 715 -> 230 s,
-        48 GiB 1,090 -> 805 s, 44 GiB 1,215 -> 1,065 s, failed hosts' peak <= 0.93 x the
-        budget; with a margin of 1.0 the 44 GiB cell peaked at 1.18 x the budget). 1.0 once
-        warmed_up()."""
-        if not self.warmed_up():
-            return WARMUP_MARGIN
-        return 1.0
-
-    def warmed_up(self) -> bool:
-        """Predictions are shaped by real peaks: WARMUP_OBSERVATIONS settled starts are known,
-        or this run's auto budget was raised, or its fixed one validated (autobudget.py:
-        AUTO_EVIDENCE OSDs it let boot are past their peaks, each within the peak its start
-        was admitted on, and none outgrew its prediction on a host or failed a start; a
-        budget held later ends this again). Settling takes minutes
-        (inflight.SETTLE_QUIET_S); peaks within their predictions show the same sooner
-        (measured in docs/memory-model.md, "Staged starts: a host's OSDs peer in turn")."""
-        return self.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED) or \
-            self.predictor.final_observations() >= WARMUP_OBSERVATIONS
+    @cached_property
+    def stops(self) -> StopCheck:
+        """Whether the run may stop an OSD now (stopcheck.py), over this call's snapshot and
+        its restarts: those in flight and this tick's own (new_restarts, as it grows)."""
+        ctx = self.ctx
+        return StopCheck(ctx.snapshot.pg_map, ctx.up, ctx.view.restarting,
+                         ctx.snapshot.ok_to_stop, self.new_restarts)
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
 from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
 from .context import Context
+from .bootclock import clock_bound, grant_clock
 from .decision import Decision, fmt_bytes
 from .stageout import StageOut
 from .withdraw import withdraw_grants
@@ -58,7 +59,8 @@ def _progressing(t: Decision) -> bool:
     new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in was] + \
         [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
     live = [x for x in t.granted if x not in t.kept_preboot and
-            t.ctx.now - t.grant_clock(x) < t.ctx.intent.boot_timeout_s]
+            t.ctx.now - grant_clock(x, t.granted, t.booting, t.rebuild_seen, t.rebuild_from)
+            < t.ctx.intent.boot_timeout_s]
     return bool(new or live or t.settling)
 
 
@@ -74,7 +76,8 @@ def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
         return t.stalled_since + t.ctx.intent.stall_limit_s
     last = t.ctx.now
     for x in t.granted:
-        last = max(last, t.clock_bound(x) + t.ctx.intent.boot_timeout_s)
+        bound = clock_bound(x, t.granted, t.booting, t.rebuild_seen, t.rebuild_from, t.ctx.now)
+        last = max(last, bound + t.ctx.intent.boot_timeout_s)
     for x, at in t.settling.items():
         last = max(last, at + settle_max_s)
     return last + t.ctx.intent.stall_limit_s

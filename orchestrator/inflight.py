@@ -18,7 +18,7 @@ Timing constants (seconds):
                    lost): admitted again like any failed start.
 A granted OSD that reports DAEMON_REBUILDING (BlueStore rebuilding its allocator after an
 unclean stop, before it loads any PG) holds its boot clock while the rebuild lasts, at most
-decision.REBUILD_MAX_S (Decision.rebuild_clock): boot_timeout and BOOT_OBSERVE_MAX_S count from
+bootclock.REBUILD_MAX_S (bootclock.rebuild_clock): boot_timeout and BOOT_OBSERVE_MAX_S count from
 the rebuild's end. No timeout of the run stops it, even past that maximum (a stop only starts
 the rebuild again): it is then named in RECOVERY_BOOT_TIMEOUT and is no progress, so the
 stall rule still ends the run in bounded time (ending.py). Its rss is in its host's `used`
@@ -41,7 +41,9 @@ from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
                     SETTLE_MARKERS, START_MARKERS, Observation, clear_osd)
 from .context import Context
-from .decision import REBUILD_MAX_S, Decision, fmt_bytes
+from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
+from .decision import Decision, fmt_bytes
+from .warmup import concurrency
 from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
@@ -95,7 +97,7 @@ def track_in_flight(t: Decision) -> None:
             _failed_start(t, o)
             continue
         track_rebuild(t, o)
-        since = t.grant_clock(osd_id)
+        since = grant_clock(osd_id, t.granted, t.booting, t.rebuild_seen, t.rebuild_from)
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
         if not o.up and osd_id not in t.staged and t.ctx.now - since >= t.ctx.intent.boot_timeout_s:
             _timed_out(t, o, booted is not None, t.ctx.now - since)
@@ -103,7 +105,7 @@ def track_in_flight(t: Decision) -> None:
 
 def track_rebuild(t: Decision, o) -> None:
     """A granted OSD down and running that reports DAEMON_REBUILDING: first and last seen so
-    (Decision.rebuild_clock holds its boot clock meanwhile)."""
+    (bootclock.rebuild_clock holds its boot clock meanwhile)."""
     if o.up or o.process != PROC_RUNNING or o.daemon_state != DAEMON_REBUILDING:
         return
     first = t.rebuild_from.setdefault(o.id, t.ctx.now)
@@ -123,7 +125,7 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
     rebuilding its allocator past REBUILD_MAX_S: named, never stopped (a stop only starts the
     rebuild again); the stall rule ends the run."""
     what = "allowed to boot" if booted else "granted"
-    if t.rebuilding(o.id):
+    if rebuilding(o.id, t.rebuild_seen, t.ctx.now):
         t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: still rebuilding its allocator %.0fs "
                  "after it began (unclean stop), past the %.0fs the run waits for it: not "
                  "stopped (a stop starts the rebuild again), no longer progress" % (
@@ -224,10 +226,11 @@ def boots(t: Decision) -> None:
         if "noup" not in o.flags:
             t.booting.setdefault(osd_id, t.ctx.now)      # nothing holds it: it is booting
             continue
-        if t.rebuilding(osd_id):                    # no PG loaded yet, whatever its rss
+        if rebuilding(osd_id, t.rebuild_seen, t.ctx.now):    # no PG loaded yet, whatever its rss
             continue
         started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        ran = t.ctx.now - max(started, t.rebuild_clock(osd_id) or started)
+        ran = t.ctx.now - max(started, rebuild_clock(osd_id, t.rebuild_seen, t.rebuild_from)
+                               or started)
         known = _loaded(t, o, ran)
         again = osd_id in t.booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
@@ -251,7 +254,8 @@ def _lent(t: Decision, o) -> bool:
     slot count forbids."""
     here = flight(t).get(o.host, ())
     restarting = [x for x in here if x in t.ctx.view.restarting or x in t.new_restarts]
-    if not restarting or len(here) <= t.concurrency():
+    if not restarting or len(here) <= concurrency(
+            t.budget_state, t.predictor.final_observations(), t.ctx.slots()):
         return False
     t.reasons.append("%s: osd.%d stays in preboot while osd.%s restarts in its slot"
                      % (o.host, o.id, ",".join(map(str, restarting))))

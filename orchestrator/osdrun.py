@@ -34,7 +34,7 @@ class OsdRun:
     stopped: Optional[float] = None        # a start the run withdrew: its process is being
                                            # stopped (instructed at; inflight.withdraw)
     rebuild_from: Optional[float] = None   # granted, first seen rebuilding its allocator
-    rebuild_seen: Optional[float] = None   # ... and last seen so (Decision.grant_clock)
+    rebuild_seen: Optional[float] = None   # ... and last seen so (bootclock.grant_clock)
 
 
 NO_RUN = OsdRun()

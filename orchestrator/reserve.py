@@ -21,14 +21,18 @@ from typing import Dict, Iterable, List
 from .decision import Decision
 from .model import OsdState
 from .predict import PEER_FLOOR_FACTOR
+from . import warmup
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
 
 def host_margin(t: Decision) -> float:
-    """The margin on the predictions a start beside others is admitted on: Decision.margin()
+    """The margin on the predictions a start beside others is admitted on: warmup.margin
     where more starts are allowed than those charged their plain prediction, else 1.0."""
-    return t.margin() if t.ctx.slots() > t.concurrency() else 1.0
+    state, final, slots = t.budget_state, t.predictor.final_observations(), t.ctx.slots()
+    if slots > warmup.concurrency(state, final, slots):
+        return warmup.margin(state, final)
+    return 1.0
 
 
 def flight(t: Decision) -> Dict[str, List[int]]:
@@ -42,7 +46,7 @@ def flight(t: Decision) -> Dict[str, List[int]]:
 
 def reserved(t: Decision, host: str, in_flight: Iterable[int], margin: float = 1.0) -> int:
     """Predicted growth still to come on `host`: the OSDs of `in_flight` and the host's
-    settling OSDs, with their predictions x `margin` (Decision.margin)."""
+    settling OSDs, with their predictions x `margin` (warmup.margin)."""
     total = 0
     for osd_id in in_flight:     # granted, or restarting (it loads its PGs and peers again)
         total += in_flight_reserve(t, osd_id, margin)

@@ -4,7 +4,7 @@ Rules:
 - a host over its budget raises RECOVERY_BUDGET_EXCEEDED; in a running run the over_budget
   policy answers it (heap release, ok-to-stop query, restart), else the brake (brake.py);
 - a restart goes out only with ok-to-stop True in this snapshot, no PG taken below min_size
-  (Decision.stop_refusal), out of its cooldown and within the host's slots (_restart_allowed);
+  (StopCheck.stop_refusal), out of its cooldown and within the host's slots (_restart_allowed);
 - the same policy makes room for a host's next start that does not fit (admission._no_fit)
   and for an OSD gate 2 keeps in preboot (room_for_boots), where what restarts could free
   (room) covers the deficit.
@@ -17,6 +17,7 @@ from typing import Optional
 from .actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED
 from .decision import Decision, fmt_bytes
+from .warmup import concurrency
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
 from .inflight import boot_growth
@@ -89,7 +90,7 @@ def _guarded(t: Decision, host: str):
     policy passes over it to the next restartable OSD instead of asking for it."""
     if t.ctx.snapshot.pg_map is None:
         return t.ctx.snapshot
-    refused = {o.id: False for o in t.ctx.view.by_host.get(host, ()) if t.stop_breaks(o.id)}
+    refused = {o.id: False for o in t.ctx.view.by_host.get(host, ()) if t.stops.stop_breaks(o.id)}
     if not refused:
         return t.ctx.snapshot
     answers = dict(t.ctx.snapshot.ok_to_stop)
@@ -112,7 +113,7 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd,
         t.health("RECOVERY_RESTART_REFUSED",
                  "osd.%d on %s: no ok-to-stop clearance in this snapshot" % (osd, host))
         return False
-    why = t.stop_refusal(osd)
+    why = t.stops.stop_refusal(osd)
     if why:
         t.health("RECOVERY_RESTART_REFUSED", "osd.%d on %s: %s" % (osd, host, why))
         return False
@@ -121,7 +122,8 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd,
                  % (osd, host, t.ctx.now - t.restarted[osd], t.ctx.intent.restart_cooldown_s))
         return False
     busy = len([x for x in flight(t).get(host, ()) if x != lends])
-    if busy >= t.concurrency():
+    if busy >= concurrency(t.budget_state, t.predictor.final_observations(),
+                           t.ctx.slots()):
         t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
                          % (host, osd, busy))
         return False
@@ -166,7 +168,7 @@ def room(t: Decision, host: str) -> int:
     (view.restart_gain) of its up, running OSDs that this run does not have in flight or
     still peering (view.still_peering: the over_budget policies do not restart those), that
     ok-to-stop did not refuse in this snapshot and that are out of their restart cooldown.
-    An OSD whose stop PG membership refuses (Decision.stop_breaks) still counts: the room is
+    An OSD whose stop PG membership refuses (StopCheck.stop_breaks) still counts: the room is
     an estimate that decides whether to try, and the over_budget policy then restarts the
     next OSD that may stop (leaving them out, 1,200 OSDs x 48 GiB: all PGs active 2,830 s
     instead of 2,275 s).

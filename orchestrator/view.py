@@ -177,7 +177,7 @@ def still_peering(o: OsdState, progress: Progress) -> bool:
     18.2.7: 0.28-0.48 x its first return's growth over its load; Pacific 16.2.15, no
     tcmalloc: 0.41-0.52 x; no second peak; its PGs active again ~4 s after it is up, as on
     its first return; docs/data/restart-while-recovering), so it may be restarted to make
-    room like any other OSD, on ok-to-stop and PG membership (Decision.stop_breaks)."""
+    room like any other OSD, on ok-to-stop and PG membership (StopCheck.stop_breaks)."""
     return o.id in progress.osd_map("settling") and o.pgs_inactive > 0
 
 

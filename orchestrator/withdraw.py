@@ -21,6 +21,7 @@ from typing import Mapping
 from .actions import StopOsd
 from .context import Context
 from .model import PROC_STOPPED, clear_osd
+from .bootclock import rebuilding
 from .decision import Decision
 from .stageout import Staged, StageOut
 
@@ -65,7 +66,7 @@ def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None
     `spare_rebuilds`: leave an OSD rebuilding its allocator running (held)."""
     for osd_id in sorted(t.granted):
         o = t.ctx.view.by_id.get(osd_id)
-        if spare_rebuilds and t.rebuilding(osd_id):
+        if spare_rebuilds and rebuilding(osd_id, t.rebuild_seen, t.ctx.now):
             t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
                              "(a stop would start the rebuild again)" % osd_id)
         elif osd_id not in t.booting and o is not None and not o.up:

@@ -44,7 +44,7 @@ def test_default_order_brings_the_whole_rack_back(extra, lever):
 
 def test_auto_concurrency_brings_the_whole_rack_back_within_the_budget():
     """The default, concurrency auto: every OSD back, no OOM kill, invariants hold, and the
-    0.8 budget holds (before auto waited for real peaks, Decision.concurrency, starts
+    0.8 budget holds (before auto waited for real peaks, warmup.concurrency, starts
     admitted on load floors took a failed host to 1.14 x the budget)."""
     r = run(parser().parse_args(BASE))
     assert r["concurrency"] == 0

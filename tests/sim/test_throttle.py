@@ -9,7 +9,7 @@ for two cells:
   48 GiB per host (4 GiB per OSD, Ceph's default osd_memory_target), Ceph's defaults:
      24 MiB in flight, throttled 16 MiB: the throttle has little to take there.
 The throttle acts only on a host over its budget. Since auto concurrency opens only on real
-peaks (Decision.concurrency), the failed hosts stay within the budget in both cells, so it
+peaks (warmup.concurrency), the failed hosts stay within the budget in both cells, so it
 has nothing to do there (before, with starts admitted on load floors, the 44 GiB cell went
 over the budget and the throttle lowered its peak from 41.07 to 40.52 GiB). Its actions are
 tested on snapshots in tests/unit/core/test_plan_throttle.py.

@@ -45,7 +45,7 @@ def test_a_fixed_budget_and_an_auto_budget_short_of_evidence_stay_at_90_percent(
     """The same cluster with `--budget 90%`, and with auto where only osd.3 and osd.4 are past
     their peaks (osd.0 still at its peak): osd.5 does not fit 7373 MiB, nothing is raised. The
     fixed budget's evidence is recorded ("validated": concurrency auto's warm-up margin goes,
-    Decision.warmed_up), its value stays."""
+    warmup.warmed_up), its value stays."""
     acts, state, summary = tick(PAST, FIXED90)
     assert (acts, state) == (WATCH, "validated")
     assert "budget fraction predictions validated, warm-up margin off: osd.0, osd.3, osd.4 " \

@@ -1,4 +1,4 @@
-"""concurrency auto before real peaks are known (Decision.concurrency, Decision.margin): a
+"""concurrency auto before real peaks are known (warmup.concurrency, warmup.margin): a
 host's first start in flight is admitted on its plain prediction; a start beside it only where
 the admission rule holds with every prediction x WARMUP_MARGIN (load floors of OSDs that booted
 are lower bounds of their peaks, and starts admitted beside each other on predictions only

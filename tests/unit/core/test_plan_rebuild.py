@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ceph_recovery.decision import REBUILD_MAX_S
+from ceph_recovery.bootclock import REBUILD_MAX_S
 from ceph_recovery.model import DAEMON_REBUILDING, Intent
 from ceph_recovery.persist import progress_from_json, progress_to_json
 from ceph_recovery.plan import plan

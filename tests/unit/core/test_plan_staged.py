@@ -95,7 +95,7 @@ THREE = GRANTED.evolve(held_osds=frozenset({6, 7})).with_columns(
     granted={2: NOW - 60, 3: NOW - 50, 6: NOW - 20}, booting={2: NOW - 50, 3: NOW - 40},
     staged={6: NOW - 20}, peaks={2: 30 * MiB, 3: 30 * MiB, 6: 40 * MiB},
     downtime={2: 55.0, 3: 55.0, 6: 55.0})
-# the run's own evidence ended its warm-up (Decision.warmed_up): predictions without a margin
+# the run's own evidence ended its warm-up (warmup.warmed_up): predictions without a margin
 WARM = THREE.evolve(budget_state=BUDGET_RAISED)
 
 
