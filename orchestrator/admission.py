@@ -43,9 +43,8 @@ from .staging import PEERING_PER_HOST, STAGED_PER_HOST
 from .decision import Decision, fmt_bytes
 from .predict import PROBE_LOAD_FRACTION
 from .view import HELPER_STALE_S
-from .warmup import concurrency
 from .room import make_room, room
-from .reserve import flight as flight_now, host_margin, reserved, staged_rest
+from .reserve import flight as flight_now, host_margin, plain_slots, reserved, staged_rest
 from . import dups, shrink
 
 
@@ -170,7 +169,7 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
     if st["in_flight"] and not _queue_fits(t, st):
         _try_staged(t, o, st, pred)
         return
-    plain = concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+    plain = plain_slots(t)
     if len(st["in_flight"]) >= plain:     # beside others: charged with the margin
         _try_beside(t, o, st, pred, need, need_margin)
         return
@@ -237,7 +236,7 @@ def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
     admitted on its load (Predictor.expected_load; x the margin beside others while the run
     warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
     load = t.predictor.expected_load(o.id)
-    plain = concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+    plain = plain_slots(t)
     beside = len(st["in_flight"]) >= plain
     margin = st["margin"] if beside else 1.0
     res = st["reserved_margin"] if beside else st["reserved"]

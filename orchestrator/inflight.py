@@ -43,11 +43,10 @@ from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPE
 from .context import Context
 from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
 from .decision import Decision, fmt_bytes
-from .warmup import concurrency
 from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
-from .reserve import flight
+from .reserve import flight, plain_slots
 from .withdraw import stop_process
 from . import dups, shrink
 
@@ -254,8 +253,7 @@ def _lent(t: Decision, o) -> bool:
     slot count forbids."""
     here = flight(t).get(o.host, ())
     restarting = [x for x in here if x in t.ctx.view.restarting or x in t.new_restarts]
-    if not restarting or len(here) <= concurrency(
-            t.budget_state, t.predictor.final_observations(), t.ctx.slots()):
+    if not restarting or len(here) <= plain_slots(t):
         return False
     t.reasons.append("%s: osd.%d stays in preboot while osd.%s restarts in its slot"
                      % (o.host, o.id, ",".join(map(str, restarting))))

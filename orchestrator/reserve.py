@@ -26,6 +26,12 @@ from . import warmup
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
 
+def plain_slots(t: Decision) -> int:
+    """Starts in flight per host charged their plain prediction, and restarts allowed beside
+    them (warmup.concurrency over this decision's budget state and observations)."""
+    return warmup.concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+
+
 def host_margin(t: Decision) -> float:
     """The margin on the predictions a start beside others is admitted on: warmup.margin
     where more starts are allowed than those charged their plain prediction, else 1.0."""

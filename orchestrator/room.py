@@ -17,12 +17,11 @@ from typing import Optional
 from .actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .model import PROC_STOPPED
 from .decision import Decision, fmt_bytes
-from .warmup import concurrency
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
 from .inflight import boot_growth
 from .staging import boot_deficit
-from .reserve import flight
+from .reserve import flight, plain_slots
 
 
 def memory_stage(t: Decision) -> None:
@@ -65,7 +64,7 @@ def respond(t: Decision, host: str, why: str, lends: Optional[int] = None) -> bo
     elif isinstance(act, RestartOsd):
         if not _restart_allowed(t, host, act, lends):
             return False
-        if lends is not None and len(flight(t).get(host, ())) >= t.concurrency():
+        if lends is not None and len(flight(t).get(host, ())) >= plain_slots(t):
             act = replace(act, room_for=lends, reason="%s; in the slot of osd.%d, kept in "
                           "preboot until this restart is done" % (act.reason, lends))
         if t.new_restarts:     # ok-to-stop cleared each OSD alone, not the two together
@@ -122,8 +121,7 @@ def _restart_allowed(t: Decision, host: str, act: RestartOsd,
                  % (osd, host, t.ctx.now - t.restarted[osd], t.ctx.intent.restart_cooldown_s))
         return False
     busy = len([x for x in flight(t).get(host, ()) if x != lends])
-    if busy >= concurrency(t.budget_state, t.predictor.final_observations(),
-                           t.ctx.slots()):
+    if busy >= plain_slots(t):
         t.reasons.append("%s: restart of osd.%d waits for a free slot (%d in flight)"
                          % (host, osd, busy))
         return False
