@@ -11,11 +11,12 @@ Rules:
   restart (it never touches OSDs this run has in flight or settling), the run stops the
   largest of those OSDs that outgrew the peak its start was admitted on (its prediction is
   void: nothing says where its growth ends; an OSD within its prediction is not stopped, the
-  admission already counted its peak), before the kernel's OOM killer picks one; only with ok-to-stop
-  True in this snapshot (never otherwise) and, where the snapshot has PG membership, only if
-  no PG with min_size members up drops below it (StopCheck.may_stop), at most one per tick. The OSD is held again (noup),
-  its peak so far becomes an observation (its next prediction is at least that) and it counts
-  as a failed start (MAX_START_FAILURES): it is started again only when that peak fits.
+  admission already counted its peak), before the kernel's OOM killer picks one; only with
+  ok-to-stop True in this snapshot (never otherwise) and, where the snapshot has PG
+  membership, only if no PG with min_size members up drops below it (StopCheck.may_stop), at
+  most one per tick. The OSD is held again (noup), its peak so far becomes an observation
+  (its next prediction is at least that) and it counts as a failed start
+  (MAX_START_FAILURES): it is started again only when that peak fits.
 """
 from __future__ import annotations
 

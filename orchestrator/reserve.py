@@ -35,9 +35,8 @@ def plain_slots(t: Decision) -> int:
 def host_margin(t: Decision) -> float:
     """The margin on the predictions a start beside others is admitted on: warmup.margin
     where more starts are allowed than those charged their plain prediction, else 1.0."""
-    state, final, slots = t.budget_state, t.predictor.final_observations(), t.ctx.slots()
-    if slots > warmup.concurrency(state, final, slots):
-        return warmup.margin(state, final)
+    if t.ctx.slots() > plain_slots(t):
+        return warmup.margin(t.budget_state, t.predictor.final_observations())
     return 1.0
 
 

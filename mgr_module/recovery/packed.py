@@ -111,7 +111,9 @@ class ByPg(Mapping):
         return [(p, v) for p, v in zip(self._ids, self._values) if v != miss]
 
     def __iter__(self) -> Iterator[str]:
-        return iter([p for p, _v in self.items()])
+        miss = self._missing
+        return (p for p, v in zip(self._ids, self._values) if v != miss)
 
     def __len__(self) -> int:
-        return len(self.items())
+        miss = self._missing
+        return sum(1 for v in self._values if v != miss)

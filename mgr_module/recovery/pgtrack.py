@@ -113,10 +113,11 @@ def remember_versions(osds: Iterable[OsdState], members_seen: Mapping[str, Tuple
     up again. Returns this tick's versions (the next call's `before`). One pass over the
     PGs, however many OSDs went down."""
     new: Dict[int, Dict[str, int]] = {}
+    known = bool(before)
     for o in osds:
         if o.up:
             down_versions.pop(o.id, None)
-        elif o.id not in down_versions and before:
+        elif o.id not in down_versions and known:
             new[o.id] = down_versions[o.id] = {}
     if new:
         for pgid, members in members_seen.items():
