@@ -216,6 +216,7 @@ def test_a_drill_whose_exit_cannot_fit_ends_with_every_osd_up_or_held_and_stoppe
     r.remember()                 # each run keeps its own journal: keep the first's starts
     fit = inrelease.run_drill(llab, str(tmp_path / "fit.json"), fit_first=1.05, **kw)
     assert fit["outcome"] in ("done", "aborted") and fit.get("drill_id"), fit.get("reason")
+    assert_first_boot_waited_for_its_load(fit)
     m = osd_dump(llab)
     state = {x["osd"]: x for x in m["osds"]}
     loaded_and_held = [o for o in osds if not state[o]["up"] and launch.osd_pid(llab, o)]
@@ -234,3 +235,21 @@ def test_a_drill_whose_exit_cannot_fit_ends_with_every_osd_up_or_held_and_stoppe
     res.update({"fault": "a controlled drill of h2, then one with --fit-first 1.05",
                 "fit_outcome": fit["outcome"], "fit_reason": str(fit.get("reason"))[:240],
                 "osds_up_after": [o for o in osds if state[o]["up"]]})
+
+
+def assert_first_boot_waited_for_its_load(r):
+    """The fit-first exit's first OSD (its budget fits that OSD's predicted peak) started; it
+    was allowed to boot only once its process ran and its load footprint was measured, or,
+    when that load said its peak would not fit (the budget is 1.05 x a prediction made before
+    the load was known), it stayed in preboot, named with that load, never booted."""
+    first = r["planned_order"][0]["osd"]
+    assert r["process_starts_by_osd"][str(first)] >= 1, r["process_starts_by_osd"]
+    boots = [j for j in r["journal"]
+             if j["action"]["kind"] == "allow_boot" and j["action"]["osd"] == first]
+    if boots:
+        assert boots[0]["observed"]["process"] == "running", boots
+        assert (boots[0].get("load_rss_bytes") or 0) > 0, boots
+        return
+    reasons = (r.get("stalled") or {}).get("reasons", [])
+    assert any("osd.%d needs" % first in line and "load-time rss" in line
+               and "kept in preboot" in line for line in reasons), r.get("stalled")

@@ -6,7 +6,7 @@ is fed to `ceph_recovery.network.evaluate` as the mgr does (NetWatch). Measured 
 (detection times, clean-window length, probe cost) are printed and appended as JSON lines to
 $CEPH_RECOVERY_NET_RESULTS (default /tmp/ceph-recovery-network-results.jsonl).
 
-CEPH_RECOVERY_NET_CLEAN_S sets the clean window (default 300 s).
+CEPH_RECOVERY_NET_CLEAN_S sets the clean window (default 120 s).
 """
 from __future__ import annotations
 
