@@ -34,77 +34,84 @@ in turn.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
 
 from .actions import GrantStart, Wait
+from .context import Context
 from .model import PROC_STOPPED, OsdState
 from .inflight import MAX_START_FAILURES
 from .staging import PEERING_PER_HOST, STAGED_PER_HOST
 from .decision import Decision, fmt_bytes
 from .predict import PROBE_LOAD_FRACTION
+from .stageout import StageOut
+from .stopcheck import StopCheck
 from .view import HELPER_STALE_S
-from .room import make_room, room
+from .room import ask, make_room, room
 from .reserve import flight as flight_now, host_margin, plain_slots, reserved, staged_rest
 from . import dups, shrink
 
 
-def _host_gate(t: Decision, host: str, in_flight: List[int]) -> Optional[str]:
-    """Why no new start may be granted on this host now (None = it may)."""
-    v = t.ctx.view
+def _host_gate(ctx: Context, host: str, in_flight: List[int],
+               over: AbstractSet[str]) -> Optional[str]:
+    """Why no new start may be granted on this host now (None = it may; `over`: the hosts
+    over budget in this tick)."""
+    v = ctx.view
     if v.helper_missing(host):
         return "helper missing"
     if v.findings_for(host):
         return "network finding"
-    if host in t.over:
+    if host in over:
         return "over budget"
-    alone = dups.alone_gate(t.ctx.dups_suspects, in_flight)
+    alone = dups.alone_gate(ctx.dups_suspects, in_flight)
     if alone is not None:
         return alone
-    if len(in_flight) >= t.ctx.slots():
+    if len(in_flight) >= ctx.slots():
         return "%d in flight" % len(in_flight)
     return None
 
 
-def _stopping(t: Decision) -> None:
+def _stopping(ctx: Context, stopped: Mapping[int, float],
+              granted: Mapping[int, float]) -> StageOut:
     """A withdrawn start whose process is still being stopped is not granted again until the
     helper reports it stopped (inflight.track_stops): its host waits on it."""
     by_host: Dict[str, List[int]] = {}
-    for o in t.ctx.view.candidates:
-        if o.id in t.stopped and o.id not in t.granted:
+    for o in ctx.view.candidates:
+        if o.id in stopped and o.id not in granted:
             by_host.setdefault(o.host, []).append(o.id)
-    for host, ids in sorted(by_host.items()):
-        t.emit("grants", Wait(host=host, reason="osd.%s: the process of a withdrawn start is "
-                              "being stopped; granted again once it is" % ",".join(
-                                  str(x) for x in ids)))
+    return StageOut(actions=tuple(
+        ("grants", Wait(host=host, reason="osd.%s: the process of a withdrawn start is being "
+                        "stopped; granted again once it is" % ",".join(str(x) for x in ids)))
+        for host, ids in sorted(by_host.items())))
 
 
-def grant_stage(t: Decision) -> None:
-    """Grant starts in start_order, per host while slots and budget admit (strict order)."""
+def grant_stage(t: Decision, over: AbstractSet[str], stops: StopCheck) -> None:
+    """Grant starts in start_order, per host while slots and budget admit (strict order);
+    none on a host `over` its budget. Room is made (room.make_room) where `stops` allows."""
     v = t.ctx.view
-    flight = flight_now(t)
+    flight = flight_now(t.ctx, t.granted, t.new_restarts)
     eligible = [o for o in v.candidates if o.id not in t.granted and o.id not in t.stopped]
-    _stopping(t)
+    t.apply(_stopping(t.ctx, t.stopped, t.granted))
     queues: Dict[str, List[OsdState]] = {}
     for o in eligible:
-        if o.id not in v.op_held and not _failed_out(t, o):
+        if o.id not in v.op_held and not _failed_out(t.failures, o):
             queues.setdefault(o.host, []).append(o)
     hosts: Dict[str, dict] = {}
     for o in t.ctx.policies.start_order(eligible, t.ctx.snapshot):
-        if o.id in v.op_held or _failed_out(t, o):
+        if o.id in v.op_held or _failed_out(t.failures, o):
             continue
         st = hosts.get(o.host)
         if st is None:
-            st = hosts[o.host] = _open_host(t, o.host, flight.get(o.host, []))
+            st = hosts[o.host] = _open_host(t, o.host, flight.get(o.host, []), over)
             st["queue"] = queues.get(o.host, [])
         if st["gate"] is not None or st["blocked"]:
             if st["next_osd"] is None:
                 st["next_osd"] = o.id
             continue
-        _try_grant(t, o, st)
+        _try_grant(t, o, st, stops)
     for h in sorted(set(flight) - set(hosts)):
         if v.helper_missing(h):         # only its granted OSDs wait for that helper
-            _helper_missing(t, h, " (osd.%s granted there)" % ", osd.".join(
-                str(x) for x in sorted(flight[h])))
+            t.health(*_helper_missing(t.ctx, h, " (osd.%s granted there)" % ", osd.".join(
+                str(x) for x in sorted(flight[h]))))
     for h, st in hosts.items():
         if st["next_osd"] is not None and st["predicted"] is None and h in v.hostmem:
             st["predicted"] = t.predictor.predict(st["next_osd"])
@@ -116,32 +123,33 @@ def grant_stage(t: Decision) -> None:
                               "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
 
 
-def _failed_out(t: Decision, o: OsdState) -> bool:
+def _failed_out(failures: Mapping[int, int], o: OsdState) -> bool:
     """No longer granted: as many failed starts as it may have (dups.max_failures)."""
-    return t.failures.get(o.id, 0) >= dups.max_failures(o, MAX_START_FAILURES)
+    return failures.get(o.id, 0) >= dups.max_failures(o, MAX_START_FAILURES)
 
 
-def _helper_missing(t: Decision, host: str, extra: str) -> None:
-    """RECOVERY_HELPER_MISSING for `host`: since when its helper is silent, if it ever reported."""
-    seen = t.ctx.snapshot.helpers_seen.get(host)
-    if seen is None and host in t.ctx.view.hostmem:
-        seen = t.ctx.view.hostmem[host].reported_at
-    t.health("RECOVERY_HELPER_MISSING", "%s: %s%s" % (
+def _helper_missing(ctx: Context, host: str, extra: str) -> Tuple[str, str]:
+    """RECOVERY_HELPER_MISSING for `host` (code, line): since when its helper is silent, if it
+    ever reported."""
+    seen = ctx.snapshot.helpers_seen.get(host)
+    if seen is None and host in ctx.view.hostmem:
+        seen = ctx.view.hostmem[host].reported_at
+    return "RECOVERY_HELPER_MISSING", "%s: %s%s" % (
         host, "no helper report in this mgr's memory" if seen is None else
-        "last helper report %.0fs ago (stale after %.0fs)" % (t.ctx.now - seen, HELPER_STALE_S),
-        extra))
+        "last helper report %.0fs ago (stale after %.0fs)" % (ctx.now - seen, HELPER_STALE_S),
+        extra)
 
 
-def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
-    gate = _host_gate(t, host, in_flight)
+def _open_host(t: Decision, host: str, in_flight: List[int], over: AbstractSet[str]) -> dict:
+    gate = _host_gate(t.ctx, host, in_flight, over)
     hm = t.ctx.view.hostmem.get(host)
     if gate == "helper missing":
-        _helper_missing(t, host, "")
+        t.health(*_helper_missing(t.ctx, host, ""))
     elif gate == "network finding":
         for f in t.ctx.view.findings_for(host):
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
                 "<->".join(f.hosts), f.kind, f.value, f.detail, host))
-    margin = host_margin(t)
+    margin = host_margin(t.ctx, t.budget_state, t.predictor)
     plain = reserved(t, host, in_flight) if hm is not None else 0
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
@@ -153,32 +161,33 @@ def _open_host(t: Decision, host: str, in_flight: List[int]) -> dict:
             "reserved_peaks": plain + staged_rest(t, in_flight) if hm is not None else 0}
 
 
-def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
+def _try_grant(t: Decision, o: OsdState, st: dict, stops: StopCheck) -> None:
     pred = t.predictor.predict(o.id)
     need = max(0, pred - o.rss_bytes)
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
     if o.id in t.ctx.dups_suspects:
-        _try_alone(t, o, st, pred, need)
+        _try_alone(t, o, st, pred, need, stops)
         return
     if st["in_flight"] and _staged_full(t, st):
         st["blocked"] = True
-        t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, _staged_why(t, st)))
+        t.reasons.append("waiting for in-flight OSDs: %s: %s" % (
+            o.host, _staged_why(t.staged, st)))
         return
     if st["in_flight"] and not _queue_fits(t, st):
         _try_staged(t, o, st, pred)
         return
-    plain = plain_slots(t)
+    plain = plain_slots(t.ctx, t.budget_state, t.predictor)
     if len(st["in_flight"]) >= plain:     # beside others: charged with the margin
         _try_beside(t, o, st, pred, need, need_margin)
         return
     probe = False
     if st["used"] + st["reserved"] + need > st["budget"]:
-        probe = _probe_fits(t, o, st, pred)
+        probe = _probe_fits(t.ctx, t.settling, o, st, pred)
         if not probe:
             st["blocked"] = True
-            _no_fit(t, o, st, pred, need)
+            _no_fit(t, o, st, pred, need, stops)
             return
     _grant(t, o, st, pred, need, need_margin, (
         "probe: predicted peak %s does not fit budget %s (used %s), its load (at most "
@@ -190,7 +199,8 @@ def _try_grant(t: Decision, o: OsdState, st: dict) -> None:
             fmt_bytes(st["budget"]), "; " + _queue_note(t, st) if st["in_flight"] else ""))
 
 
-def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
+def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int,
+               stops: StopCheck) -> None:
     """A start that may load inflated PG log dups (dups.py): only with nothing else in flight
     on its host, where its plain prediction fits, charged the host's whole room."""
     if st["in_flight"]:
@@ -200,7 +210,7 @@ def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None
         return
     if st["used"] + st["reserved"] + need > st["budget"]:
         st["blocked"] = True
-        _no_fit(t, o, st, pred, need)
+        _no_fit(t, o, st, pred, need, stops)
         return
     whole = max(need, st["budget"] - st["used"] - st["reserved"])
     _grant(t, o, st, max(pred, o.rss_bytes + whole), whole, whole,
@@ -236,7 +246,7 @@ def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
     admitted on its load (Predictor.expected_load; x the margin beside others while the run
     warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
     load = t.predictor.expected_load(o.id)
-    plain = plain_slots(t)
+    plain = plain_slots(t.ctx, t.budget_state, t.predictor)
     beside = len(st["in_flight"]) >= plain
     margin = st["margin"] if beside else 1.0
     res = st["reserved_margin"] if beside else st["reserved"]
@@ -291,20 +301,20 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     return st["queue_fits"]
 
 
-def _staged(t: Decision, st: dict) -> List[int]:
+def _staged(staged: Mapping[int, float], st: dict) -> List[int]:
     """The host's staged OSDs not yet let boot."""
-    return [x for x in st["in_flight"] if x in t.staged]
+    return [x for x in st["in_flight"] if x in staged]
 
 
 def _staged_full(t: Decision, st: dict) -> bool:
     """Where the host's queue does not fit, at most STAGED_PER_HOST staged OSDs wait there."""
-    return not _queue_fits(t, st) and len(_staged(t, st)) >= STAGED_PER_HOST
+    return not _queue_fits(t, st) and len(_staged(t.staged, st)) >= STAGED_PER_HOST
 
 
-def _staged_why(t: Decision, st: dict) -> str:
+def _staged_why(staged: Mapping[int, float], st: dict) -> str:
     """Why no further start is staged on the host."""
     return "osd.%s staged in preboot, its %d waiting OSD(s) do not all fit" % (
-        ",".join(map(str, _staged(t, st))), len(st["queue"]))
+        ",".join(map(str, _staged(staged, st))), len(st["queue"]))
 
 
 def _queue_note(t: Decision, st: dict) -> str:
@@ -315,7 +325,8 @@ def _queue_note(t: Decision, st: dict) -> str:
         "and its growth to its peak fits" % (len(st["queue"]), PEERING_PER_HOST)
 
 
-def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:
+def _probe_fits(ctx: Context, settling: Mapping[int, float], o: OsdState, st: dict,
+                pred: int) -> bool:
     """A probe start: on a host where no OSD runs (the run's first start there: nothing in
     flight, settling or restartable), an OSD whose predicted peak does not fit may still start
     if its load does: a process in preboot holds only its
@@ -325,14 +336,15 @@ def _probe_fits(t: Decision, o: OsdState, st: dict, pred: int) -> bool:
     It rests on the load being at most PROBE_LOAD_FRACTION of the predicted peak: a larger
     load (spent in init(), before any gate can act) goes over the budget."""
     host = o.host
-    if st["in_flight"] or any(t.ctx.view.host_of(x) == host for x in t.settling) or \
-            t.ctx.state not in ("new", "running") or o.process != PROC_STOPPED or \
-            any(x.up or x.process != PROC_STOPPED for x in t.ctx.view.by_host.get(host, ())):
+    if st["in_flight"] or any(ctx.view.host_of(x) == host for x in settling) or \
+            ctx.state not in ("new", "running") or o.process != PROC_STOPPED or \
+            any(x.up or x.process != PROC_STOPPED for x in ctx.view.by_host.get(host, ())):
         return False
     return st["used"] + st["reserved"] + pred * PROBE_LOAD_FRACTION <= st["budget"]
 
 
-def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
+def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int,
+            stops: StopCheck) -> None:
     """The host's next OSD does not fit. If the host is quiescent, try to make room."""
     host = o.host
     line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
@@ -342,10 +354,13 @@ def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int) -> None:
         t.reasons.append("waiting for in-flight OSDs: " + line)
         return
     deficit = st["used"] + st["reserved"] + need - st["budget"]
-    free = room(t, host)
+    a = ask(t, stops)
+    free = room(a.ctx, a.progress, t.granted, host)
     settling = sorted(x for x in t.settling if t.ctx.view.host_of(x) == host)
-    act = make_room(t, host, "next start", deficit, free) \
-        if t.ctx.state in ("new", "running") else None
+    act = None
+    if t.ctx.state in ("new", "running"):
+        act, out = make_room(a, host, "next start", deficit, free, t.room_restarts)
+        t.apply(out)
     if act is not None:
         line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
     elif settling:     # not a stall: their peaks are still coming, then they are restartable

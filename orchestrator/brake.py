@@ -20,52 +20,56 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import List
+from typing import AbstractSet, List, Sequence
 
-from .actions import HoldOsd, QueryOkToStop, StopOsd
-from .model import KERNEL_HEADROOM, PROC_STOPPED
+from .actions import Action, HoldOsd, QueryOkToStop, StopOsd
+from .context import Context
+from .model import KERNEL_HEADROOM, PROC_STOPPED, Columns
 from .inflight import fail_start
 from .decision import Decision, fmt_bytes
+from .stageout import Budget, StageOut
+from .stopcheck import StopCheck
+from .view import View
 
 WATCH_AT = 0.9
 BRAKE_AT = 1.0 - KERNEL_HEADROOM    # of the host's RAM (or its cgroup limit), not of the budget
 
 
-def _ours(t: Decision, host: str) -> List:
+def _ours(ctx: Context, cols: Columns, new_restarts: AbstractSet[int], host: str) -> List:
     """OSDs of this run on `host` that are running and past their boot, and not restarted in
-    this tick: largest rss first."""
-    ids = (set(t.booting) | set(t.settling)) - t.new_restarts
-    return sorted((o for o in t.ctx.view.by_host.get(host, ()) if o.id in ids and
+    this tick (`new_restarts`): largest rss first."""
+    ids = (set(cols["booting"]) | set(cols["settling"])) - new_restarts
+    return sorted((o for o in ctx.view.by_host.get(host, ()) if o.id in ids and
                    o.process != PROC_STOPPED and o.rss_bytes > 0),
                   key=lambda o: (-o.rss_bytes, o.id))
 
 
-def watch(t: Decision) -> None:
-    for host in t.ctx.view.scope_hosts():
-        hm = t.ctx.view.hostmem.get(host)
-        if hm is None or hm.mem_used <= WATCH_AT * t.budget(host):
+def watch(ctx: Context, budget: Budget, cols: Columns,
+          new_restarts: AbstractSet[int]) -> StageOut:
+    """The watch's ok-to-stop queries (module rules) for every host above WATCH_AT x its
+    budget."""
+    acts = []
+    for host in ctx.view.scope_hosts():
+        hm = ctx.view.hostmem.get(host)
+        if hm is None or hm.mem_used <= WATCH_AT * budget(host):
             continue
-        for o in _ours(t, host):
-            t.emit("memory", QueryOkToStop(osd=o.id, reason="%s at %s of budget %s: keep an "
-                                           "ok-to-stop answer ready for osd.%d" % (
-                                               host, fmt_bytes(hm.mem_used),
-                                               fmt_bytes(t.budget(host)), o.id)))
+        for o in _ours(ctx, cols, new_restarts, host):
+            acts.append(("memory", QueryOkToStop(osd=o.id, reason=(
+                "%s at %s of budget %s: keep an ok-to-stop answer ready for osd.%d" % (
+                    host, fmt_bytes(hm.mem_used), fmt_bytes(budget(host)), o.id)))))
+    return StageOut(actions=tuple(acts))
 
 
-def _admitted(t: Decision, o) -> int:
-    """The peak this OSD's start was admitted on (Predictor.admitted_peak)."""
-    return t.predictor.admitted_peak(o)
-
-
-def brake(t: Decision, host: str) -> bool:
-    """Stop the largest OSD this run let boot on an over-budget host. True if it acted."""
+def brake(t: Decision, host: str, stops: StopCheck) -> bool:
+    """Stop the largest OSD this run let boot on an over-budget host. True if it acted. The
+    peak its start was admitted on (Predictor.admitted_peak) is what it outgrew."""
     if t.new_restarts or any(isinstance(a, StopOsd) for a in t.stage["memory"]):
         return False
     hm = t.ctx.view.hostmem[host]
     if hm.mem_used <= BRAKE_AT * hm.cap:
         return False
-    for o in _ours(t, host):
-        if not t.stops.may_stop(o.id) or o.rss_bytes <= _admitted(t, o):
+    for o in _ours(t.ctx, t.cols, t.new_restarts, host):
+        if not stops.may_stop(o.id) or o.rss_bytes <= t.predictor.admitted_peak(o):
             continue
         t.emit("hold_osds", HoldOsd(osd=o.id, reason="stopped over budget: held again"))
         t.emit("memory", StopOsd(osd=o.id, host=host, reason=(
@@ -82,18 +86,20 @@ def brake(t: Decision, host: str) -> bool:
     return False
 
 
-def memory_hosts(t: Decision) -> List[str]:
-    """Hosts where this tick's memory stage makes room (release, restart, stop, a policy's
-    wait or ok-to-stop query). The brake's watch queries (for OSDs of this run, booting or
-    settling: the over_budget policies never pick those) only keep an answer ready."""
+def memory_hosts(view: View, memory: Sequence[Action], cols: Columns) -> List[str]:
+    """Hosts where this tick's memory stage (`memory`: its actions so far) makes room
+    (release, restart, stop, a policy's wait or ok-to-stop query). The brake's watch queries
+    (for OSDs of this run, booting or settling: the over_budget policies never pick those)
+    only keep an answer ready."""
+    booting, settling = cols["booting"], cols["settling"]
     out = set()
-    for a in t.stage["memory"]:
+    for a in memory:
         host = getattr(a, "host", None)
         osd = getattr(a, "osd", None)
-        if isinstance(a, QueryOkToStop) and (osd in t.booting or osd in t.settling):
+        if isinstance(a, QueryOkToStop) and (osd in booting or osd in settling):
             continue
         if host:
             out.add(host)
-        elif osd is not None and t.ctx.view.host_of(osd):
-            out.add(t.ctx.view.host_of(osd))
+        elif osd is not None and view.host_of(osd):
+            out.add(view.host_of(osd))
     return sorted(out)

@@ -8,7 +8,6 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 """
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
 from .actions import Action
@@ -18,7 +17,6 @@ from .model import HealthCheck, Observation, Progress, budget_now, columns, reco
 from .predict import Predictor
 from .result import PlanResult
 from .stageout import StageOut
-from .stopcheck import StopCheck
 
 STAGES = ("flags", "hold_buckets", "hold_osds", "releases", "memory", "boots", "grants", "tail")
 MAX_OBSERVATIONS = 200      # footprint learning keeps the most recent observations only
@@ -100,7 +98,6 @@ class Decision:
         self.budget_state = progress.budget_state
         self.new_restarts: Set[int] = set()
         self.room_restarts: Set[int] = set()      # of those, made for the next start's room
-        self.over: Set[str] = set()               # hosts over budget this tick
         self.rss_flat: Set[int] = set()           # granted OSDs whose rss stopped growing
         self.kept_preboot: Set[int] = set()       # granted OSDs gate 2 keeps in preboot
         self.hosts_summary: Dict[str, dict] = {}
@@ -146,14 +143,6 @@ class Decision:
 
     def clear_budgets(self) -> None:
         self._budgets.clear()
-
-    @cached_property
-    def stops(self) -> StopCheck:
-        """Whether the run may stop an OSD now (stopcheck.py), over this call's snapshot and
-        its restarts: those in flight and this tick's own (new_restarts, as it grows)."""
-        ctx = self.ctx
-        return StopCheck(ctx.snapshot.pg_map, ctx.up, ctx.view.restarting,
-                         ctx.snapshot.ok_to_stop, self.new_restarts)
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

@@ -213,14 +213,15 @@ def forget(t: Decision, osd_id: int) -> None:
     t.held_osds.discard(osd_id)
 
 
-def boots(t: Decision) -> None:
+def boots(t: Decision, over: AbstractSet[str]) -> None:
     """AllowBoot a granted OSD once its load-time footprint is known (_loaded: the daemon
     reports preboot, or its rss sat flat BOOT_OBSERVE_S), or BOOT_OBSERVE_MAX_S in any case -- but
     never when that load-time rss already exceeds the predicted peak its grant was admitted on
-    (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why."""
+    (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why.
+    None is let boot on a host `over` its budget in this tick."""
     for osd_id in sorted(t.granted):
         o = t.ctx.view.by_id[osd_id]
-        if o.up or o.process != "running" or o.id in t.ctx.view.op_held or o.host in t.over:
+        if o.up or o.process != "running" or o.id in t.ctx.view.op_held or o.host in over:
             continue
         if "noup" not in o.flags:
             t.booting.setdefault(osd_id, t.ctx.now)      # nothing holds it: it is booting
@@ -248,12 +249,12 @@ def boots(t: Decision) -> None:
 
 def _lent(t: Decision, o) -> bool:
     """An OSD kept in preboot that lent its slot to a restart making room for it
-    (room._restart_allowed) boots only once its host's restarts no longer hold more slots
+    (room._restart_refusal) boots only once its host's restarts no longer hold more slots
     than it has: the restarting OSD loads and peers again, and two growing at once is what a
     slot count forbids."""
-    here = flight(t).get(o.host, ())
+    here = flight(t.ctx, t.granted, t.new_restarts).get(o.host, ())
     restarting = [x for x in here if x in t.ctx.view.restarting or x in t.new_restarts]
-    if not restarting or len(here) <= plain_slots(t):
+    if not restarting or len(here) <= plain_slots(t.ctx, t.budget_state, t.predictor):
         return False
     t.reasons.append("%s: osd.%d stays in preboot while osd.%s restarts in its slot"
                      % (o.host, o.id, ",".join(map(str, restarting))))
@@ -324,16 +325,17 @@ def clear_stale_noup(ctx: Context, held_osds: AbstractSet[int],
     return StageOut(actions=tuple(acts), records=(("held_osds", set(held_osds) - gone),))
 
 
-def regrants(t: Decision) -> None:
+def regrants(t: Decision, over: AbstractSet[str]) -> None:
     """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
     is a failed start (its process died before a report showed it running, or the start
     instruction was lost): counted like any failed start, so it is granted again at most
-    MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, never once per tick."""
+    MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, never once per tick. Not on a
+    host `over` its budget in this tick."""
     for osd_id in sorted(t.granted):
         o = t.ctx.view.by_id[osd_id]
         if o.up or o.process != PROC_STOPPED or t.ctx.now - t.granted[osd_id] < GRANT_RETRY_S:
             continue
-        if o.id in t.ctx.view.op_held or t.ctx.view.helper_missing(o.host) or o.host in t.over:
+        if o.id in t.ctx.view.op_held or t.ctx.view.helper_missing(o.host) or o.host in over:
             continue
         fail_start(t, o, "process not running %.0fs after its grant (it died at start, or "
                    "the start instruction was lost)" % (t.ctx.now - t.granted[osd_id]))

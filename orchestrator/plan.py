@@ -52,7 +52,7 @@ ok-to-stop queries continue); in-flight OSDs may finish.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import AbstractSet, Mapping
 
 from .actions import Done, SetFlag, Wait
 from .admission import grant_stage
@@ -75,6 +75,7 @@ from .context import Context, context
 from .decision import Decision
 from .holds import bucket_holds, held_report, hold_osds, start_run
 from .stageout import StageOut
+from .stopcheck import StopCheck
 from .view import begin_run, starts_run
 from . import autobudget, dups, restore, shrink, tunables
 
@@ -130,23 +131,33 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         track_in_flight(t)
         autobudget.update(t)
         t.apply(hold_osds(ctx, t.booting, t.held_osds))
-    throttle(t)             # the first memory response: needs no ok-to-stop, no tcmalloc
-    memory_stage(t)
+    # the first memory response: needs no ok-to-stop, no tcmalloc
+    t.apply(throttle(ctx, t.budget, t.cols, t.saved_config, t.restoring))
+    stops = stop_check(ctx, t.new_restarts)
+    over = memory_stage(t, stops)
     if ctx.state in ("new", "running"):
         lower_targets(t)
-        boots(t)
+        boots(t, over)
         t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
-        regrants(t)
-        room_for_boots(t)
-        grant_stage(t)
+        regrants(t, over)
+        room_for_boots(t, stops)
+        grant_stage(t, over, stops)
         t.apply(dups.report(ctx.view.candidates, ctx.dups_suspects, t.failures,
                             MAX_START_FAILURES))
         t.apply(tunables.report(ctx))
-        report_waits(t, SETTLE_MAX_S, memory_hosts(t))
+        t.apply(report_waits(ctx, t.cols, t.hosts_summary, SETTLE_MAX_S,
+                             memory_hosts(ctx.view, t.stage["memory"], t.cols)))
     t.apply(report_failures(ctx, t.failures, t.finished, t.failed_now))
     t.apply(held_report(ctx, t.buckets))
     _tail(t)
     return t.result()
+
+
+def stop_check(ctx: Context, new_restarts: AbstractSet[int]) -> StopCheck:
+    """Whether the run may stop an OSD now (stopcheck.py), over this call's snapshot and its
+    restarts: those in flight and this tick's own (`new_restarts`, as it grows)."""
+    return StopCheck(ctx.snapshot.pg_map, ctx.up, ctx.view.restarting,
+                     ctx.snapshot.ok_to_stop, new_restarts)
 
 
 def _run_state(i: Intent, p: Progress):

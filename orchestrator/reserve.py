@@ -16,36 +16,38 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List
+from typing import AbstractSet, Dict, Iterable, List, Mapping
 
+from .context import Context
 from .decision import Decision
 from .model import OsdState
-from .predict import PEER_FLOOR_FACTOR
+from .predict import PEER_FLOOR_FACTOR, Predictor
 from . import warmup
 
 SETTLE_DROP = 0.05     # a settling OSD this far below its peak so far is past its peak
 
 
-def plain_slots(t: Decision) -> int:
+def plain_slots(ctx: Context, budget_state: str, predictor: Predictor) -> int:
     """Starts in flight per host charged their plain prediction, and restarts allowed beside
-    them (warmup.concurrency over this decision's budget state and observations)."""
-    return warmup.concurrency(t.budget_state, t.predictor.final_observations(), t.ctx.slots())
+    them (warmup.concurrency over the run's budget state and the predictor's observations)."""
+    return warmup.concurrency(budget_state, predictor.final_observations(), ctx.slots())
 
 
-def host_margin(t: Decision) -> float:
+def host_margin(ctx: Context, budget_state: str, predictor: Predictor) -> float:
     """The margin on the predictions a start beside others is admitted on: warmup.margin
     where more starts are allowed than those charged their plain prediction, else 1.0."""
-    if t.ctx.slots() > plain_slots(t):
-        return warmup.margin(t.budget_state, t.predictor.final_observations())
+    if ctx.slots() > plain_slots(ctx, budget_state, predictor):
+        return warmup.margin(budget_state, predictor.final_observations())
     return 1.0
 
 
-def flight(t: Decision) -> Dict[str, List[int]]:
+def flight(ctx: Context, granted: Mapping[int, float],
+           new_restarts: AbstractSet[int]) -> Dict[str, List[int]]:
     """host -> the OSDs in flight there now: granted and not finished, restarting, and
-    restarted in this tick (Decision.new_restarts)."""
-    out = t.ctx.view.in_flight(t.granted)
-    for x in sorted(t.new_restarts):
-        out.setdefault(t.ctx.view.host_of(x), []).append(x)
+    restarted in this tick (`new_restarts`)."""
+    out = ctx.view.in_flight(granted)
+    for x in sorted(new_restarts):
+        out.setdefault(ctx.view.host_of(x), []).append(x)
     return out
 
 

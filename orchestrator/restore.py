@@ -19,7 +19,7 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import FrozenSet, List, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from .actions import RestoreConfig, UnsetFlag
 from .context import Context
@@ -34,9 +34,18 @@ PENDING = "RECOVERY_RESTORE_PENDING"
 def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage: str,
                    reason: str) -> None:
     """Emit a RestoreConfig and keep it pending until the snapshot confirms it."""
-    t.emit(stage, RestoreConfig(who=who, name=name, value=value, reason=reason))
-    t.saved_config.pop("%s %s" % (who, name), None)
-    t.restoring["%s %s" % (who, name)] = (value, t.ctx.now)
+    t.emit(stage, restore_into(t.saved_config, t.restoring, who, name, value, reason,
+                               t.ctx.now))
+
+
+def restore_into(saved_config: Dict[str, Optional[str]],
+                 restoring: Dict[str, Tuple[Optional[str], float]], who: str, name: str,
+                 value: Optional[str], reason: str, now: float) -> RestoreConfig:
+    """The RestoreConfig of `who name`, its key moved from `saved_config` to `restoring`
+    (both updated here: the caller's own maps), pending until the snapshot confirms it."""
+    saved_config.pop("%s %s" % (who, name), None)
+    restoring["%s %s" % (who, name)] = (value, now)
+    return RestoreConfig(who=who, name=name, value=value, reason=reason)
 
 
 def unset_flag(t: Decision, flag: str, reason: str) -> None:
@@ -124,9 +133,11 @@ def adopt(saved_config: Mapping[str, Optional[str]],
                              ("saved_flags", saved_flags), ("restoring_flags", {})))
 
 
-def before_value(t: Decision, k: str, current_value: Optional[str]) -> Optional[str]:
+def before_value(restoring: Dict[str, Tuple[Optional[str], float]], k: str,
+                 current_value: Optional[str]) -> Optional[str]:
     """The value to record before changing setting `k` again: a restore still pending is
-    what was there before the run (the snapshot's value may still be the run's own)."""
-    if k in t.restoring:
-        return t.restoring.pop(k)[0]
+    what was there before the run (the snapshot's value may still be the run's own); it
+    leaves `restoring` (the caller's own map)."""
+    if k in restoring:
+        return restoring.pop(k)[0]
     return current_value

@@ -76,7 +76,7 @@ def lower_targets(t: Decision) -> None:
             if o.memory_target is None or key(o.id) in t.saved_config or want >= _target(o):
                 continue
             t.saved_config[key(o.id)] = before_value(
-                t, key(o.id), str(o.memory_target) if o.memory_target else None)
+                t.restoring, key(o.id), str(o.memory_target) if o.memory_target else None)
             t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
                                       reason="%s: %d OSDs x %s do not leave room for the next "
                                       "start in budget %s: caches trimmed for the run" % (

@@ -24,7 +24,7 @@ from typing import List, Mapping, Tuple
 
 from .context import Context
 from .decision import Decision, fmt_bytes
-from .model import PROC_STOPPED
+from .model import PROC_STOPPED, Columns
 from .stageout import StageOut
 
 SHRINK_GRACE_S = 60.0     # a new reference has no measured shrink yet: this long it may wait
@@ -54,13 +54,14 @@ def track(ctx: Context, shrink_at: Mapping[int, float],
         ("shrink_rss", {k: v for k, v in shrink_rss.items() if k not in gone})))
 
 
-def recovering(t: Decision, host: str) -> List[Tuple[int, int, int, float]]:
+def recovering(ctx: Context, cols: Columns, host: str) -> List[Tuple[int, int, int, float]]:
     """(osd, rss, reference rss, reference time) of `host`'s recovering OSDs, by id."""
+    shrink_at, shrink_rss = cols["shrink_at"], cols["shrink_rss"]
     out = []
-    for osd_id in sorted(t.shrink_at):
-        o = t.ctx.view.by_id.get(osd_id)
-        if o is not None and o.host == host and osd_id in t.shrink_rss:
-            out.append((osd_id, o.rss_bytes, t.shrink_rss[osd_id], t.shrink_at[osd_id]))
+    for osd_id in sorted(shrink_at):
+        o = ctx.view.by_id.get(osd_id)
+        if o is not None and o.host == host and osd_id in shrink_rss:
+            out.append((osd_id, o.rss_bytes, shrink_rss[osd_id], shrink_at[osd_id]))
     return out
 
 
@@ -72,7 +73,7 @@ def rate(rows: List[Tuple[int, int, int, float]], now: float) -> float:
 
 def describe(t: Decision, host: str, need: int) -> str:
     """"recovering osd.3,7 to shrink as their PGs recover: ETA ..." for `need` bytes."""
-    rows = recovering(t, host)
+    rows = recovering(t.ctx, t.cols, host)
     shed = rate(rows, t.ctx.now)
     eta = ("ETA ~%.0f s at the measured %s/s" % (max(0, need) / shed, fmt_bytes(shed))
            if shed > 0 else "no shrink measured yet")
@@ -82,7 +83,7 @@ def describe(t: Decision, host: str, need: int) -> str:
 
 def waits(t: Decision, host: str) -> bool:
     """True if `host` waits for its recovering OSDs (module rules)."""
-    rows = recovering(t, host)
+    rows = recovering(t.ctx, t.cols, host)
     return rate(rows, t.ctx.now) > 0 or any(t.ctx.now - at < SHRINK_GRACE_S for *_r, at in rows)
 
 

@@ -12,12 +12,13 @@ returns a StageOut:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Callable, Tuple
 
 from .actions import Action
 
 Staged = Tuple[str, Action]
 Health = Tuple[str, str, int]
+Budget = Callable[[str], int]     # a host's memory budget in bytes (Decision.budget)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def room_to_peak(t: Decision, o) -> bool:
 
 def _others(t: Decision, o) -> List[int]:
     """The other OSDs in flight on `o`'s host: granted, restarting, restarted in this tick."""
-    return [x for x in flight(t).get(o.host, []) if x != o.id]
+    here = flight(t.ctx, t.granted, t.new_restarts).get(o.host, [])
+    return [x for x in here if x != o.id]
 
 
 def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
@@ -91,7 +92,7 @@ def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[in
     hm = t.ctx.view.hostmem.get(o.host)
     if hm is None:          # no report: gate 2 (inflight._boot_fits) decides
         return 0, ""
-    margin = host_margin(t)
+    margin = host_margin(t.ctx, t.budget_state, t.predictor)
     peak = t.predictor.predict(o.id)
     growth = max(0, int(peak * margin) - o.rss_bytes)
     res = reserved(t, o.host, _others(t, o) if others is None else others, margin)

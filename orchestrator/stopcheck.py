@@ -1,7 +1,7 @@
 """Whether the run may stop (restart, brake) an up OSD now: ok-to-stop, PG membership and the
 restarts in flight, read from one plan() call's values.
 
-A StopCheck is built once per plan() call (Decision.stops) from the snapshot's PG membership
+A StopCheck is built once per plan() call (plan.stop_check) from the snapshot's PG membership
 and ok-to-stop answers, the OSDs up, the restarts of earlier ticks still in flight
 (view.restarting) and this tick's restarts (`new_restarts`: the call's own set, which only
 grows within a tick; the answers of stop_breaks are kept per OSD and its size).

@@ -37,13 +37,15 @@ by the next responses (heap release, restart, brake).
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .actions import SetConfig
 from .brake import WATCH_AT
-from .model import PROC_STOPPED, OsdState
-from .decision import Decision, fmt_bytes
-from .restore import before_value, restore_config
+from .context import Context
+from .model import PROC_STOPPED, Columns, OsdState
+from .decision import fmt_bytes
+from .restore import before_value, restore_into
+from .stageout import Budget, Staged, StageOut
 from . import shrink
 
 RECOVERY_KEYS = ("osd_recovery_max_active", "osd_max_backfills", "osd_recovery_sleep",
@@ -68,61 +70,80 @@ def _parse(k: str) -> Tuple[Optional[int], str]:
     return (int(num) if num.isdigit() else None), name
 
 
-def _tight(t: Decision, host: str, line: float) -> bool:
-    hm = t.ctx.view.hostmem.get(host)
-    return hm is not None and hm.mem_used > line * t.budget(host)
+def _tight(ctx: Context, budget: Budget, host: str, line: float) -> bool:
+    hm = ctx.view.hostmem.get(host)
+    return hm is not None and hm.mem_used > line * budget(host)
 
 
-def _recovering(t: Decision, o: Optional[OsdState]) -> bool:
-    """An OSD this run let boot that runs, is up and still has degraded PGs."""
-    return o is not None and (o.id in t.booting or o.id in t.settling) and o.up and \
+def _recovering(ours: AbstractSet[int], o: Optional[OsdState]) -> bool:
+    """An OSD this run let boot (`ours`: booting or settling) that runs, is up and still has
+    degraded PGs."""
+    return o is not None and o.id in ours and o.up and \
         o.process != PROC_STOPPED and o.pgs_degraded > 0
 
 
-def throttle(t: Decision) -> None:
-    """Release what no longer needs a throttle, then throttle the tight hosts' returning OSDs."""
-    if t.ctx.state not in ("new", "running", "paused"):
-        return
-    _release(t)
-    if t.ctx.policies.throttle is None:
-        return
-    for host in t.ctx.view.scope_hosts():
-        if not _tight(t, host, THROTTLE_AT):
-            continue
-        for o in sorted(t.ctx.view.by_host.get(host, ()), key=lambda x: x.id):
-            if _recovering(t, o) and o.recovery_config is not None:
-                _apply(t, o)
+def throttle(ctx: Context, budget: Budget, cols: Columns,
+             saved_config: Mapping[str, Optional[str]],
+             restoring: Mapping[str, Tuple[Optional[str], float]]) -> StageOut:
+    """Release what no longer needs a throttle, then throttle the tight hosts' returning OSDs.
+    Both move settings between the run's saved and restoring maps (records of the same
+    names)."""
+    if ctx.state not in ("new", "running", "paused"):
+        return StageOut()
+    ours = set(cols["booting"]) | set(cols["settling"])
+    saved, pending = dict(saved_config), dict(restoring)
+    acts = _release(ctx, budget, ours, saved, pending)
+    if ctx.policies.throttle is not None:
+        for host in ctx.view.scope_hosts():
+            if not _tight(ctx, budget, host, THROTTLE_AT):
+                continue
+            for o in sorted(ctx.view.by_host.get(host, ()), key=lambda x: x.id):
+                if _recovering(ours, o) and o.recovery_config is not None:
+                    acts.extend(_apply(ctx, budget, o, saved, pending))
+    if not acts:        # every change to the maps comes with its action
+        return StageOut()
+    return StageOut(actions=tuple(acts),
+                    records=(("saved_config", saved), ("restoring", pending)))
 
 
-def _apply(t: Decision, o: OsdState) -> None:
+def _apply(ctx: Context, budget: Budget, o: OsdState, saved: Dict[str, Optional[str]],
+           pending: Dict[str, Tuple[Optional[str], float]]) -> List[Staged]:
     own = dict(o.recovery_config or ())
-    hm = t.ctx.view.hostmem[o.host]
-    for name, value in t.ctx.policies.throttle(o):
+    hm = ctx.view.hostmem[o.host]
+    acts: List[Staged] = []
+    for name, value in ctx.policies.throttle(o):
         k = key(o.id, name)
-        if name not in RECOVERY_KEYS or k in t.saved_config:
+        if name not in RECOVERY_KEYS or k in saved:
             continue
-        t.saved_config[k] = before_value(t, k, own.get(name))
-        t.emit("memory", SetConfig(who="osd.%d" % o.id, name=name, value=str(value), reason=(
+        saved[k] = before_value(pending, k, own.get(name))
+        acts.append(("memory", SetConfig(who="osd.%d" % o.id, name=name, value=str(value),
+                                         reason=(
             "%s at %s > %.0f %% of budget %s while osd.%d recovers (%d PGs degraded): "
             "throttle its recovery first (no ok-to-stop or tcmalloc needed)" % (
-                o.host, fmt_bytes(hm.mem_used), THROTTLE_AT * 100, fmt_bytes(t.budget(o.host)),
-                o.id, o.pgs_degraded))))
+                o.host, fmt_bytes(hm.mem_used), THROTTLE_AT * 100, fmt_bytes(budget(o.host)),
+                o.id, o.pgs_degraded)))))
+    return acts
 
 
-def _release(t: Decision) -> None:
-    for k in sorted(t.saved_config):
+def _release(ctx: Context, budget: Budget, ours: AbstractSet[int],
+             saved: Dict[str, Optional[str]],
+             pending: Dict[str, Tuple[Optional[str], float]]) -> List[Staged]:
+    acts: List[Staged] = []
+    for k in sorted(saved):
         osd_id, name = _parse(k)
         if osd_id is None or name not in RECOVERY_KEYS:
             continue
-        o = t.ctx.view.by_id.get(osd_id)
-        if not _recovering(t, o):
+        o = ctx.view.by_id.get(osd_id)
+        if not _recovering(ours, o):
             why = "osd.%d no longer recovers" % osd_id
-        elif not _tight(t, o.host, RELEASE_AT):
+        elif not _tight(ctx, budget, o.host, RELEASE_AT):
             why = "%s back at or below %.0f %% of its budget" % (o.host, RELEASE_AT * 100)
         else:
             continue
-        restore_config(t, "osd.%d" % osd_id, name, t.saved_config[k], "memory",
-                       "%s: restore its recovery setting" % why)
+        acts.append(("memory", restore_into(saved, pending, "osd.%d" % osd_id, name, saved[k],
+                                            "%s: restore its recovery setting" % why,
+                                            ctx.now)))
+    return acts
 
 
 def memory_eta(need: int, settling: Sequence[Tuple[int, int, float, float]], now: float,
@@ -164,31 +185,39 @@ def _eta_text(e: Dict[str, Optional[float]]) -> str:
     return ", ".join(parts)
 
 
-def report_waits(t: Decision, settle_max_s: float, acted: Sequence[str]) -> None:
+def report_waits(ctx: Context, cols: Columns, hosts_summary: Mapping[str, dict],
+                 settle_max_s: float, acted: Sequence[str]) -> StageOut:
     """For every host whose next OSD waits for memory with nothing in flight and nothing
     released or restarted there this tick (`acted`: hosts with a memory action), say in the
     summary (reasons, hosts[h]["waiting_for"] and ["eta_s"]: the shrink ETA, else the
     latest the settling ends, None when neither is known) what it waits for and when."""
-    for host, hs in sorted(t.hosts_summary.items()):
+    v, settling = ctx.view, cols["settling"]
+    summary = dict(hosts_summary)
+    reasons = []
+    for host, hs in sorted(hosts_summary.items()):
         if hs.get("waiting_on") != "memory" or hs.get("in_flight") or host in acted or \
                 hs.get("predicted") is None or hs.get("used") is None:
             continue
-        nxt = t.ctx.view.by_id.get(hs.get("next_osd"))
+        nxt = v.by_id.get(hs.get("next_osd"))
         if nxt is None:
             continue
-        ids = sorted(x for x in t.settling if t.ctx.view.host_of(x) == host)
-        rows = [(t.ctx.view.by_id[x].rss_bytes, t.peaks.get(x, 0),
-                 t.grew_at.get(x, t.settling[x]), t.settling[x]) for x in ids
-                if x in t.ctx.view.by_id]
+        ids = sorted(x for x in settling if v.host_of(x) == host)
+        rows = [(v.by_id[x].rss_bytes, cols["peaks"].get(x, 0),
+                 cols["grew_at"].get(x, settling[x]), settling[x]) for x in ids
+                if x in v.by_id]
         need = hs["used"] + max(0, hs["predicted"] - nxt.rss_bytes) - hs["budget"]
-        rec = shrink.recovering(t, host)
-        e = memory_eta(need, rows, t.ctx.now, settle_max_s, shrink.rate(rec, t.ctx.now))
+        rec = shrink.recovering(ctx, cols, host)
+        e = memory_eta(need, rows, ctx.now, settle_max_s, shrink.rate(rec, ctx.now))
+        hs = summary[host] = dict(hs)
         hs["eta_s"] = e["eta_s"] if e["eta_s"] else e["latest_s"]
         what = " and ".join(
             ["%s osd.%s" % (kind, ",".join(str(x) for x in xs)) for kind, xs in (
                 ("settling", ids), ("recovering", [r[0] for r in rec])) if xs]) or \
             "memory to be freed (nothing settles or can be released)"
         hs["waiting_for"] = what
-        t.reasons.append("%s waits for %s to fit osd.%d (needs %s more): %s" % (
+        reasons.append("%s waits for %s to fit osd.%d (needs %s more): %s" % (
             host, what, nxt.id, fmt_bytes(max(0, need)), _eta_text(e) if ids or rec else
             "no ETA"))
+    if not reasons:
+        return StageOut()
+    return StageOut(reasons=tuple(reasons), records=(("hosts_summary", summary),))
