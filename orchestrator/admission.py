@@ -150,15 +150,17 @@ def _open_host(t: Decision, host: str, in_flight: List[int], over: AbstractSet[s
             t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
                 "<->".join(f.hosts), f.kind, f.value, f.detail, host))
     margin = host_margin(t.ctx, t.budget_state, t.predictor)
-    plain = reserved(t, host, in_flight) if hm is not None else 0
+    plain = margined = peaks = 0
+    if hm is not None:
+        plain = reserved(t.ctx, t.predictor, t.cols, host, in_flight)
+        margined = reserved(t.ctx, t.predictor, t.cols, host, in_flight, margin)
+        peaks = plain + staged_rest(t.ctx, t.predictor, t.cols, in_flight)
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
             "budget": t.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
             "in_flight": list(in_flight), "slots": t.ctx.slots() - len(in_flight),
-            "reserved": plain,
-            "margin": margin,
-            "reserved_margin": reserved(t, host, in_flight, margin) if hm is not None else 0,
-            "reserved_peaks": plain + staged_rest(t, in_flight) if hm is not None else 0}
+            "reserved": plain, "margin": margin, "reserved_margin": margined,
+            "reserved_peaks": peaks}
 
 
 def _try_grant(t: Decision, o: OsdState, st: dict, stops: StopCheck) -> None:

@@ -62,7 +62,7 @@ def outgrown(t: Decision) -> List[str]:
 
 def within(t: Decision) -> List[int]:
     """OSDs of this run past their peak, that peak at or below the one admitted."""
-    return [o.id for o in _ours(t) if o.id in t.settling and past_peak(t, o)
+    return [o.id for o in _ours(t) if o.id in t.settling and past_peak(t.predictor, t.peaks, o)
             and t.peaks.get(o.id, 0) <= t.predictor.admitted_peak(o)]
 
 

@@ -95,7 +95,8 @@ def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[in
     margin = host_margin(t.ctx, t.budget_state, t.predictor)
     peak = t.predictor.predict(o.id)
     growth = max(0, int(peak * margin) - o.rss_bytes)
-    res = reserved(t, o.host, _others(t, o) if others is None else others, margin)
+    res = reserved(t.ctx, t.predictor, t.cols, o.host,
+                   _others(t, o) if others is None else others, margin)
     budget = t.budget(o.host)
     return hm.mem_used + res + growth - budget, (
         "%s: staged osd.%d waits in preboot for room to peak: needs %s (peak %s x margin "
