@@ -34,21 +34,22 @@ in turn.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import AbstractSet, Dict, List, Mapping, Optional, Tuple, Union
 
 from .actions import GrantStart, Wait
 from .context import Context
-from .model import PROC_STOPPED, OsdState
+from .model import PROC_STOPPED, Columns, OsdState
 from .inflight import MAX_START_FAILURES
 from .staging import PEERING_PER_HOST, STAGED_PER_HOST
 from .decision import Decision, fmt_bytes
-from .predict import PROBE_LOAD_FRACTION
-from .stageout import StageOut
+from .predict import PROBE_LOAD_FRACTION, Predictor
+from .stageout import Budget, StageOut, put
 from .stopcheck import StopCheck
 from .view import HELPER_STALE_S
-from .room import ask, make_room, room
+from .room import ask, start_room
 from .reserve import flight as flight_now, host_margin, plain_slots, reserved, staged_rest
-from . import dups, shrink
+from . import dups
 
 
 def _host_gate(ctx: Context, host: str, in_flight: List[int],
@@ -84,10 +85,33 @@ def _stopping(ctx: Context, stopped: Mapping[int, float],
         for host, ids in sorted(by_host.items())))
 
 
+@dataclass(frozen=True)
+class Admit:
+    """What the grant decisions read: the call's Context, the Predictor, the run's columns
+    (a grant's records update them in place, so later decisions and predictions see it), its
+    budget state and the hosts' budgets."""
+    ctx: Context
+    predictor: Predictor
+    cols: Columns
+    budget_state: str
+    budget: Budget
+
+
+@dataclass(frozen=True)
+class NoFit:
+    """A host with nothing in flight whose next OSD does not fit: room is to be made for it
+    (room.start_room), from the over_budget decision's values as they stand then."""
+    host: str
+    deficit: int
+    line: str
+
+
 def grant_stage(t: Decision, over: AbstractSet[str], stops: StopCheck) -> None:
     """Grant starts in start_order, per host while slots and budget admit (strict order);
-    none on a host `over` its budget. Room is made (room.make_room) where `stops` allows."""
+    none on a host `over` its budget. Room is made (room.make_room) where `stops` allows.
+    Each decision's StageOut is applied before the next is made."""
     v = t.ctx.view
+    g = Admit(t.ctx, t.predictor, t.cols, t.budget_state, t.budget)
     flight = flight_now(t.ctx, t.granted, t.new_restarts)
     eligible = [o for o in v.candidates if o.id not in t.granted and o.id not in t.stopped]
     t.apply(_stopping(t.ctx, t.stopped, t.granted))
@@ -101,26 +125,38 @@ def grant_stage(t: Decision, over: AbstractSet[str], stops: StopCheck) -> None:
             continue
         st = hosts.get(o.host)
         if st is None:
-            st = hosts[o.host] = _open_host(t, o.host, flight.get(o.host, []), over)
+            st, out = _open_host(g, o.host, flight.get(o.host, []), over)
+            t.apply(out)
+            hosts[o.host] = st
             st["queue"] = queues.get(o.host, [])
         if st["gate"] is not None or st["blocked"]:
             if st["next_osd"] is None:
                 st["next_osd"] = o.id
             continue
-        _try_grant(t, o, st, stops)
+        res = _try_grant(g, o, st)
+        if isinstance(res, NoFit):
+            res = start_room(ask(t, stops), res.host, res.deficit, res.line,
+                             t.room_restarts)
+        t.apply(res)
     for h in sorted(set(flight) - set(hosts)):
         if v.helper_missing(h):         # only its granted OSDs wait for that helper
             t.health(*_helper_missing(t.ctx, h, " (osd.%s granted there)" % ", osd.".join(
                 str(x) for x in sorted(flight[h]))))
+    t.apply(_summary(g, hosts, t.hosts_summary))
+
+
+def _summary(g: Admit, hosts: Mapping[str, dict], summary: Mapping[str, dict]) -> StageOut:
+    """The hosts_summary record: each host's row as the stage left it."""
+    out = dict(summary)
     for h, st in hosts.items():
-        if st["next_osd"] is not None and st["predicted"] is None and h in v.hostmem:
-            st["predicted"] = t.predictor.predict(st["next_osd"])
-        t.hosts_summary[h] = {"budget": st["budget"], "used": st["used"],
-                              "in_flight": len(st["in_flight"]),
-                              "in_flight_osds": list(st["in_flight"]),
-                              "next_osd": st["next_osd"], "predicted": st["predicted"],
-                              "gate": st["gate"],
-                              "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
+        if st["next_osd"] is not None and st["predicted"] is None and h in g.ctx.view.hostmem:
+            st["predicted"] = g.predictor.predict(st["next_osd"])
+        out[h] = {"budget": st["budget"], "used": st["used"],
+                  "in_flight": len(st["in_flight"]), "in_flight_osds": list(st["in_flight"]),
+                  "next_osd": st["next_osd"], "predicted": st["predicted"],
+                  "gate": st["gate"],
+                  "waiting_on": st["gate"] or ("memory" if st["blocked"] else None)}
+    return StageOut(records=(("hosts_summary", out),))
 
 
 def _failed_out(failures: Mapping[int, int], o: OsdState) -> bool:
@@ -140,143 +176,144 @@ def _helper_missing(ctx: Context, host: str, extra: str) -> Tuple[str, str]:
         extra)
 
 
-def _open_host(t: Decision, host: str, in_flight: List[int], over: AbstractSet[str]) -> dict:
-    gate = _host_gate(t.ctx, host, in_flight, over)
-    hm = t.ctx.view.hostmem.get(host)
+def _open_host(g: Admit, host: str, in_flight: List[int],
+               over: AbstractSet[str]) -> Tuple[dict, StageOut]:
+    """The host's row for this stage (what the grants on it read and update) and the health
+    lines its gate raises."""
+    ctx, predictor, cols = g.ctx, g.predictor, g.cols
+    gate = _host_gate(ctx, host, in_flight, over)
+    hm = ctx.view.hostmem.get(host)
+    health: Tuple[Tuple[str, str, int], ...] = ()
     if gate == "helper missing":
-        t.health(*_helper_missing(t.ctx, host, ""))
+        health = (_helper_missing(ctx, host, "") + (1,),)
     elif gate == "network finding":
-        for f in t.ctx.view.findings_for(host):
-            t.health("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
-                "<->".join(f.hosts), f.kind, f.value, f.detail, host))
-    margin = host_margin(t.ctx, t.budget_state, t.predictor)
+        health = tuple(("RECOVERY_NETWORK_DEGRADED", "%s %s: %s %s (starts held on %s)" % (
+            "<->".join(f.hosts), f.kind, f.value, f.detail, host), 1)
+            for f in ctx.view.findings_for(host))
+    margin = host_margin(ctx, g.budget_state, predictor)
     plain = margined = peaks = 0
     if hm is not None:
-        plain = reserved(t.ctx, t.predictor, t.cols, host, in_flight)
-        margined = reserved(t.ctx, t.predictor, t.cols, host, in_flight, margin)
-        peaks = plain + staged_rest(t.ctx, t.predictor, t.cols, in_flight)
+        plain = reserved(ctx, predictor, cols, host, in_flight)
+        margined = reserved(ctx, predictor, cols, host, in_flight, margin)
+        peaks = plain + staged_rest(ctx, predictor, cols, in_flight)
     return {"gate": gate, "blocked": False, "next_osd": None, "predicted": None,
-            "budget": t.budget(host) if hm is not None else None,
+            "budget": g.budget(host) if hm is not None else None,
             "used": hm.mem_used if hm is not None else None,
-            "in_flight": list(in_flight), "slots": t.ctx.slots() - len(in_flight),
+            "in_flight": list(in_flight), "slots": ctx.slots() - len(in_flight),
             "reserved": plain, "margin": margin, "reserved_margin": margined,
-            "reserved_peaks": peaks}
+            "reserved_peaks": peaks}, StageOut(health=health)
 
 
-def _try_grant(t: Decision, o: OsdState, st: dict, stops: StopCheck) -> None:
-    pred = t.predictor.predict(o.id)
+def _waiting(host: str, why: str) -> StageOut:
+    return StageOut(reasons=("waiting for in-flight OSDs: %s: %s" % (host, why),))
+
+
+def _try_grant(g: Admit, o: OsdState, st: dict) -> Union[StageOut, NoFit]:
+    """The decision on the host's next OSD `o` (its row `st` updated): a grant, a wait, or
+    a NoFit where room is to be made."""
+    pred = g.predictor.predict(o.id)
     need = max(0, pred - o.rss_bytes)
     need_margin = max(0, int(pred * st["margin"]) - o.rss_bytes)
     if st["next_osd"] is None:
         st["next_osd"], st["predicted"] = o.id, pred
-    if o.id in t.ctx.dups_suspects:
-        _try_alone(t, o, st, pred, need, stops)
-        return
-    if st["in_flight"] and _staged_full(t, st):
+    if o.id in g.ctx.dups_suspects:
+        return _try_alone(g, o, st, pred, need)
+    if st["in_flight"] and _staged_full(g, st):
         st["blocked"] = True
-        t.reasons.append("waiting for in-flight OSDs: %s: %s" % (
-            o.host, _staged_why(t.staged, st)))
-        return
-    if st["in_flight"] and not _queue_fits(t, st):
-        _try_staged(t, o, st, pred)
-        return
-    plain = plain_slots(t.ctx, t.budget_state, t.predictor)
+        return _waiting(o.host, _staged_why(g.cols["staged"], st))
+    if st["in_flight"] and not _queue_fits(g, st):
+        return _try_staged(g, o, st, pred)
+    plain = plain_slots(g.ctx, g.budget_state, g.predictor)
     if len(st["in_flight"]) >= plain:     # beside others: charged with the margin
-        _try_beside(t, o, st, pred, need, need_margin)
-        return
+        return _try_beside(g, o, st, pred, need, need_margin)
     probe = False
     if st["used"] + st["reserved"] + need > st["budget"]:
-        probe = _probe_fits(t.ctx, t.settling, o, st, pred)
+        probe = _probe_fits(g.ctx, g.cols["settling"], o, st, pred)
         if not probe:
             st["blocked"] = True
-            _no_fit(t, o, st, pred, need, stops)
-            return
-    _grant(t, o, st, pred, need, need_margin, (
+            return _no_fit(o, st, pred, need)
+    return _grant(g, o, st, pred, need, need_margin, (
         "probe: predicted peak %s does not fit budget %s (used %s), its load (at most "
         "%.2f of the peak) does; it boots only if its peak, re-predicted from the load "
         "it shows in preboot, fits" % (fmt_bytes(pred), fmt_bytes(st["budget"]),
                                        fmt_bytes(st["used"]), PROBE_LOAD_FRACTION))
         if probe else "used %s + reserved %s + predicted %s <= budget %s%s" % (
             fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(need),
-            fmt_bytes(st["budget"]), "; " + _queue_note(t, st) if st["in_flight"] else ""))
+            fmt_bytes(st["budget"]), "; " + _queue_note(g, st) if st["in_flight"] else ""))
 
 
-def _try_alone(t: Decision, o: OsdState, st: dict, pred: int, need: int,
-               stops: StopCheck) -> None:
+def _try_alone(g: Admit, o: OsdState, st: dict, pred: int,
+               need: int) -> Union[StageOut, NoFit]:
     """A start that may load inflated PG log dups (dups.py): only with nothing else in flight
     on its host, where its plain prediction fits, charged the host's whole room."""
+    suspect = g.ctx.dups_suspects[o.id]
     if st["in_flight"]:
         st["blocked"] = True
-        t.reasons.append("waiting for in-flight OSDs: %s: osd.%d starts alone (PG log dups: "
-                         "%s)" % (o.host, o.id, t.ctx.dups_suspects[o.id]))
-        return
+        return _waiting(o.host, "osd.%d starts alone (PG log dups: %s)" % (o.id, suspect))
     if st["used"] + st["reserved"] + need > st["budget"]:
         st["blocked"] = True
-        _no_fit(t, o, st, pred, need, stops)
-        return
+        return _no_fit(o, st, pred, need)
     whole = max(need, st["budget"] - st["used"] - st["reserved"])
-    _grant(t, o, st, max(pred, o.rss_bytes + whole), whole, whole,
-           "alone on its host (PG log dups: %s): charged the host's whole room %s (predicted "
-           "%s), used %s + reserved %s, budget %s" % (
-               t.ctx.dups_suspects[o.id], fmt_bytes(whole), fmt_bytes(pred),
-               fmt_bytes(st["used"]), fmt_bytes(st["reserved"]), fmt_bytes(st["budget"])))
+    out = _grant(g, o, st, max(pred, o.rss_bytes + whole), whole, whole,
+                 "alone on its host (PG log dups: %s): charged the host's whole room %s "
+                 "(predicted %s), used %s + reserved %s, budget %s" % (
+                     suspect, fmt_bytes(whole), fmt_bytes(pred), fmt_bytes(st["used"]),
+                     fmt_bytes(st["reserved"]), fmt_bytes(st["budget"])))
     st["gate"] = "osd.%d starts alone (PG log dups)" % o.id
+    return out
 
 
-def _try_beside(t: Decision, o: OsdState, st: dict, pred: int, need: int,
-                need_margin: int) -> None:
+def _try_beside(g: Admit, o: OsdState, st: dict, pred: int, need: int,
+                need_margin: int) -> StageOut:
     """A start beside others in flight on its host: admitted on every prediction x the
     margin (the staging limit was checked before, _try_grant)."""
-    why = None
     if st["used"] + st["reserved_margin"] + need_margin > st["budget"]:
-        why = "osd.%d needs %s (predicted %s x margin %.2f), used %s + reserved %s x margin, " \
-              "budget %s" % (o.id, fmt_bytes(need_margin), fmt_bytes(pred), st["margin"],
-                             fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]),
-                             fmt_bytes(st["budget"]))
-    if why is not None:
         st["blocked"] = True
-        t.reasons.append("waiting for in-flight OSDs: %s: %s" % (o.host, why))
-        return
-    _grant(t, o, st, pred, need, need_margin, "used %s + reserved %s + predicted %s, each x "
-           "margin %.2f, <= budget %s; %s" % (
-               fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]), fmt_bytes(need_margin),
-               st["margin"], fmt_bytes(st["budget"]), _queue_note(t, st)))
+        return _waiting(o.host, "osd.%d needs %s (predicted %s x margin %.2f), used %s + "
+                        "reserved %s x margin, budget %s" % (
+                            o.id, fmt_bytes(need_margin), fmt_bytes(pred), st["margin"],
+                            fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]),
+                            fmt_bytes(st["budget"])))
+    return _grant(g, o, st, pred, need, need_margin, "used %s + reserved %s + predicted %s, "
+                  "each x margin %.2f, <= budget %s; %s" % (
+                      fmt_bytes(st["used"]), fmt_bytes(st["reserved_margin"]),
+                      fmt_bytes(need_margin), st["margin"], fmt_bytes(st["budget"]),
+                      _queue_note(g, st)))
 
 
-def _try_staged(t: Decision, o: OsdState, st: dict, pred: int) -> None:
+def _try_staged(g: Admit, o: OsdState, st: dict, pred: int) -> StageOut:
     """A start beside others on a host whose queue does not fit: staged (staging.py),
     admitted on its load (Predictor.expected_load; x the margin beside others while the run
     warms up): it boots only once its growth to its peak fits (staging.room_to_peak)."""
-    load = t.predictor.expected_load(o.id)
-    plain = plain_slots(t.ctx, t.budget_state, t.predictor)
+    load = g.predictor.expected_load(o.id)
+    plain = plain_slots(g.ctx, g.budget_state, g.predictor)
     beside = len(st["in_flight"]) >= plain
     margin = st["margin"] if beside else 1.0
     res = st["reserved_margin"] if beside else st["reserved"]
     need, need_margin = max(0, load - o.rss_bytes), max(0, int(load * margin) - o.rss_bytes)
     if st["used"] + res + need_margin > st["budget"]:
         st["blocked"] = True
-        t.reasons.append("waiting for in-flight OSDs: %s: osd.%d's load needs %s (expected "
-                         "%s x margin %.2f), used %s + reserved %s, budget %s" % (
-                             o.host, o.id, fmt_bytes(need_margin), fmt_bytes(load), margin,
-                             fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(st["budget"])))
-        return
-    _grant(t, o, st, pred, need, need_margin, "used %s + reserved %s + its load %s, each x "
-           "margin %.2f, <= budget %s; %s" % (
-               fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(need_margin), margin,
-               fmt_bytes(st["budget"]), _queue_note(t, st)))
+        return _waiting(o.host, "osd.%d's load needs %s (expected %s x margin %.2f), used %s "
+                        "+ reserved %s, budget %s" % (
+                            o.id, fmt_bytes(need_margin), fmt_bytes(load), margin,
+                            fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(st["budget"])))
+    return _grant(g, o, st, pred, need, need_margin, "used %s + reserved %s + its load %s, "
+                  "each x margin %.2f, <= budget %s; %s" % (
+                      fmt_bytes(st["used"]), fmt_bytes(res), fmt_bytes(need_margin), margin,
+                      fmt_bytes(st["budget"]), _queue_note(g, st)))
 
 
-def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin: int,
-           reason: str) -> None:
-    """Emit the grant of `o` and charge it to its host's reservations."""
-    t.emit("grants", GrantStart(osd=o.id, host=o.host, predicted_bytes=pred, reason=reason))
-    t.granted[o.id] = t.ctx.now
+def _grant(g: Admit, o: OsdState, st: dict, pred: int, need: int, need_margin: int,
+           reason: str) -> StageOut:
+    """The grant of `o` and its records; charged to its host's row `st`."""
+    cols, now = g.cols, g.ctx.now
+    records = [("granted", put(cols["granted"], o.id, now))]
     if o.down_since is not None:
-        t.downtime[o.id] = max(0.0, t.ctx.now - o.down_since)
+        records.append(("downtime", put(cols["downtime"], o.id, max(0.0, now - o.down_since))))
     if o.missed_entries is not None:
-        t.missed[o.id] = o.missed_entries
-    if st["in_flight"] and not _queue_fits(t, st):
-        t.staged[o.id] = t.ctx.now
+        records.append(("missed", put(cols["missed"], o.id, o.missed_entries)))
+    if st["in_flight"] and not _queue_fits(g, st):   # known before any grant beside others
+        records.append(("staged", put(cols["staged"], o.id, now)))
     st["reserved"] += need
     st["reserved_margin"] += need_margin
     st["reserved_peaks"] += max(0, pred - o.rss_bytes)
@@ -285,9 +322,12 @@ def _grant(t: Decision, o: OsdState, st: dict, pred: int, need: int, need_margin
     st["next_osd"], st["predicted"] = None, None
     if st["slots"] <= 0:
         st["gate"] = "%d in flight" % len(st["in_flight"])
+    return StageOut(actions=(("grants", GrantStart(osd=o.id, host=o.host, predicted_bytes=pred,
+                                                   reason=reason)),),
+                    records=tuple(records))
 
 
-def _queue_fits(t: Decision, st: dict) -> bool:
+def _queue_fits(g: Admit, st: dict) -> bool:
     """Room for every OSD still waiting on the host (st["queue"], this one included) on their
     plain predictions, beside what is used and reserved: where they cannot all fit, a start
     beside others is staged (staging.py) instead of peering beside them, which slows each
@@ -297,8 +337,9 @@ def _queue_fits(t: Decision, st: dict) -> bool:
     moves its OSD's need from the queue into st["reserved_peaks"], the sum stays the same
     (an OSD granted earlier in this tick is counted there, not in the queue)."""
     if st.get("queue_fits") is None:
-        need = sum(max(0, t.predictor.predict(x.id) - x.rss_bytes) for x in st["queue"]
-                   if x.id not in t.granted)
+        granted = g.cols["granted"]
+        need = sum(max(0, g.predictor.predict(x.id) - x.rss_bytes) for x in st["queue"]
+                   if x.id not in granted)
         st["queue_fits"] = st["used"] + st["reserved_peaks"] + need <= st["budget"]
     return st["queue_fits"]
 
@@ -308,9 +349,9 @@ def _staged(staged: Mapping[int, float], st: dict) -> List[int]:
     return [x for x in st["in_flight"] if x in staged]
 
 
-def _staged_full(t: Decision, st: dict) -> bool:
+def _staged_full(g: Admit, st: dict) -> bool:
     """Where the host's queue does not fit, at most STAGED_PER_HOST staged OSDs wait there."""
-    return not _queue_fits(t, st) and len(_staged(t.staged, st)) >= STAGED_PER_HOST
+    return not _queue_fits(g, st) and len(_staged(g.cols["staged"], st)) >= STAGED_PER_HOST
 
 
 def _staged_why(staged: Mapping[int, float], st: dict) -> str:
@@ -319,9 +360,9 @@ def _staged_why(staged: Mapping[int, float], st: dict) -> str:
         ",".join(map(str, _staged(staged, st))), len(st["queue"]))
 
 
-def _queue_note(t: Decision, st: dict) -> str:
+def _queue_note(g: Admit, st: dict) -> str:
     """The grant reason's word on the host's queue (staged or not)."""
-    if _queue_fits(t, st):
+    if _queue_fits(g, st):
         return "the host's %d waiting OSD(s) fit" % len(st["queue"])
     return "staged: its %d waiting OSD(s) do not all fit, it boots when fewer than %d peer " \
         "and its growth to its peak fits" % (len(st["queue"]), PEERING_PER_HOST)
@@ -345,34 +386,12 @@ def _probe_fits(ctx: Context, settling: Mapping[int, float], o: OsdState, st: di
     return st["used"] + st["reserved"] + pred * PROBE_LOAD_FRACTION <= st["budget"]
 
 
-def _no_fit(t: Decision, o: OsdState, st: dict, pred: int, need: int,
-            stops: StopCheck) -> None:
-    """The host's next OSD does not fit. If the host is quiescent, try to make room."""
-    host = o.host
+def _no_fit(o: OsdState, st: dict, pred: int, need: int) -> Union[StageOut, NoFit]:
+    """The host's next OSD does not fit: it waits for those in flight, or, if the host is
+    quiescent, room is to be made (NoFit)."""
     line = "%s: osd.%d needs %s (predicted %s), used %s + reserved %s, budget %s" % (
-        host, o.id, fmt_bytes(need), fmt_bytes(pred), fmt_bytes(st["used"]),
+        o.host, o.id, fmt_bytes(need), fmt_bytes(pred), fmt_bytes(st["used"]),
         fmt_bytes(st["reserved"]), fmt_bytes(st["budget"]))
     if st["in_flight"]:
-        t.reasons.append("waiting for in-flight OSDs: " + line)
-        return
-    deficit = st["used"] + st["reserved"] + need - st["budget"]
-    a = ask(t, stops)
-    free = room(a.ctx, a.progress, t.granted, host)
-    settling = sorted(x for x in t.settling if t.ctx.view.host_of(x) == host)
-    act = None
-    if t.ctx.state in ("new", "running"):
-        act, out = make_room(a, host, "next start", deficit, free, t.room_restarts)
-        t.apply(out)
-    if act is not None:
-        line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
-    elif settling:     # not a stall: their peaks are still coming, then they are restartable
-        t.reasons.append("waiting for settling osd.%s: %s" % (
-            ",".join(str(x) for x in settling), line))
-        return
-    elif shrink.waits(t, host):    # recovery trims them (shrink.py)
-        line += "; waiting for " + shrink.describe(t, host, deficit)
-    else:
-        line += "; nothing can be released or restarted to make room (%s restartable)" % (
-            fmt_bytes(free))
-    t.health("RECOVERY_BUDGET_TOO_SMALL", line)
-
+        return StageOut(reasons=("waiting for in-flight OSDs: " + line,))
+    return NoFit(o.host, st["used"] + st["reserved"] + need - st["budget"], line)

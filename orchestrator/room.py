@@ -5,26 +5,27 @@ Rules:
   policy answers it (heap release, ok-to-stop query, restart), else the brake (brake.py);
 - a restart goes out only with ok-to-stop True in this snapshot, no PG taken below min_size
   (StopCheck.stop_refusal), out of its cooldown and within the host's slots (_restart_refusal);
-- the same policy makes room for a host's next start that does not fit (admission._no_fit)
+- the same policy makes room for a host's next start that does not fit (start_room)
   and for an OSD gate 2 keeps in preboot (room_for_boots), where what restarts could free
   (room) covers the deficit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Any, Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, FrozenSet, Mapping, Optional, Tuple
 
 from .actions import Action, HeapRelease, QueryOkToStop, RestartOsd, Wait
 from .context import Context
 from .model import PROC_STOPPED, Columns, Progress, Snapshot
 from .decision import Decision, fmt_bytes
-from .stageout import StageOut
+from .stageout import StageOut, join, put
 from .stopcheck import StopCheck
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
 from .inflight import boot_growth
 from .staging import boot_deficit
 from .reserve import flight, plain_slots
+from . import shrink
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ def respond(a: Ask, host: str, why: str,
     records: Tuple[Tuple[str, Any], ...] = ()
     if isinstance(act, HeapRelease):
         rss = ctx.view.by_id[act.osd].rss_bytes
-        records = (("heap_released", _put(cols["heap_released"], act.osd, ctx.now)),
-                   ("heap_rss", _put(cols["heap_rss"], act.osd, rss)))
+        records = (("heap_released", put(cols["heap_released"], act.osd, ctx.now)),
+                   ("heap_rss", put(cols["heap_rss"], act.osd, rss)))
     elif isinstance(act, RestartOsd):
         refused = _restart_refusal(a, host, act, lends)
         if refused is not None:
@@ -105,20 +106,14 @@ def respond(a: Ask, host: str, why: str,
                 "%s %s: restart of osd.%d waits for the next snapshot's ok-to-stop: osd.%s "
                 "restarts in this tick" % (host, why, act.osd, min(a.new_restarts))))),))
         rss = ctx.view.by_id[act.osd].rss_bytes
-        records = (("restarted", _put(cols["restarted"], act.osd, ctx.now)),
-                   ("restart_rss", _put(cols["restart_rss"], act.osd, rss)),
+        records = (("restarted", put(cols["restarted"], act.osd, ctx.now)),
+                   ("restart_rss", put(cols["restart_rss"], act.osd, rss)),
                    ("fresh_rss", {k: x for k, x in cols["fresh_rss"].items() if k != act.osd}),
                    ("new_restarts", set(a.new_restarts) | {act.osd}))
     elif not isinstance(act, QueryOkToStop):
         return False, StageOut(reasons=("%s: ignored %s from over_budget policy" % (
             host, act.kind),))
     return True, StageOut(actions=(("memory", act),), records=records)
-
-
-def _put(column: Mapping[int, Any], osd: int, value: Any) -> Dict[int, Any]:
-    out = dict(column)
-    out[osd] = value
-    return out
 
 
 def _guarded(ctx: Context, stops: StopCheck, host: str) -> Snapshot:
@@ -182,6 +177,30 @@ def make_room(a: Ask, host: str, why: str, deficit: int, free: int,
         out = replace(out, records=out.records + (
             ("room_restarts", set(room_restarts) | {act.osd}),))
     return act, out
+
+
+def start_room(a: Ask, host: str, deficit: int, line: str,
+               room_restarts: AbstractSet[int]) -> StageOut:
+    """Room for the next start of a host with nothing in flight, `deficit` short of its
+    budget (`line` says so): one over_budget decision where what restarts could free covers
+    the deficit (make_room), else why the host waits."""
+    ctx = a.ctx
+    free = room(ctx, a.progress, a.cols["granted"], host)
+    settling = sorted(x for x in a.cols["settling"] if ctx.view.host_of(x) == host)
+    act, out = None, StageOut()
+    if ctx.state in ("new", "running"):
+        act, out = make_room(a, host, "next start", deficit, free, room_restarts)
+    if act is not None:
+        line += "; making room (%s restartable): %s" % (fmt_bytes(free), act.describe())
+    elif settling:     # not a stall: their peaks are still coming, then they are restartable
+        return join(out, StageOut(reasons=("waiting for settling osd.%s: %s" % (
+            ",".join(str(x) for x in settling), line),)))
+    elif shrink.waits(ctx, a.cols, host):    # recovery trims them (shrink.py)
+        line += "; waiting for " + shrink.describe(ctx, a.cols, host, deficit)
+    else:
+        line += "; nothing can be released or restarted to make room (%s restartable)" % (
+            fmt_bytes(free))
+    return join(out, StageOut(health=(("RECOVERY_BUDGET_TOO_SMALL", line, 1),)))
 
 
 def room_for_boots(t: Decision, stops: StopCheck) -> None:

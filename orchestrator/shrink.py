@@ -71,20 +71,20 @@ def rate(rows: List[Tuple[int, int, int, float]], now: float) -> float:
                if rss < ref and now > at)
 
 
-def describe(t: Decision, host: str, need: int) -> str:
+def describe(ctx: Context, cols: Columns, host: str, need: int) -> str:
     """"recovering osd.3,7 to shrink as their PGs recover: ETA ..." for `need` bytes."""
-    rows = recovering(t.ctx, t.cols, host)
-    shed = rate(rows, t.ctx.now)
+    rows = recovering(ctx, cols, host)
+    shed = rate(rows, ctx.now)
     eta = ("ETA ~%.0f s at the measured %s/s" % (max(0, need) / shed, fmt_bytes(shed))
            if shed > 0 else "no shrink measured yet")
     return "recovering osd.%s to shrink as their PGs recover: %s" % (
         ",".join(str(r[0]) for r in rows), eta)
 
 
-def waits(t: Decision, host: str) -> bool:
+def waits(ctx: Context, cols: Columns, host: str) -> bool:
     """True if `host` waits for its recovering OSDs (module rules)."""
-    rows = recovering(t.ctx, t.cols, host)
-    return rate(rows, t.ctx.now) > 0 or any(t.ctx.now - at < SHRINK_GRACE_S for *_r, at in rows)
+    rows = recovering(ctx, cols, host)
+    return rate(rows, ctx.now) > 0 or any(ctx.now - at < SHRINK_GRACE_S for *_r, at in rows)
 
 
 __all__ = ["SHRINK_GRACE_S", "begin", "track", "recovering", "rate", "describe", "waits"]

@@ -12,7 +12,7 @@ returns a StageOut:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Dict, Mapping, Tuple
 
 from .actions import Action
 
@@ -27,3 +27,19 @@ class StageOut:
     health: Tuple[Health, ...] = ()
     reasons: Tuple[str, ...] = ()
     records: Tuple[Tuple[str, Any], ...] = ()
+
+
+def join(*outs: StageOut) -> StageOut:
+    """One StageOut that applies as `outs` applied in turn (a later record replaces an
+    earlier one of the same name)."""
+    return StageOut(actions=tuple(x for o in outs for x in o.actions),
+                    health=tuple(x for o in outs for x in o.health),
+                    reasons=tuple(x for o in outs for x in o.reasons),
+                    records=tuple(x for o in outs for x in o.records))
+
+
+def put(column: Mapping[int, Any], osd: int, value: Any) -> Dict[int, Any]:
+    """A column's new value with `osd` set to `value` (its place kept where it was set)."""
+    out = dict(column)
+    out[osd] = value
+    return out
