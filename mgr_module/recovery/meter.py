@@ -1,6 +1,7 @@
 """The shell's own cost, counted where it is spent: per tick its duration and the part of it
 each phase took (plan() apart from the shell's view, acting and persisting), store writes and
-their bytes, mon commands and the cluster reads it made; per command handler its duration.
+their bytes, mon commands and the cluster reads it made; per command handler its duration;
+per read made on a thread of its own (pgreader.py) its duration.
 `ceph recovery perf -f json` shows it (the mgr-scale bench reads it).
 
 No mgr_module import; thread-safe (the tick thread and the command thread both count).
@@ -23,12 +24,20 @@ def _pct(values: List[float], q: float) -> Optional[float]:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
+def _summary(count: int, ms: Deque[float]) -> Dict[str, Any]:
+    return {"count": count, "max_ms": round(max(ms), 3),
+            "p50_ms": round(_pct(list(ms), 0.5) or 0.0, 3),
+            "p99_ms": round(_pct(list(ms), 0.99) or 0.0, 3)}
+
+
 class Meter(object):
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.ticks: Deque[Dict[str, Any]] = deque(maxlen=KEEP_TICKS)
         self.calls: Dict[str, Deque[float]] = {}
         self.counts: Dict[str, int] = {}
+        self.background: Dict[str, Deque[float]] = {}
+        self.background_counts: Dict[str, int] = {}
         self.cur: Optional[Dict[str, Any]] = None
         self.tick_thread: Optional[int] = None
         self.outside = {"mon_commands": 0, "state_writes": 0}
@@ -95,18 +104,23 @@ class Meter(object):
             self.calls.setdefault(name, deque(maxlen=KEEP_CALLS)).append(seconds * 1000.0)
             self.counts[name] = self.counts.get(name, 0) + 1
 
+    def read_apart(self, what: str, seconds: float) -> None:
+        """A read made on a thread of its own, outside every tick (pgreader.py)."""
+        with self.lock:
+            self.background.setdefault(what, deque(maxlen=KEEP_TICKS)).append(seconds * 1000.0)
+            self.background_counts[what] = self.background_counts.get(what, 0) + 1
+
     def doc(self, since: float = 0.0) -> Dict[str, Any]:
         with self.lock:
             ticks = [t for t in self.ticks if t["t"] >= since]
-            calls = {n: {"count": self.counts[n], "max_ms": round(max(v), 3),
-                         "p50_ms": round(_pct(list(v), 0.5) or 0.0, 3),
-                         "p99_ms": round(_pct(list(v), 0.99) or 0.0, 3)}
-                     for n, v in self.calls.items() if v}
+            calls = {n: _summary(self.counts[n], v) for n, v in self.calls.items() if v}
+            apart = {n: _summary(self.background_counts[n], v)
+                     for n, v in self.background.items() if v}
             cur = None
             if self.cur is not None:      # a tick still going: how long so far
                 cur = dict(self.cur, running_s=round(time.monotonic() - self._t0, 3))
             return {"ticks": ticks, "handlers": calls, "outside": dict(self.outside),
-                    "current": cur}
+                    "current": cur, "background": apart}
 
 
 class timed(object):

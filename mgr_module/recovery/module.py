@@ -19,6 +19,7 @@ from .sender import CommandSender
 from .lifecycle import Lifecycle
 from .maintcli import MaintenanceCommands
 from .meter import Meter, timed
+from .pgreader import PgReader
 from .reportpaths import ReportPaths
 from .reportserver import ReportServer
 from .storeio import StateIO
@@ -111,6 +112,8 @@ class Module(Lifecycle, StateIO, MaintenanceCommands, TickReads, ReportPaths, Mg
         self._sender = CommandSender(self.send_command)
         self.meter = Meter()
         self._reads: Dict[str, Any] = {"pgs_t": 0.0, "versions": {}}
+        self._pg_reader = PgReader(self._pg_stats,
+                                   lambda s: self.meter.read_apart("pg_dump", s))
         self._versions = OsdVersions(lambda kind, ident: self.get_metadata(kind, ident)) \
             if IMPORT_ERROR is None else None
         self._checks: Optional[Dict[str, Any]] = None

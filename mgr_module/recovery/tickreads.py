@@ -10,6 +10,8 @@ import json
 import time
 from typing import Any, Dict, Tuple
 
+from .pgreader import BACKGROUND_READ_S
+
 try:
     from .executor import memory_targets, op_queues, recovery_configs
     from .cluster import slim_osd_map, slim_tree
@@ -92,6 +94,7 @@ def _find_release() -> Any:
 
 class TickReads(object):
     _reads: Dict[str, Any]      # module.py: what the last reads returned, and when
+    _pg_reader: Any             # module.py: a pgreader.PgReader over _pg_stats
 
     def _epoch_now(self) -> int:
         return int(self.get_osdmap().get_epoch())
@@ -199,7 +202,9 @@ class TickReads(object):
         shell reads) every tick while a run, a window or a drill needs them, else when the
         epoch moved (what an OSD's PGs were when it went down) and every IDLE_PG_REFRESH_S
         or, where reading them is slow, at IDLE_PG_READ_SHARE of the time; never more often
-        than at BUSY_PG_READ_SHARE of the time. An
+        than at BUSY_PG_READ_SHARE of the time. A slow read (pgreader.BACKGROUND_READ_S) runs
+        on its own thread: this tick goes on with the last PG stats, a later one takes the
+        new ones. An
         unchanged read is handed over as the same object (the engine reuses what it built
         from it)."""
         c = self._reads
@@ -210,11 +215,18 @@ class TickReads(object):
             t0 = time.monotonic()
             c["versions"] = self._versions(c["osd_map"])
             self.meter.phase("osd_versions", time.monotonic() - t0)
+        done = self._pg_reader.take()
+        if done is not None:
+            c.update(zip(("pgs", "pgs_epoch", "pgs_t", "pgs_cost"), done))
         t = time.monotonic()
         cost = c.get("pgs_cost", 0.0) + self.engine.view_cost
         idle_every = max(IDLE_PG_REFRESH_S, cost / IDLE_PG_READ_SHARE)
         wanted = busy or c.get("pgs_epoch") != epoch or t - c["pgs_t"] >= idle_every
-        if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE:
-            c.update(pgs=self._pg_stats(), pgs_epoch=epoch, pgs_t=t,
-                     pgs_cost=time.monotonic() - t)
+        if wanted and t - c["pgs_t"] >= cost / BUSY_PG_READ_SHARE \
+                and not self._pg_reader.busy():
+            if "pgs" in c and c["pgs_cost"] >= BACKGROUND_READ_S:
+                self._pg_reader.start(epoch, t)
+            else:
+                c.update(pgs=self._pg_stats(), pgs_epoch=epoch, pgs_t=t,
+                         pgs_cost=time.monotonic() - t)
         return c["osd_map"], c["tree"], c["pgs"]

@@ -162,7 +162,7 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
     t_start = load.start_at(hosts) + WARM_S
     time.sleep(max(0.0, t_start - time.time()))
     other = sorted(h for h, v in state["scale_hosts"].items() if v["rack"] == "rack1")[0]
-    started = time.time()
+    started, mark = time.time(), mon_log_mark(state)
     launch.ceph(state, "recovery", "start-controlled", "--scope", "rack0", json_out=False,
                 timeout=60)
     cmd_s = time.time() - started
@@ -172,11 +172,36 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
         (cmd_s, other))
     time.sleep(max(0.0, t_start + RUN_S - time.time()))
     doc = perf(state, 120)
+    asked = metadata_requests(state, mark)
     launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
     both = load.wait(timeout=QUIET_S + len(RATES) * RATE_STEP_S + 300)
     run = {"steps": both["steps"][:1], "ops": both["ops"], "perf": doc, "run_started": started,
-           "start_cmd_s": cmd_s}
+           "start_cmd_s": cmd_s, "osd_metadata_requests": asked}
     return run, {"steps": both["steps"][2:]}
+
+
+METADATA_ASK = b'handle_command mon_command({"prefix": "osd metadata"'
+
+
+def mon_log_mark(state: Dict[str, Any]) -> int:
+    """Where the mon's log ends now (metadata_requests counts from there)."""
+    try:
+        return os.path.getsize(os.path.join(state["dir"], "log", "mon.a.log"))
+    except OSError:
+        return 0
+
+
+def metadata_requests(state: Dict[str, Any], mark: int) -> int:
+    """The `osd metadata` commands the mon handled since `mark`. A lab's map-only OSDs never
+    booted, so the mon holds no metadata for them, and ceph-mgr asks again for each of them
+    at every new OSD map epoch (Mgr::handle_osd_map); a real cluster's OSDs have booted. The
+    count is the part of the mon's load that is the lab's own."""
+    n = 0
+    with open(os.path.join(state["dir"], "log", "mon.a.log"), "rb") as f:
+        f.seek(mark)
+        for block in iter(lambda: f.read(1 << 24), b""):
+            n += block.count(METADATA_ASK)
+    return n
 
 
 def rate_steps(hosts: int, rates: Tuple[float, ...]) -> List[List[float]]:

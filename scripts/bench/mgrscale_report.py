@@ -97,6 +97,9 @@ def row(raw: Dict[str, Any]) -> Dict[str, Any]:
         if by_command else None,
         "load_avg_1m_in_run": raw["run"].get("load_avg_1m"),
         "handler_max_ms": {k: v["max_ms"] for k, v in handlers.items()},
+        # the PG stats read on the module's own thread, beside the ticks (pgreader.py)
+        "pg_read_apart": raw["run"]["perf"].get("background", {}).get("pg_dump"),
+        "lab_osd_metadata_requests_in_run": raw["run"].get("osd_metadata_requests"),
         "handler_p99_ms": {k: v["p99_ms"] for k, v in handlers.items()},
         "starts_instructed": sum(1 for o in ops if o["op"] in ("start", "restart")),
         "osds_started": len({o["osd"] for o in ops if o["op"] in ("start", "restart")}),
@@ -202,6 +205,20 @@ def page(doc: Dict[str, Any]) -> str:
                 "%s %.1f" % kv for kv in sorted(r["handler_max_ms"].items())),
             r["starts_instructed"], r["osds_started"], r["stops_instructed"],
             ". " + r["note"] if r.get("note") else ""))
+    lines += ["", "The lab's own load on the mon during the run phase: ceph-mgr asks the mon "
+              "for the metadata of every OSD that never booted at each new OSD map epoch (a "
+              "real cluster's OSDs have booted); `osd metadata` commands the mon handled:", ""]
+    lines += ["- %s %d OSDs: %s" % (r.get("code", "after"), r["osds"],
+                                    r.get("lab_osd_metadata_requests_in_run", "not counted"))
+              for r in doc["rows"]]
+    lines += ["", "PG stats reads on the module's own thread during the run (not in any "
+              "tick; none where a read is fast enough to stay in the tick):", ""]
+    for r in doc["rows"]:
+        apart = r.get("pg_read_apart")
+        lines.append("- %s %d OSDs: %s" % (r.get("code", "after"), r["osds"], "none" if not apart
+                                           else "%d reads, p50 %.1f s, longest %.1f s" % (
+                                               apart["count"], apart["p50_ms"] / 1000.0,
+                                               apart["max_ms"] / 1000.0)))
     lines += ["", "Machine: %s; bench wall time %s s." % (doc.get("machine"),
                                                         doc.get("total_wall_s")), ""]
     return "\n".join(lines)

@@ -83,3 +83,41 @@ def read(path: str, cg_version: Optional[int] = None) -> Dict[str, Optional[int]
     return {"usage": usage, "limit": _int(j("memory.max")),
             "oom_kill": _keyed(j("memory.events")).get("oom_kill", 0),
             "max_usage": peak if peak is not None else usage}
+
+
+class Watermark(object):
+    """The group's peak usage from now on. v1: memory.max_usage_in_bytes, reset here. v2:
+    memory.peak, reset for one open file (kernel 6.12+), which then reads the peak since the
+    reset; an older kernel's memory.peak counts from the group's creation, so no peak is
+    known (`read()` is None). Close it when done."""
+
+    def __init__(self, path: str, cg_version: int) -> None:
+        self.path, self.version, self._fd = path, cg_version, None
+        self.known = False
+        try:
+            if cg_version == 1:
+                with open(os.path.join(path, "memory.max_usage_in_bytes"), "w") as f:
+                    f.write("0")
+                self.known = True
+                return
+            self._fd = os.open(os.path.join(path, "memory.peak"), os.O_RDWR)
+            os.write(self._fd, b"reset\n")
+            self.known = True
+        except OSError:
+            self.close()
+
+    def read(self) -> Optional[int]:
+        if not self.known:
+            return None
+        try:
+            if self._fd is None:
+                return _optional_int(os.path.join(self.path, "memory.max_usage_in_bytes"))
+            return int(os.pread(self._fd, 64, 0).decode().strip())
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            self.known = False

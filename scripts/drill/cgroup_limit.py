@@ -4,7 +4,6 @@ The limit goes on the failed hosts only, while their OSDs are dead, and is clear
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, Optional
 
 from ..common import cgroup
@@ -16,14 +15,8 @@ def set_limit(state: Dict[str, Any], host: str, limit: Optional[int]) -> None:
     cgroup.set_limit(cg["path"], int(cg["version"]), limit)
 
 
-def reset_peak(state: Dict[str, Any], host: str) -> bool:
-    """Reset the kernel's usage watermark (v1 only; v2 memory.peak cannot be reset)."""
+def watermark(state: Dict[str, Any], host: str) -> cgroup.Watermark:
+    """The host's peak memory usage from now on (cgroup.Watermark): taken as its limit is
+    set, while its OSDs are dead, so that it counts nothing from before the limit."""
     cg = state["hosts"][host]["cgroup"]
-    if int(cg["version"]) != 1:
-        return False
-    try:
-        with open(os.path.join(cg["path"], "memory.max_usage_in_bytes"), "w") as f:
-            f.write("0")
-        return True
-    except OSError:
-        return False
+    return cgroup.Watermark(cg["path"], int(cg["version"]))

@@ -38,8 +38,9 @@ def run_summary(r: Dict[str, Any]) -> Dict[str, Any]:
             "process_starts": _sum(r.get("process_starts_by_osd")),
             "osds": len(osds),
             "host_mem_limit_bytes": r.get("host_mem_limit"),
-            # the kernel's watermark (reset at the drill's start) beside the 0.5 s samples:
-            # an OOM kill comes between two samples, the watermark saw the limit reached
+            # the kernel's watermark since the limit was set (where the kernel can say)
+            # beside the 0.5 s samples: an OOM kill comes between two samples, the
+            # watermark saw the limit reached
             "peak_mem_bytes": max([int(v or 0) for k in ("peak_mem_bytes_by_host",
                                                          "kernel_peak_mem_bytes_by_host")
                                    for h, v in (r.get(k) or {}).items() if h in failed] or [0]),

@@ -188,19 +188,20 @@ def run(d: Any) -> Dict[str, Any]:
     objs = ObjectSet(ioctx, o.object_size)
     objs.write_aio("before", o.objects if o.objects_before is None else o.objects_before)
     sampler = Sampler(st, d.cluster, 0.5, with_module=True)
-    for h in st["hosts"]:
-        cgroup_limit.reset_peak(st, h)
     oom0 = {h: launch.cgroup_memory(st, h).get("oom_kill") or 0 for h in st["hosts"]}
     befores = [(w, k, override(d, w, k, v)) for w, k, v in overrides(o)]
     sampler.start()
     t0 = time.time()
-    limited: List[str] = []
+    limited: Dict[str, Any] = {}     # host: its watermark since its limit was set
     try:
         t_down, wait = _drive(d, hosts, failed, limited, objs)
         time.sleep(4 * sampler.interval)   # the sampler's own view catches up with the end
     finally:
         samples = sampler.stop()
-        for h in limited:
+        # the kernel's peak since each limit was set: an OOM kill comes between two samples
+        d.result["kernel_peak_mem_bytes_by_host"] = {h: w.read() for h, w in limited.items()}
+        for h, w in limited.items():
+            w.close()
             cgroup_limit.set_limit(st, h, None)
         for w, k, before in befores:
             restore_option(d, w, k, before)
@@ -252,7 +253,7 @@ def at_down(d: Any, drill_id: str, bucket: str, hosts: List[str]) -> Optional[in
     return limit
 
 
-def _drive(d: Any, hosts: List[str], failed: List[int], limited: List[str],
+def _drive(d: Any, hosts: List[str], failed: List[int], limited: Dict[str, Any],
            objs: ObjectSet) -> Tuple[float, Tuple[int, str]]:
     """drill start, the lab-only part and the tool's writes once down, then wait for the
     drill's end (--naive: and for its OSDs to settle, as systemd would leave them)."""
@@ -270,14 +271,14 @@ def _drive(d: Any, hosts: List[str], failed: List[int], limited: List[str],
         early = None if o.fit_first or o.fit_restart else o.host_mem_limit
         for h in hosts if early else ():
             cgroup_limit.set_limit(d.state, h, early)
-            limited.append(h)
+            limited[h] = cgroup_limit.watermark(d.state, h)
         t_w = time.time()
         objs.write_aio("during", o.objects)
         d.result["write_rate_obj_s"] = round(o.objects / max(1e-3, time.time() - t_w))
         limit = at_down(d, ans["id"], ans["bucket"], hosts)
         for h in hosts if limit and not early else ():
             cgroup_limit.set_limit(d.state, h, limit)
-            limited.append(h)
+            limited[h] = cgroup_limit.watermark(d.state, h)
         if o.naive:
             _must(d.cluster, {"prefix": "recovery drill abort"})
             d.result["naive_abort_after_down_s"] = round(time.time() - t_down, 1)
@@ -312,8 +313,6 @@ def write(d: Any, rep: Dict[str, Any], samples: List[Dict[str, Any]], t0: float,
                         if e["time"] >= back - 1.0],
         "budget_bytes_by_host": budgets,
         "peak_mem_bytes_by_host": report.peaks(samples, t_down),
-        "kernel_peak_mem_bytes_by_host": {h: launch.cgroup_memory(st, h).get("max_usage")
-                                          for h in st["hosts"]},
         "over_budget_by_host": report.over_budget(samples, back, budgets),
         "max_in_flight_per_host": report.max_in_flight(samples, back, host_osds),
         "module_max_in_flight_per_host": report.module_max_in_flight(samples),

@@ -92,6 +92,9 @@ def log(monkeypatch):
     out = []
     monkeypatch.setattr(cgroup_limit, "set_limit",
                         lambda state, host, limit: out.append(("limit", host, limit)))
+    # the watermark is taken right after the limit is set (its peak counts from there)
+    monkeypatch.setattr(cgroup_limit, "watermark",
+                        lambda state, host: out.append(("watermark", host)) or "wm-" + host)
     monkeypatch.setattr(moduledrill, "POLL_S", 0.0)
     return out
 
@@ -101,7 +104,7 @@ def test_naive_with_a_limit_limits_before_its_writes_then_aborts_then_restarts_a
     monkeypatch.setattr(moduledrill.naive, "Systemd", RecSystemd(log))
     d = FakeDrill(opts(naive=True, host_mem_limit=3 << 30, write_load=5, concurrency="1"),
                   SCRIPT, log)
-    limited = []
+    limited = {}
     _t_down, wait = moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
     assert log == [
         ("mgr", "recovery drill start", "budget=80%", "concurrency=1", "downtime=30s",
@@ -109,7 +112,7 @@ def test_naive_with_a_limit_limits_before_its_writes_then_aborts_then_restarts_a
         ("mgr", "recovery drill report", "drill_id=d1"),
         ("mgr", "recovery drill report", "drill_id=d1"),
         ("mgr", "recovery drill report", "drill_id=d1"),
-        ("limit", "h2", 3 << 30),
+        ("limit", "h2", 3 << 30), ("watermark", "h2"),
         ("objects", "during", 2000),
         DRY_RUN,
         ("mgr", "recovery drill abort"),
@@ -118,7 +121,7 @@ def test_naive_with_a_limit_limits_before_its_writes_then_aborts_then_restarts_a
         ("systemd tick",), ("mgr", "recovery wait"),
         ("systemd tick",), ("mgr", "recovery wait"),
         ("systemd settle",)]
-    assert limited == ["h2"] and d.result["drill_id"] == "d1"
+    assert limited == {"h2": "wm-h2"} and d.result["drill_id"] == "d1"
     assert d.result["planned_order"] == PLANNED["order"]
     assert wait == (-errno.ECANCELED, "recovery: drill d1 aborted: operator abort")
 
@@ -138,7 +141,7 @@ def fitted_drive(log, **fit):
     script = dict(SCRIPT, **{"recovery drill budget": [(0, {"id": "d1"})],
                              "recovery wait": [(0, None)]})
     d = FakeDrill(opts(concurrency="1", **fit), script, log)
-    limited = []
+    limited = {}
     moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
     return d, limited
 
@@ -158,9 +161,9 @@ def test_fit_first_once_down_and_written_dry_runs_the_exit_sets_its_budget_then_
         ("mgr", "recovery drill budget", "budget=%d" % budget),
         ("mgr", "recovery start-controlled", "budget=%d" % budget, "dry_run=True",
          "scope=['h2']"),
-        ("limit", "h2", int(budget / 0.9)),
+        ("limit", "h2", int(budget / 0.9)), ("watermark", "h2"),
         ("mgr", "recovery wait")]
-    assert limited == ["h2"] and d.result["budget"] == str(budget)
+    assert limited == {"h2": "wm-h2"} and d.result["budget"] == str(budget)
     assert d.result["fit_first"]["predicted_first_bytes"] == 300 * MiB
 
 
@@ -170,18 +173,18 @@ def test_fit_restart_budget_is_the_second_planned_start_plus_a_share_of_the_firs
     budget = int(280 * MiB + 0.6 * 300 * MiB)
     assert ("mgr", "recovery drill budget", "budget=%d" % budget) in log
     assert ("limit", "h2", int(budget / 0.9)) in log
-    assert limited == ["h2"] and d.result["budget"] == str(budget)
+    assert limited == {"h2": "wm-h2"} and d.result["budget"] == str(budget)
     assert d.result["fit_first"]["predicted_second_bytes"] == 280 * MiB
 
 
 def test_fit_first_without_a_planned_start_aborts_the_drill_and_sets_no_limit(log):
     script = dict(SCRIPT, **{"recovery start-controlled": [(0, {"order": []})]})
     d = FakeDrill(opts(fit_first=1.05), script, log)
-    limited = []
+    limited = {}
     with pytest.raises(RuntimeError) as e:
         moduledrill._drive(d, ["h2"], [2, 3], limited, RecObjects(log))
     assert "plans no start on h2" in str(e.value)
-    assert limited == [] and not [x for x in log if x[0] == "limit"]
+    assert limited == {} and not [x for x in log if x[0] == "limit"]
     assert log[-2:] == [("mgr", "recovery start-controlled", "budget=80%", "dry_run=True",
                          "scope=['h2']"), ("mgr", "recovery drill abort")]
 
