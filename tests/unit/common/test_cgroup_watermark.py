@@ -100,6 +100,6 @@ def test_a_real_group_counts_from_the_reset_not_from_its_creation():
             except OSError:
                 time.sleep(0.1)
     assert since is not None and after is not None
-    assert after >= since + 32 * MiB
-    # what the group held before the reset is not in the peak since
-    assert lifetime - since >= 32 * MiB, (lifetime, since)
+    assert after >= 32 * MiB, (since, after)       # the block held after the reset
+    # the 96 MiB the group held before the reset are not in the peak since
+    assert lifetime - since >= 64 * MiB, (lifetime, since)
