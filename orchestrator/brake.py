@@ -25,9 +25,9 @@ from typing import AbstractSet, List, Sequence
 from .actions import Action, HoldOsd, QueryOkToStop, StopOsd
 from .context import Context
 from .model import KERNEL_HEADROOM, PROC_STOPPED, Columns
-from .inflight import fail_start
-from .decision import Decision, fmt_bytes
-from .stageout import Budget, StageOut
+from .decision import fmt_bytes
+from .learning import Lifecycle, fail_start
+from .stageout import Budget, StageOut, join
 from .stopcheck import StopCheck
 from .view import View
 
@@ -60,30 +60,33 @@ def watch(ctx: Context, budget: Budget, cols: Columns,
     return StageOut(actions=tuple(acts))
 
 
-def brake(t: Decision, host: str, stops: StopCheck) -> bool:
-    """Stop the largest OSD this run let boot on an over-budget host. True if it acted. The
-    peak its start was admitted on (Predictor.admitted_peak) is what it outgrew."""
-    if t.new_restarts or any(isinstance(a, StopOsd) for a in t.stage["memory"]):
-        return False
-    hm = t.ctx.view.hostmem[host]
+def brake(lc: Lifecycle, budget: Budget, new_restarts: AbstractSet[int],
+          memory: Sequence[Action], host: str, stops: StopCheck) -> StageOut:
+    """Stop the largest OSD this run let boot on an over-budget host (`memory`: this tick's
+    memory stage so far; `new_restarts`: its restarts): the stop, its hold and its failed
+    start, or why nothing was stopped. The peak its start was admitted on
+    (Predictor.admitted_peak) is what it outgrew."""
+    if new_restarts or any(isinstance(a, StopOsd) for a in memory):
+        return StageOut()
+    ctx, predictor = lc.ctx, lc.predictor
+    hm = ctx.view.hostmem[host]
     if hm.mem_used <= BRAKE_AT * hm.cap:
-        return False
-    for o in _ours(t.ctx, t.cols, t.new_restarts, host):
-        if not stops.may_stop(o.id) or o.rss_bytes <= t.predictor.admitted_peak(o):
+        return StageOut()
+    for o in _ours(ctx, lc.cols, new_restarts, host):
+        if not stops.may_stop(o.id) or o.rss_bytes <= predictor.admitted_peak(o):
             continue
-        t.emit("hold_osds", HoldOsd(osd=o.id, reason="stopped over budget: held again"))
-        t.emit("memory", StopOsd(osd=o.id, host=host, reason=(
-            "%s over budget (%s > %s) and nothing to release or restart: stop osd.%d "
-            "(rss %s, predicted %s) before the kernel kills one; ok-to-stop cleared it and no "
-            "PG drops below min_size" % (
-                host, fmt_bytes(hm.mem_used), fmt_bytes(t.budget(host)), o.id,
-                fmt_bytes(o.rss_bytes), fmt_bytes(t.predictor.predict(o.id))))))
-        fail_start(t, o, "stopped over budget")
-        t.held_osds.add(o.id)
-        return True
-    t.reasons.append("%s over budget: no ok-to-stop clearance (or a stop would take a PG below "
-                     "min_size) for the OSDs this run started" % host)
-    return False
+        acts = (("hold_osds", HoldOsd(osd=o.id, reason="stopped over budget: held again")),
+                ("memory", StopOsd(osd=o.id, host=host, reason=(
+                    "%s over budget (%s > %s) and nothing to release or restart: stop osd.%d "
+                    "(rss %s, predicted %s) before the kernel kills one; ok-to-stop cleared it "
+                    "and no PG drops below min_size" % (
+                        host, fmt_bytes(hm.mem_used), fmt_bytes(budget(host)), o.id,
+                        fmt_bytes(o.rss_bytes), fmt_bytes(predictor.predict(o.id)))))))
+        held = (("held_osds", set(lc.held_osds) | {o.id}),)    # held again, after forget
+        return join(StageOut(actions=acts), fail_start(lc, o, "stopped over budget"),
+                    StageOut(records=held))
+    return StageOut(reasons=("%s over budget: no ok-to-stop clearance (or a stop would take a "
+                             "PG below min_size) for the OSDs this run started" % host,))
 
 
 def memory_hosts(view: View, memory: Sequence[Action], cols: Columns) -> List[str]:

@@ -8,7 +8,7 @@ replace them, then memory responses, boots, grants, and finally flag restores / 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .actions import Action
 from .context import Context
@@ -117,7 +117,8 @@ class Decision:
 
     def apply(self, out: StageOut) -> None:
         """Take a stage function's result: its actions, health lines and reasons after those
-        made so far, its records in place of these (a set or dict record updated in place)."""
+        made so far, its records in place of these (a set, dict or list record updated in
+        place), then the Predictor's new learning (StageOut.learned)."""
         for stage, action in out.actions:
             self.stage[stage].append(action)
         for code, line, count in out.health:
@@ -130,8 +131,17 @@ class Decision:
             if isinstance(current, (set, dict)):
                 current.clear()
                 current.update(value)
+            elif isinstance(current, list):
+                current[:] = value
             else:
                 setattr(self, name, value)
+        if out.learned:
+            self.predictor.learning_changed()
+
+    def apply_each(self, outs: Iterable[StageOut]) -> None:
+        """Apply each of a stage's decisions before the next is made (it reads their records)."""
+        for out in outs:
+            self.apply(out)
 
     def budget(self, host: str) -> int:
         """The host's budget in bytes; an auto budget at the fraction its state gives

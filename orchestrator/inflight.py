@@ -34,15 +34,16 @@ second Observation.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import AbstractSet, Mapping, Tuple
+from typing import AbstractSet, Iterator, Mapping, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
-                    SETTLE_MARKERS, START_MARKERS, Observation, clear_osd)
+                    SETTLE_MARKERS, clear_osd)
 from .context import Context
 from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
 from .decision import Decision, fmt_bytes
+from .learning import (MAX_START_FAILURES, Lifecycle, fail_start, forget, lifecycle, observe,
+                       settled_observation)
 from .stageout import StageOut
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
@@ -55,7 +56,6 @@ BOOT_OBSERVE_MAX_S = 60.0
 BOOT_FLAT_TOL = 0.02
 PEERING_GRACE_S = 60.0
 GRANT_RETRY_S = 30.0
-MAX_START_FAILURES = 3
 SETTLE_MAX_S = 900.0
 # s without 1 % of growth after which a finished OSD has settled although its PGs are still
 # degraded (in a rack's return they stay degraded until its own recovery ends, which the
@@ -69,10 +69,11 @@ SETTLE_QUIET_S = 240.0
 
 def track_in_flight(t: Decision) -> None:
     """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
+    lc = lifecycle(t)
     for osd_id in sorted(t.granted):
         o = t.ctx.view.by_id.get(osd_id)
         if o is None:
-            forget(t, osd_id)
+            t.apply(StageOut(records=forget(lc, osd_id)))
             continue
         before = t.peaks.get(osd_id, 0)
         if before > 0 and o.rss_bytes <= before * (1.0 + BOOT_FLAT_TOL):
@@ -82,7 +83,7 @@ def track_in_flight(t: Decision) -> None:
         booted = t.booting.get(osd_id)
         if o.up and ((o.pgs > 0 and o.pgs_inactive == 0) or (
                 booted is not None and t.ctx.now - booted >= PEERING_GRACE_S)):
-            _observe(t, o)
+            t.apply(StageOut(records=observe(lc, o, t.peaks.get(osd_id, 0))))
             t.finished.add(osd_id)
             t.granted.pop(osd_id, None)
             t.booting.pop(osd_id, None)
@@ -93,7 +94,7 @@ def track_in_flight(t: Decision) -> None:
                 t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
             continue
         if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
-            _failed_start(t, o)
+            t.apply(fail_start(lc, o, "process died during its start"))
             continue
         track_rebuild(t, o)
         since = grant_clock(osd_id, t.granted, t.booting, t.rebuild_seen, t.rebuild_from)
@@ -134,7 +135,8 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
         t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s): "
                  "counted a failed start, stopped and held" % (o.id, o.host, what, age,
                                                                 o.process))
-        fail_start(t, o, "not up %.0fs after it was %s (boot_timeout)" % (age, what))
+        t.apply(fail_start(lifecycle(t), o, "not up %.0fs after it was %s (boot_timeout)" % (
+            age, what)))
         stop_process(t, o, "not up %.0fs after it was %s (boot_timeout)" % (age, what))
         return
     t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, loaded and kept in "
@@ -170,11 +172,12 @@ def track_settling(t: Decision) -> None:
     the one observed at finish is observed again. Its process dying meanwhile (the kernel's
     OOM killer, a crash; not a restart of this run's) is a failed start (fail_start): counted
     towards MAX_START_FAILURES, its peak so far the floor of its next prediction."""
+    lc = lifecycle(t)
     for osd_id, since in sorted(t.settling.items()):
         o = t.ctx.view.by_id.get(osd_id)
         if o is not None and not o.up and o.process == PROC_STOPPED and \
                 osd_id not in t.ctx.view.restarting and osd_id not in t.new_restarts:
-            fail_start(t, o, "process died while its PGs recovered")
+            t.apply(fail_start(lc, o, "process died while its PGs recovered"))
             continue
         if o is None or not o.up:
             _unsettle(t, osd_id)
@@ -184,33 +187,13 @@ def track_settling(t: Decision) -> None:
         t.peaks[osd_id] = max(t.peaks.get(osd_id, 0), o.rss_bytes)
         quiet = t.ctx.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
         if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.ctx.now - since >= SETTLE_MAX_S:
-            _settled_observation(t, o)
+            t.apply(settled_observation(lc, o))
             _unsettle(t, osd_id)
             shrink.begin(t, o)
 
 
-def _settled_observation(t: Decision, o) -> None:
-    """The real peak of a settled OSD replaces the observation made when it finished (that one
-    was provisional: at least its load bound, see _observe)."""
-    peak = t.peaks.get(o.id, 0)
-    load = t.load_rss.get(o.id) or None
-    for i in range(len(t.observations) - 1, -1, -1):
-        ob = t.observations[i]
-        if ob.osd == o.id:
-            if peak > 0 and (peak, load) != (ob.peak_bytes, ob.load_bytes):
-                t.observations[i] = replace(ob, peak_bytes=peak, load_bytes=load)
-                t.predictor.learning_changed()
-            return
-    _observe(t, o, load)
-
-
 def _unsettle(t: Decision, osd_id: int) -> None:
     clear_osd(t.cols, osd_id, SETTLE_MARKERS)
-
-
-def forget(t: Decision, osd_id: int) -> None:
-    clear_osd(t.cols, osd_id, START_MARKERS)
-    t.held_osds.discard(osd_id)
 
 
 def boots(t: Decision, over: AbstractSet[str]) -> None:
@@ -325,57 +308,22 @@ def clear_stale_noup(ctx: Context, held_osds: AbstractSet[int],
     return StageOut(actions=tuple(acts), records=(("held_osds", set(held_osds) - gone),))
 
 
-def regrants(t: Decision, over: AbstractSet[str]) -> None:
+def regrants(lc: Lifecycle, over: AbstractSet[str]) -> Iterator[StageOut]:
     """A granted OSD whose process is still (or again) stopped GRANT_RETRY_S after its grant
     is a failed start (its process died before a report showed it running, or the start
     instruction was lost): counted like any failed start, so it is granted again at most
     MAX_START_FAILURES times in a run, GRANT_RETRY_S apart, never once per tick. Not on a
-    host `over` its budget in this tick."""
-    for osd_id in sorted(t.granted):
-        o = t.ctx.view.by_id[osd_id]
-        if o.up or o.process != PROC_STOPPED or t.ctx.now - t.granted[osd_id] < GRANT_RETRY_S:
+    host `over` its budget in this tick. Each failed start is applied before the next
+    OSD is looked at (Decision.apply_each)."""
+    v, granted = lc.ctx.view, lc.cols["granted"]
+    for osd_id in sorted(granted):
+        o = v.by_id[osd_id]
+        if o.up or o.process != PROC_STOPPED or lc.ctx.now - granted[osd_id] < GRANT_RETRY_S:
             continue
-        if o.id in t.ctx.view.op_held or t.ctx.view.helper_missing(o.host) or o.host in over:
+        if o.id in v.op_held or v.helper_missing(o.host) or o.host in over:
             continue
-        fail_start(t, o, "process not running %.0fs after its grant (it died at start, or "
-                   "the start instruction was lost)" % (t.ctx.now - t.granted[osd_id]))
-
-
-def _observe(t: Decision, o, load=None) -> None:
-    """An observation of a finished (or failed) start: its peak so far, and at least its load
-    floor (Predictor.load_floor) while its real peak is still to come (a run may end before its
-    OSDs settle). `load` (its preboot rss) only for a settled start: its peak is then real
-    (Observation)."""
-    peak = max(t.peaks.get(o.id, 0), o.rss_bytes,
-               t.predictor.load_floor(o.id) if load is None else 0)
-    if peak > 0:
-        t.observations.append(Observation(
-            osd=o.id, pgs=o.pgs, downtime_s=t.downtime.get(o.id, 0.0),
-            pg_log_entries=o.pg_log_entries, peak_bytes=peak,
-            missed_entries=t.missed.get(o.id), load_bytes=load))
-        if load is not None:
-            t.predictor.learning_changed()
-
-
-def _failed_start(t: Decision, o) -> None:
-    """The process of a granted OSD died after it ran: learn, count, hold it again."""
-    fail_start(t, o, "process died during its start")
-
-
-def fail_start(t: Decision, o, why: str) -> None:
-    """A start that ended before its OSD settled: learn its peak so far, count it, forget its
-    run markers (it is a candidate again, held, admitted on the new prediction)."""
-    t.peaks[o.id] = max(t.peaks.get(o.id, 0), o.rss_bytes)
-    _observe(t, o)
-    t.predictor.learning_changed()
-    t.failures[o.id] = t.failures.get(o.id, 0) + 1
-    t.failed_now.add(o.id)
-    t.health("RECOVERY_START_FAILED", "osd.%d on %s: %s (peak seen %s), failure %d of %d" % (
-        o.id, o.host, why, fmt_bytes(t.peaks.get(o.id, 0)), t.failures[o.id],
-        dups.max_failures(o, MAX_START_FAILURES)))
-    forget(t, o.id)
-    t.settling.pop(o.id, None)
-    t.finished.discard(o.id)
+        yield fail_start(lc, o, "process not running %.0fs after its grant (it died at start, "
+                         "or the start instruction was lost)" % (lc.ctx.now - granted[osd_id]))
 
 
 def report_failures(ctx: Context, failures: Mapping[int, int], finished: AbstractSet[int],

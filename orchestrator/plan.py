@@ -73,6 +73,7 @@ from .brake import memory_hosts
 from .throttle import report_waits, throttle
 from .context import Context, context
 from .decision import Decision
+from .learning import lifecycle
 from .holds import bucket_holds, held_report, hold_osds, start_run
 from .stageout import StageOut
 from .stopcheck import StopCheck
@@ -139,7 +140,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         lower_targets(t)
         boots(t, over)
         t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
-        regrants(t, over)
+        t.apply_each(regrants(lifecycle(t), over))
         room_for_boots(t, stops)
         grant_stage(t, over, stops)
         t.apply(dups.report(ctx.view.candidates, ctx.dups_suspects, t.failures,

@@ -22,6 +22,7 @@ from .stageout import StageOut, join, put
 from .stopcheck import StopCheck
 from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_peering
 from .brake import brake, memory_hosts, watch
+from .learning import lifecycle
 from .inflight import boot_growth
 from .staging import boot_deficit
 from .reserve import flight, plain_slots
@@ -66,7 +67,8 @@ def memory_stage(t: Decision, stops: StopCheck) -> FrozenSet[str]:
             acted, out = respond(ask(t, stops), h, "over budget")
             t.apply(out)
             if not acted and t.ctx.state != "paused":
-                brake(t, h, stops)
+                t.apply(brake(lifecycle(t), t.budget, t.new_restarts, t.stage["memory"], h,
+                              stops))
     if t.ctx.state in ("new", "running"):
         t.apply(watch(t.ctx, t.budget, t.cols, t.new_restarts))
     return frozenset(over)

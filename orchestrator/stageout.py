@@ -6,8 +6,14 @@ returns a StageOut:
            decision.STAGES, which fixes where the action lands in the returned list
   health   (check code, detail line, count) in the order it made them
   reasons  lines for the summary's "reasons", in the order it made them
-  records  (record name, its new value): the Decision attribute it replaces (a set or dict
-           record is updated in place, so every view of it stays the one object)
+  records  (record name, its new value): the Decision attribute it replaces (a set, dict or
+           list record is updated in place, so every view of it stays the one object)
+  learned  True where the records change what the Predictor learns from (an observation, a
+           load): the predictions it made earlier in the call are made again
+           (Predictor.learning_changed), once the records are applied
+A stage that makes several decisions in turn, each reading what the earlier ones recorded
+(the Predictor's learning among them), yields them: the driver applies each before it asks
+for the next (Decision.apply_each).
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ class StageOut:
     health: Tuple[Health, ...] = ()
     reasons: Tuple[str, ...] = ()
     records: Tuple[Tuple[str, Any], ...] = ()
+    learned: bool = False
 
 
 def join(*outs: StageOut) -> StageOut:
@@ -35,7 +42,8 @@ def join(*outs: StageOut) -> StageOut:
     return StageOut(actions=tuple(x for o in outs for x in o.actions),
                     health=tuple(x for o in outs for x in o.health),
                     reasons=tuple(x for o in outs for x in o.reasons),
-                    records=tuple(x for o in outs for x in o.records))
+                    records=tuple(x for o in outs for x in o.records),
+                    learned=any(o.learned for o in outs))
 
 
 def put(column: Mapping[int, Any], osd: int, value: Any) -> Dict[int, Any]:
@@ -43,3 +51,14 @@ def put(column: Mapping[int, Any], osd: int, value: Any) -> Dict[int, Any]:
     out = dict(column)
     out[osd] = value
     return out
+
+
+def drop(column: Mapping[int, Any], osd: int) -> Dict[int, Any]:
+    """A column's new value without `osd` (the others in their places)."""
+    return {k: v for k, v in column.items() if k != osd}
+
+
+def cleared(cols: Mapping[str, Mapping[int, Any]], osd: int,
+            names: Tuple[str, ...]) -> Tuple[Tuple[str, Any], ...]:
+    """The records that forget `osd` in the `names` columns of `cols` (those that hold it)."""
+    return tuple((n, drop(cols[n], osd)) for n in names if osd in cols[n])
