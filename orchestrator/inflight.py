@@ -38,13 +38,13 @@ from typing import AbstractSet, Iterator, Mapping, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
-                    SETTLE_MARKERS, clear_osd)
+                    SETTLE_MARKERS)
 from .context import Context
 from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
 from .decision import Decision, fmt_bytes
 from .learning import (MAX_START_FAILURES, Lifecycle, fail_start, forget, lifecycle, observe,
                        settled_observation)
-from .stageout import StageOut
+from .stageout import StageOut, cleared, join, put
 from .view import RESTART_SETTLE_S
 from .staging import staged_wait
 from .reserve import flight, plain_slots
@@ -165,35 +165,35 @@ def track_restarts(ctx: Context, restarted: Mapping[int, float],
                     records=(("restarted", kept), ("fresh_rss", fresh)))
 
 
-def track_settling(t: Decision) -> None:
+def track_settling(lc: Lifecycle, new_restarts: AbstractSet[int]) -> Iterator[StageOut]:
     """A finished OSD keeps growing while its PGs recover. Until its PGs are no longer
     degraded, or it has not grown by 1 % for SETTLE_QUIET_S, or SETTLE_MAX_S passed, its
     peak is tracked and its predicted growth stays reserved on its host; a settled peak above
     the one observed at finish is observed again. Its process dying meanwhile (the kernel's
-    OOM killer, a crash; not a restart of this run's) is a failed start (fail_start): counted
-    towards MAX_START_FAILURES, its peak so far the floor of its next prediction."""
-    lc = lifecycle(t)
-    for osd_id, since in sorted(t.settling.items()):
-        o = t.ctx.view.by_id.get(osd_id)
+    OOM killer, a crash; not a restart of this run's, `new_restarts` in this tick) is a failed
+    start (fail_start): counted towards MAX_START_FAILURES, its peak so far the floor of its
+    next prediction. Each StageOut is applied before the next is made: the settled
+    observation reads the peak recorded just before it."""
+    ctx, cols = lc.ctx, lc.cols
+    for osd_id, since in sorted(cols["settling"].items()):
+        o = ctx.view.by_id.get(osd_id)
         if o is not None and not o.up and o.process == PROC_STOPPED and \
-                osd_id not in t.ctx.view.restarting and osd_id not in t.new_restarts:
-            t.apply(fail_start(lc, o, "process died while its PGs recovered"))
+                osd_id not in ctx.view.restarting and osd_id not in new_restarts:
+            yield fail_start(lc, o, "process died while its PGs recovered")
             continue
         if o is None or not o.up:
-            _unsettle(t, osd_id)
+            yield StageOut(records=cleared(cols, osd_id, SETTLE_MARKERS))
             continue
-        if o.rss_bytes > t.peaks.get(osd_id, 0) * 1.01:
-            t.grew_at[osd_id] = t.ctx.now
-        t.peaks[osd_id] = max(t.peaks.get(osd_id, 0), o.rss_bytes)
-        quiet = t.ctx.now - t.grew_at.get(osd_id, since) >= SETTLE_QUIET_S
-        if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or t.ctx.now - since >= SETTLE_MAX_S:
-            t.apply(settled_observation(lc, o))
-            _unsettle(t, osd_id)
-            shrink.begin(t, o)
-
-
-def _unsettle(t: Decision, osd_id: int) -> None:
-    clear_osd(t.cols, osd_id, SETTLE_MARKERS)
+        peaks, grew_at = cols["peaks"], cols["grew_at"]
+        if o.rss_bytes > peaks.get(osd_id, 0) * 1.01:
+            grew_at = put(grew_at, osd_id, ctx.now)
+        quiet = ctx.now - grew_at.get(osd_id, since) >= SETTLE_QUIET_S
+        yield StageOut(records=(("grew_at", grew_at), ("peaks", put(
+            peaks, osd_id, max(peaks.get(osd_id, 0), o.rss_bytes)))))
+        if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or ctx.now - since >= SETTLE_MAX_S:
+            yield settled_observation(lc, o)
+            yield join(StageOut(records=cleared(cols, osd_id, SETTLE_MARKERS)),
+                       shrink.begin(ctx, cols, o))
 
 
 def boots(t: Decision, over: AbstractSet[str]) -> None:

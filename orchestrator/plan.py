@@ -127,7 +127,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     t.apply(track_stops(ctx, t.stopped, t.granted))
     t.apply(track_restarts(ctx, t.restarted, t.fresh_rss))
     if ctx.state is not None:
-        track_settling(t)
+        t.apply_each(track_settling(lifecycle(t), t.new_restarts))
         t.apply(shrink.track(ctx, t.shrink_at, t.shrink_rss))
         track_in_flight(t)
         autobudget.update(t)

@@ -23,18 +23,20 @@ from __future__ import annotations
 from typing import List, Mapping, Tuple
 
 from .context import Context
-from .decision import Decision, fmt_bytes
+from .decision import fmt_bytes
 from .model import PROC_STOPPED, Columns
-from .stageout import StageOut
+from .stageout import StageOut, put
 
 SHRINK_GRACE_S = 60.0     # a new reference has no measured shrink yet: this long it may wait
 
 
-def begin(t: Decision, o) -> None:
-    """`o` stopped settling with PGs still degraded: measure its shrink from here."""
+def begin(ctx: Context, cols: Columns, o) -> StageOut:
+    """`o` stopped settling with PGs still degraded: measure its shrink from here (the
+    shrink_rss and shrink_at records)."""
     if o.up and o.pgs > 0 and o.pgs_degraded > 0 and o.rss_bytes > 0:
-        t.shrink_rss[o.id] = o.rss_bytes
-        t.shrink_at[o.id] = t.ctx.now
+        return StageOut(records=(("shrink_rss", put(cols["shrink_rss"], o.id, o.rss_bytes)),
+                                 ("shrink_at", put(cols["shrink_at"], o.id, ctx.now))))
+    return StageOut()
 
 
 def track(ctx: Context, shrink_at: Mapping[int, float],
