@@ -34,15 +34,15 @@ second Observation.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Iterator, Mapping, Tuple
+from typing import AbstractSet, Any, Iterator, Mapping, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
-                    SETTLE_MARKERS)
+                    SETTLE_MARKERS, Columns)
 from .context import Context
 from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
 from .decision import Decision, fmt_bytes
-from .learning import (MAX_START_FAILURES, Lifecycle, fail_start, forget, lifecycle, observe,
+from .learning import (MAX_START_FAILURES, Lifecycle, fail_start, forget, observe,
                        settled_observation)
 from .stageout import StageOut, cleared, join, put
 from .view import RESTART_SETTLE_S
@@ -67,56 +67,78 @@ SETTLE_MAX_S = 900.0
 SETTLE_QUIET_S = 240.0
 
 
-def track_in_flight(t: Decision) -> None:
-    """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs."""
-    lc = lifecycle(t)
-    for osd_id in sorted(t.granted):
-        o = t.ctx.view.by_id.get(osd_id)
+def track_in_flight(lc: Lifecycle) -> Iterator[StageOut]:
+    """Peaks, finishes (up + PGs active) and boot timeouts of granted OSDs. Each StageOut is
+    applied before the next is made: what follows an OSD's measure reads its new peak."""
+    ctx, cols = lc.ctx, lc.cols
+    for osd_id in sorted(cols["granted"]):
+        o = ctx.view.by_id.get(osd_id)
         if o is None:
-            t.apply(StageOut(records=forget(lc, osd_id)))
+            yield StageOut(records=forget(lc, osd_id))
             continue
-        before = t.peaks.get(osd_id, 0)
-        if before > 0 and o.rss_bytes <= before * (1.0 + BOOT_FLAT_TOL):
-            t.rss_flat.add(osd_id)
-        if o.rss_bytes > before:
-            t.peaks[osd_id] = o.rss_bytes
-        booted = t.booting.get(osd_id)
+        yield _measure(lc, o)
+        booted = cols["booting"].get(osd_id)
         if o.up and ((o.pgs > 0 and o.pgs_inactive == 0) or (
-                booted is not None and t.ctx.now - booted >= PEERING_GRACE_S)):
-            t.apply(StageOut(records=observe(lc, o, t.peaks.get(osd_id, 0))))
-            t.finished.add(osd_id)
-            t.granted.pop(osd_id, None)
-            t.booting.pop(osd_id, None)
-            t.staged.pop(osd_id, None)
-            t.held_osds.discard(osd_id)
-            t.settling[osd_id] = t.ctx.now
-            if "noup" in o.flags:
-                t.emit("boots", AllowBoot(osd=osd_id, reason="up: clear the noup this run set"))
+                booted is not None and ctx.now - booted >= PEERING_GRACE_S)):
+            yield _finish(lc, o)
             continue
-        if not o.up and o.process == PROC_STOPPED and (t.peaks.get(osd_id, 0) > 0 or booted):
-            t.apply(fail_start(lc, o, "process died during its start"))
+        if not o.up and o.process == PROC_STOPPED and (cols["peaks"].get(osd_id, 0) > 0 or
+                                                       booted):
+            yield fail_start(lc, o, "process died during its start")
             continue
-        track_rebuild(t, o)
-        since = grant_clock(osd_id, t.granted, t.booting, t.rebuild_seen, t.rebuild_from)
+        yield track_rebuild(ctx, cols, o)
+        since = grant_clock(osd_id, cols["granted"], cols["booting"], cols["rebuild_seen"],
+                            cols["rebuild_from"])
         # a staged OSD waiting for its turn to peer is kept by the run, not late (staging.py)
-        if not o.up and osd_id not in t.staged and t.ctx.now - since >= t.ctx.intent.boot_timeout_s:
-            _timed_out(t, o, booted is not None, t.ctx.now - since)
+        if not o.up and osd_id not in cols["staged"] and \
+                ctx.now - since >= ctx.intent.boot_timeout_s:
+            yield _timed_out(lc, o, booted is not None, ctx.now - since)
 
 
-def track_rebuild(t: Decision, o) -> None:
+def _measure(lc: Lifecycle, o) -> StageOut:
+    """A granted OSD's peak so far, and whether its rss stopped growing (no more than
+    BOOT_FLAT_TOL above that peak)."""
+    peaks = lc.cols["peaks"]
+    before = peaks.get(o.id, 0)
+    records: Tuple[Tuple[str, Any], ...] = ()
+    if before > 0 and o.rss_bytes <= before * (1.0 + BOOT_FLAT_TOL):
+        records += (("rss_flat", set(lc.rss_flat) | {o.id}),)
+    if o.rss_bytes > before:
+        records += (("peaks", put(peaks, o.id, o.rss_bytes)),)
+    return StageOut(records=records)
+
+
+def _finish(lc: Lifecycle, o) -> StageOut:
+    """A granted OSD up with its PGs active (or past PEERING_GRACE_S): observed, finished,
+    settling from now, its noup cleared."""
+    cols = lc.cols
+    acts = (("boots", AllowBoot(osd=o.id, reason="up: clear the noup this run set")),) \
+        if "noup" in o.flags else ()
+    return StageOut(actions=acts, records=observe(lc, o, cols["peaks"].get(o.id, 0)) + (
+        ("finished", set(lc.finished) | {o.id}),) +
+        cleared(cols, o.id, ("granted", "booting", "staged")) + (
+        ("held_osds", set(lc.held_osds) - {o.id}),
+        ("settling", put(cols["settling"], o.id, lc.ctx.now))))
+
+
+def track_rebuild(ctx: Context, cols: Columns, o) -> StageOut:
     """A granted OSD down and running that reports DAEMON_REBUILDING: first and last seen so
     (bootclock.rebuild_clock holds its boot clock meanwhile)."""
     if o.up or o.process != PROC_RUNNING or o.daemon_state != DAEMON_REBUILDING:
-        return
-    first = t.rebuild_from.setdefault(o.id, t.ctx.now)
-    t.rebuild_seen[o.id] = t.ctx.now
-    t.reasons.append("osd.%d rebuilds its allocator (unclean stop) for %.0fs: %s" % (
-        o.id, t.ctx.now - first, "its boot clock waits for the end (at most %.0fs)" % REBUILD_MAX_S
-        if t.ctx.now - first <= REBUILD_MAX_S else "past the %.0fs its boot clock waits" %
-        REBUILD_MAX_S))
+        return StageOut()
+    rebuild_from = cols["rebuild_from"]
+    first = rebuild_from.get(o.id, ctx.now)
+    if o.id not in rebuild_from:
+        rebuild_from = put(rebuild_from, o.id, first)
+    return StageOut(reasons=("osd.%d rebuilds its allocator (unclean stop) for %.0fs: %s" % (
+        o.id, ctx.now - first, "its boot clock waits for the end (at most %.0fs)" %
+        REBUILD_MAX_S if ctx.now - first <= REBUILD_MAX_S else
+        "past the %.0fs its boot clock waits" % REBUILD_MAX_S),),
+        records=(("rebuild_from", rebuild_from),
+                 ("rebuild_seen", put(cols["rebuild_seen"], o.id, ctx.now))))
 
 
-def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
+def _timed_out(lc: Lifecycle, o, booted: bool, age: float) -> StageOut:
     """A grant older than boot_timeout whose OSD is not up. Allowed to boot, or its process
     not running (never started, died unseen, its helper gone): a failed start, its process
     stopped and the OSD held again (a start that will not come up must not keep the run, nor
@@ -124,23 +146,25 @@ def _timed_out(t: Decision, o, booted: bool, age: float) -> None:
     not the OSD's fault; the stall rule ends the run if room never comes (ending.py). Still
     rebuilding its allocator past REBUILD_MAX_S: named, never stopped (a stop only starts the
     rebuild again); the stall rule ends the run."""
+    ctx, cols = lc.ctx, lc.cols
     what = "allowed to boot" if booted else "granted"
-    if rebuilding(o.id, t.rebuild_seen, t.ctx.now):
-        t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: still rebuilding its allocator %.0fs "
-                 "after it began (unclean stop), past the %.0fs the run waits for it: not "
-                 "stopped (a stop starts the rebuild again), no longer progress" % (
-                     o.id, o.host, t.ctx.now - t.rebuild_from.get(o.id, t.ctx.now), REBUILD_MAX_S))
-        return
+    if rebuilding(o.id, cols["rebuild_seen"], ctx.now):
+        return _late("osd.%d on %s: still rebuilding its allocator %.0fs after it began "
+                     "(unclean stop), past the %.0fs the run waits for it: not stopped (a "
+                     "stop starts the rebuild again), no longer progress" % (
+                         o.id, o.host, ctx.now - cols["rebuild_from"].get(o.id, ctx.now),
+                         REBUILD_MAX_S))
     if booted or o.process != PROC_RUNNING:
-        t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, still down (%s): "
-                 "counted a failed start, stopped and held" % (o.id, o.host, what, age,
-                                                                o.process))
-        t.apply(fail_start(lifecycle(t), o, "not up %.0fs after it was %s (boot_timeout)" % (
-            age, what)))
-        stop_process(t, o, "not up %.0fs after it was %s (boot_timeout)" % (age, what))
-        return
-    t.health("RECOVERY_BOOT_TIMEOUT", "osd.%d on %s: %s %.0fs ago, loaded and kept in "
-             "preboot: no room to peak" % (o.id, o.host, what, age))
+        why = "not up %.0fs after it was %s (boot_timeout)" % (age, what)
+        return join(_late("osd.%d on %s: %s %.0fs ago, still down (%s): counted a failed "
+                          "start, stopped and held" % (o.id, o.host, what, age, o.process)),
+                    fail_start(lc, o, why), stop_process(ctx, cols["stopped"], o, why))
+    return _late("osd.%d on %s: %s %.0fs ago, loaded and kept in preboot: no room to peak" % (
+        o.id, o.host, what, age))
+
+
+def _late(line: str) -> StageOut:
+    return StageOut(health=(("RECOVERY_BOOT_TIMEOUT", line, 1),))
 
 
 def track_restarts(ctx: Context, restarted: Mapping[int, float],

@@ -34,8 +34,9 @@ Record = Tuple[str, Any]
 class Lifecycle:
     """What the lifecycle decisions read: the call's Context, the Predictor, and the run's
     records as they stand (its columns, observations, finished and held OSDs, the OSDs whose
-    start failed in this call). The records a decision returns update these in place, so the
-    next decision and the next prediction see them."""
+    start failed in this call, the granted OSDs whose rss stopped growing). The records a
+    decision returns update these in place, so the next decision and the next prediction see
+    them."""
     ctx: Context
     predictor: Predictor
     cols: Columns
@@ -43,12 +44,13 @@ class Lifecycle:
     finished: AbstractSet[int]
     held_osds: AbstractSet[int]
     failed_now: AbstractSet[int]
+    rss_flat: AbstractSet[int]
 
 
 def lifecycle(t: Decision) -> Lifecycle:
     """The records of the decision being made, as the lifecycle decisions read them."""
     return Lifecycle(t.ctx, t.predictor, t.cols, t.observations, t.finished, t.held_osds,
-                     t.failed_now)
+                     t.failed_now, t.rss_flat)
 
 
 def observe(lc: Lifecycle, o, peak: int, load: Optional[int] = None) -> Tuple[Record, ...]:

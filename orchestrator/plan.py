@@ -129,7 +129,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     if ctx.state is not None:
         t.apply_each(track_settling(lifecycle(t), t.new_restarts))
         t.apply(shrink.track(ctx, t.shrink_at, t.shrink_rss))
-        track_in_flight(t)
+        t.apply_each(track_in_flight(lifecycle(t)))
         autobudget.update(t)
         t.apply(hold_osds(ctx, t.booting, t.held_osds))
     # the first memory response: needs no ok-to-stop, no tcmalloc

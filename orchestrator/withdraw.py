@@ -23,18 +23,19 @@ from .context import Context
 from .model import PROC_STOPPED, clear_osd
 from .bootclock import rebuilding
 from .decision import Decision
-from .stageout import Staged, StageOut
+from .stageout import Staged, StageOut, put
 
 STOP_RETRY_S = 30.0
 
 
-def stop_process(t: Decision, o, why: str) -> None:
+def stop_process(ctx: Context, stopped: Mapping[int, float], o, why: str) -> StageOut:
     """Stop the process of a down OSD whose start the run withdrew (it holds no PG: a down
     OSD needs no ok-to-stop), and keep asking until the helpers report it stopped
-    (track_stops)."""
-    if o.process != PROC_STOPPED:
-        t.emit(*_stop(o, why))
-        t.stopped[o.id] = t.ctx.now
+    (track_stops; the stopped record, `stopped` so far)."""
+    if o.process == PROC_STOPPED:
+        return StageOut()
+    return StageOut(actions=(_stop(o, why),), records=(("stopped", put(stopped, o.id,
+                                                                     ctx.now)),))
 
 
 def _stop(o, why: str) -> Staged:
@@ -70,6 +71,6 @@ def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None
             t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
                              "(a stop would start the rebuild again)" % osd_id)
         elif osd_id not in t.booting and o is not None and not o.up:
-            stop_process(t, o, why)
+            t.apply(stop_process(t.ctx, t.stopped, o, why))
         clear_osd(t.cols, osd_id, ("granted", "booting", "staged", "rebuild_from",
                                    "rebuild_seen"))
