@@ -34,19 +34,20 @@ second Observation.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Iterator, Mapping, Tuple
+from typing import AbstractSet, Any, Iterator, Mapping, Optional, Tuple
 
 from .actions import AllowBoot
 from .model import (DAEMON_PREBOOT, DAEMON_REBUILDING, PROC_RUNNING, PROC_STOPPED,
                     SETTLE_MARKERS, Columns)
 from .context import Context
 from .bootclock import REBUILD_MAX_S, grant_clock, rebuild_clock, rebuilding
-from .decision import Decision, fmt_bytes
+from .decision import fmt_bytes
+from .predict import Predictor
 from .learning import (MAX_START_FAILURES, Lifecycle, fail_start, forget, observe,
                        settled_observation)
 from .stageout import StageOut, cleared, join, put
 from .view import RESTART_SETTLE_S
-from .staging import staged_wait
+from .staging import Preboot, staged_wait
 from .reserve import flight, plain_slots
 from .withdraw import stop_process
 from . import dups, shrink
@@ -220,52 +221,77 @@ def track_settling(lc: Lifecycle, new_restarts: AbstractSet[int]) -> Iterator[St
                        shrink.begin(ctx, cols, o))
 
 
-def boots(t: Decision, over: AbstractSet[str]) -> None:
+def boots(p: Preboot, rss_flat: AbstractSet[int], over: AbstractSet[str]) -> Iterator[StageOut]:
     """AllowBoot a granted OSD once its load-time footprint is known (_loaded: the daemon
-    reports preboot, or its rss sat flat BOOT_OBSERVE_S), or BOOT_OBSERVE_MAX_S in any case -- but
-    never when that load-time rss already exceeds the predicted peak its grant was admitted on
-    (peering only adds to it): it stays in preboot and RECOVERY_BUDGET_TOO_SMALL says why.
-    None is let boot on a host `over` its budget in this tick."""
-    for osd_id in sorted(t.granted):
-        o = t.ctx.view.by_id[osd_id]
-        if o.up or o.process != "running" or o.id in t.ctx.view.op_held or o.host in over:
+    reports preboot, or its rss sat flat BOOT_OBSERVE_S, `rss_flat`), or BOOT_OBSERVE_MAX_S in
+    any case -- but never when that load-time rss already exceeds the predicted peak its grant
+    was admitted on (peering only adds to it): it stays in preboot and
+    RECOVERY_BUDGET_TOO_SMALL says why. None is let boot on a host `over` its budget in this
+    tick. Each StageOut is applied before the next is made: the next OSD's prediction knows
+    the load recorded at this one's boot."""
+    ctx, cols = p.ctx, p.cols
+    granted, booting, rebuild_seen = cols["granted"], cols["booting"], cols["rebuild_seen"]
+    for osd_id in sorted(granted):
+        o = ctx.view.by_id[osd_id]
+        if o.up or o.process != "running" or o.id in ctx.view.op_held or o.host in over:
             continue
-        if "noup" not in o.flags:
-            t.booting.setdefault(osd_id, t.ctx.now)      # nothing holds it: it is booting
+        if "noup" not in o.flags:      # nothing holds it: it is booting
+            if osd_id not in booting:
+                yield StageOut(records=(("booting", put(booting, osd_id, ctx.now)),))
             continue
-        if rebuilding(osd_id, t.rebuild_seen, t.ctx.now):    # no PG loaded yet, whatever its rss
+        if rebuilding(osd_id, rebuild_seen, ctx.now):    # no PG loaded yet, whatever its rss
             continue
-        started = o.process_started_at if o.process_started_at is not None else t.granted[osd_id]
-        ran = t.ctx.now - max(started, rebuild_clock(osd_id, t.rebuild_seen, t.rebuild_from)
-                               or started)
-        known = _loaded(t, o, ran)
-        again = osd_id in t.booting
+        started = o.process_started_at if o.process_started_at is not None else granted[osd_id]
+        ran = ctx.now - max(started, rebuild_clock(osd_id, rebuild_seen, cols["rebuild_from"])
+                            or started)
+        known = _loaded(rss_flat, o, ran)
+        again = osd_id in booting
         if not (known or again) and ran < BOOT_OBSERVE_MAX_S:
             continue
-        if not again and (staged_wait(t, o) or not _boot_fits(t, o) or _lent(t, o)):
-            continue
-        peak = None if again or o.rss_bytes <= 0 else t.predictor.boot_peak(o)
-        t.emit("boots", AllowBoot(osd=osd_id, predicted_bytes=peak, reason="%s: %s%s" % (
-            "noup still set, again" if again else "preboot", _load_note(o, ran, known),
-            "" if peak is None else ", predicted peak %s" % fmt_bytes(peak))))
-        t.booting.setdefault(osd_id, t.ctx.now)
-        t.staged.pop(osd_id, None)
-        if not again and o.rss_bytes > 0:
-            t.predictor.record_load(osd_id, o.rss_bytes)
+        kept = None if again else _kept(p, o)
+        yield kept if kept is not None else _allow(p, o, again, _load_note(o, ran, known))
 
 
-def _lent(t: Decision, o) -> bool:
+def _kept(p: Preboot, o) -> Optional[StageOut]:
+    """What keeps `o` in preboot, from the first gate that does (staging.staged_wait, gate 2,
+    a lent slot); None where none does."""
+    waits, out = staged_wait(p, o)
+    if waits:
+        return out
+    fits, out = _boot_fits(p, o)
+    if not fits:
+        return out
+    lent, out = _lent(p, o)
+    return out if lent else None
+
+
+def _allow(p: Preboot, o, again: bool, note: str) -> StageOut:
+    """The AllowBoot of `o`, booting from now; its first boot records its load-time rss (the
+    Predictor learns from it)."""
+    cols = p.cols
+    peak = None if again or o.rss_bytes <= 0 else p.predictor.boot_peak(o)
+    act = AllowBoot(osd=o.id, predicted_bytes=peak, reason="%s: %s%s" % (
+        "noup still set, again" if again else "preboot", note,
+        "" if peak is None else ", predicted peak %s" % fmt_bytes(peak)))
+    records = () if again else (("booting", put(cols["booting"], o.id, p.ctx.now)),)
+    records += cleared(cols, o.id, ("staged",))
+    learn = not again and o.rss_bytes > 0
+    if learn:
+        records += (("load_rss", put(cols["load_rss"], o.id, o.rss_bytes)),)
+    return StageOut(actions=(("boots", act),), records=records, learned=learn)
+
+
+def _lent(p: Preboot, o) -> Tuple[bool, StageOut]:
     """An OSD kept in preboot that lent its slot to a restart making room for it
     (room._restart_refusal) boots only once its host's restarts no longer hold more slots
     than it has: the restarting OSD loads and peers again, and two growing at once is what a
-    slot count forbids."""
-    here = flight(t.ctx, t.granted, t.new_restarts).get(o.host, ())
-    restarting = [x for x in here if x in t.ctx.view.restarting or x in t.new_restarts]
-    if not restarting or len(here) <= plain_slots(t.ctx, t.budget_state, t.predictor):
-        return False
-    t.reasons.append("%s: osd.%d stays in preboot while osd.%s restarts in its slot"
-                     % (o.host, o.id, ",".join(map(str, restarting))))
-    return True
+    slot count forbids. Whether it stays, and why."""
+    here = flight(p.ctx, p.cols["granted"], p.new_restarts).get(o.host, ())
+    restarting = [x for x in here if x in p.ctx.view.restarting or x in p.new_restarts]
+    if not restarting or len(here) <= plain_slots(p.ctx, p.budget_state, p.predictor):
+        return False, StageOut()
+    return True, StageOut(reasons=("%s: osd.%d stays in preboot while osd.%s restarts in its "
+                                   "slot" % (o.host, o.id, ",".join(map(str, restarting))),))
 
 
 def _load_note(o, ran: float, known: bool) -> str:
@@ -277,42 +303,44 @@ def _load_note(o, ran: float, known: bool) -> str:
                   "not flat yet after %.0fs in preboot (allowed anyway)" % ran)
 
 
-def _loaded(t: Decision, o, ran: float) -> bool:
+def _loaded(rss_flat: AbstractSet[int], o, ran: float) -> bool:
     """Its load-time footprint is known: the daemon says it is in preboot (init() loaded
-    every PG), or, where its state is not reported, its rss has been flat for BOOT_OBSERVE_S.
-    A daemon that reports another state (initializing) is still loading, however flat its
-    rss looks."""
+    every PG), or, where its state is not reported, its rss has been flat (`rss_flat`) for
+    BOOT_OBSERVE_S. A daemon that reports another state (initializing) is still loading,
+    however flat its rss looks."""
     if o.rss_bytes <= 0:
         return False
     if o.daemon_state is not None:
         return o.daemon_state == DAEMON_PREBOOT
-    return o.id in t.rss_flat and ran >= BOOT_OBSERVE_S
+    return o.id in rss_flat and ran >= BOOT_OBSERVE_S
 
 
-def boot_growth(t: Decision, o) -> Tuple[int, int]:
+def boot_growth(predictor: Predictor, o) -> Tuple[int, int]:
     """(peak, growth) of a granted OSD in preboot for gate 2: Predictor.boot_peak, and that
     peak minus the rss it already holds (in the host's `used`)."""
-    peak = t.predictor.boot_peak(o)
+    peak = predictor.boot_peak(o)
     return peak, max(0, peak - o.rss_bytes)
 
 
-def _boot_fits(t: Decision, o) -> bool:
+def _boot_fits(p: Preboot, o) -> Tuple[bool, StageOut]:
     """Gate 2: boot only if the growth still to come fits the host's budget. The peak is
     Predictor.boot_peak (load + learned growth, or without a learned growth the larger of the
     prediction and LOAD_TO_PEAK_MIN x the load); the growth is that peak minus the rss already
     in `used`. Otherwise the OSD stays in preboot (noup) and RECOVERY_BUDGET_TOO_SMALL says
-    why."""
-    peak, growth = boot_growth(t, o)
-    hm = t.ctx.view.hostmem.get(o.host)
-    if hm is None or hm.mem_used + growth <= t.budget(o.host):
-        return True
-    t.kept_preboot.add(o.id)
-    t.health("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d needs %.0f MiB more to peak (load-time "
-             "rss %.0f MiB, predicted peak %.0f MiB), used %.0f MiB, budget %.0f MiB: kept in "
-             "preboot (noup), not booted" % (
-                 o.host, o.id, growth / 1048576.0, o.rss_bytes / 1048576.0,
-                 peak / 1048576.0, hm.mem_used / 1048576.0, t.budget(o.host) / 1048576.0))
-    return False
+    why. Whether it fits, and the line and record where it does not."""
+    peak, growth = boot_growth(p.predictor, o)
+    hm = p.ctx.view.hostmem.get(o.host)
+    if hm is None or hm.mem_used + growth <= p.budget(o.host):
+        return True, StageOut()
+    budget = p.budget(o.host)
+    return False, StageOut(health=(("RECOVERY_BUDGET_TOO_SMALL", "%s: osd.%d needs %.0f MiB "
+                                    "more to peak (load-time rss %.0f MiB, predicted peak "
+                                    "%.0f MiB), used %.0f MiB, budget %.0f MiB: kept in "
+                                    "preboot (noup), not booted" % (
+                                        o.host, o.id, growth / 1048576.0,
+                                        o.rss_bytes / 1048576.0, peak / 1048576.0,
+                                        hm.mem_used / 1048576.0, budget / 1048576.0), 1),),
+                           records=(("kept_preboot", set(p.kept_preboot) | {o.id}),))
 
 
 def clear_stale_noup(ctx: Context, held_osds: AbstractSet[int],

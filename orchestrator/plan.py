@@ -74,6 +74,7 @@ from .throttle import report_waits, throttle
 from .context import Context, context
 from .decision import Decision
 from .learning import lifecycle
+from .staging import preboot
 from .holds import bucket_holds, held_report, hold_osds, start_run
 from .stageout import StageOut
 from .stopcheck import StopCheck
@@ -138,7 +139,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     over = memory_stage(t, stops)
     if ctx.state in ("new", "running"):
         lower_targets(t)
-        boots(t, over)
+        t.apply_each(boots(preboot(t), t.rss_flat, over))
         t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
         t.apply_each(regrants(lifecycle(t), over))
         room_for_boots(t, stops)

@@ -24,7 +24,7 @@ from .view import MIN_RESTART_GAIN, in_restart_cooldown, restart_gain, still_pee
 from .brake import brake, memory_hosts, watch
 from .learning import lifecycle
 from .inflight import boot_growth
-from .staging import boot_deficit
+from .staging import boot_deficit, preboot
 from .reserve import flight, plain_slots
 from . import shrink
 
@@ -217,8 +217,8 @@ def room_for_boots(t: Decision, stops: StopCheck) -> None:
         hm = t.ctx.view.hostmem.get(o.host) if o is not None else None
         if hm is None or o.host in acted:
             continue
-        deficit = boot_deficit(t, o)[0] if osd_id in t.staged else \
-            hm.mem_used + boot_growth(t, o)[1] - t.budget(o.host)
+        deficit = boot_deficit(preboot(t), o)[0] if osd_id in t.staged else \
+            hm.mem_used + boot_growth(t.predictor, o)[1] - t.budget(o.host)
         if deficit <= 0:
             continue
         a = ask(t, stops)

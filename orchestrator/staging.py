@@ -28,10 +28,14 @@ fits, else one at a time):
 """
 from __future__ import annotations
 
-from typing import Container, Iterable, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import AbstractSet, Container, Iterable, List, Mapping, Optional, Tuple
 
+from .context import Context
 from .decision import Decision, fmt_bytes
-from .model import OsdState
+from .model import Columns, OsdState
+from .predict import Predictor
+from .stageout import Budget, StageOut
 from .reserve import flight, host_margin, reserved
 
 PEERING_PER_HOST = 2
@@ -52,13 +56,41 @@ def peering_on(by_id: Mapping[int, OsdState], booting: Iterable[int],
             by_id[x].host == host and still_peering(by_id[x])]
 
 
-def staged_wait(t: Decision, o) -> bool:
+@dataclass(frozen=True)
+class Preboot:
+    """What the decisions on a granted OSD in preboot read (its boot: inflight.boots; room for
+    it: room.room_for_boots): the call's Context, the Predictor, the run's columns, its budget
+    state, the hosts' budgets, this tick's restarts and the OSDs gate 2 keeps in preboot so
+    far. The records a decision returns update these in place, so the next one sees them."""
+    ctx: Context
+    predictor: Predictor
+    cols: Columns
+    budget_state: str
+    budget: Budget
+    new_restarts: AbstractSet[int]
+    kept_preboot: AbstractSet[int]
+
+
+def preboot(t: Decision) -> Preboot:
+    """The records of the decision being made, as the decisions on OSDs in preboot read
+    them."""
+    return Preboot(t.ctx, t.predictor, t.cols, t.budget_state, t.budget, t.new_restarts,
+                   t.kept_preboot)
+
+
+def staged_wait(p: Preboot, o) -> Tuple[bool, StageOut]:
     """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host, or until
-    its growth to its peak fits (room_to_peak)."""
-    return o.id in t.staged and (peer_wait(t, o) or not room_to_peak(t, o))
+    its growth to its peak fits (room_to_peak): whether it waits, and why."""
+    if o.id not in p.cols["staged"]:
+        return False, StageOut()
+    why = peer_wait(p, o)
+    if why is not None:
+        return True, StageOut(reasons=(why,))
+    fits, out = room_to_peak(p, o)
+    return not fits, out
 
 
-def room_to_peak(t: Decision, o) -> bool:
+def room_to_peak(p: Preboot, o) -> Tuple[bool, StageOut]:
     """A staged OSD was admitted on its load (reserve.py): it boots only where the rest of
     the peak a start is admitted on (Predictor.predict) fits beside what is used and what
     every other OSD in flight or settling on its host is still expected to grow, with the
@@ -67,37 +99,38 @@ def room_to_peak(t: Decision, o) -> bool:
     re-predicted from its load, as for any start. Where nothing else is in flight on its
     host, it waits as a next start that does not fit does (admission._no_fit): kept in
     preboot (room.room_for_boots makes room where restarts can; a run where nothing can
-    change ends as stalled), and RECOVERY_BUDGET_TOO_SMALL unless OSDs still settle there."""
-    others = _others(t, o)
-    deficit, line = boot_deficit(t, o, others)
+    change ends as stalled), and RECOVERY_BUDGET_TOO_SMALL unless OSDs still settle there.
+    Whether it fits, and the lines and records where it does not."""
+    others = _others(p, o)
+    deficit, line = boot_deficit(p, o, others)
     if deficit <= 0:
-        return True
-    if not others:
-        t.kept_preboot.add(o.id)
-        if not any(t.ctx.view.host_of(x) == o.host for x in t.settling):
-            t.health("RECOVERY_BUDGET_TOO_SMALL", line)
-    t.reasons.append(line)
-    return False
+        return True, StageOut()
+    if others:
+        return False, StageOut(reasons=(line,))
+    health = () if any(p.ctx.view.host_of(x) == o.host for x in p.cols["settling"]) else (
+        ("RECOVERY_BUDGET_TOO_SMALL", line, 1),)
+    return False, StageOut(health=health, reasons=(line,),
+                           records=(("kept_preboot", set(p.kept_preboot) | {o.id}),))
 
 
-def _others(t: Decision, o) -> List[int]:
+def _others(p: Preboot, o) -> List[int]:
     """The other OSDs in flight on `o`'s host: granted, restarting, restarted in this tick."""
-    here = flight(t.ctx, t.granted, t.new_restarts).get(o.host, [])
+    here = flight(p.ctx, p.cols["granted"], p.new_restarts).get(o.host, [])
     return [x for x in here if x != o.id]
 
 
-def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
+def boot_deficit(p: Preboot, o, others: Optional[List[int]] = None) -> Tuple[int, str]:
     """(bytes by which the boot of staged `o` misses its host's budget, <= 0 where it fits;
     the line that says so) under room_to_peak's rule."""
-    hm = t.ctx.view.hostmem.get(o.host)
+    hm = p.ctx.view.hostmem.get(o.host)
     if hm is None:          # no report: gate 2 (inflight._boot_fits) decides
         return 0, ""
-    margin = host_margin(t.ctx, t.budget_state, t.predictor)
-    peak = t.predictor.predict(o.id)
+    margin = host_margin(p.ctx, p.budget_state, p.predictor)
+    peak = p.predictor.predict(o.id)
     growth = max(0, int(peak * margin) - o.rss_bytes)
-    res = reserved(t.ctx, t.predictor, t.cols, o.host,
-                   _others(t, o) if others is None else others, margin)
-    budget = t.budget(o.host)
+    res = reserved(p.ctx, p.predictor, p.cols, o.host,
+                   _others(p, o) if others is None else others, margin)
+    budget = p.budget(o.host)
     return hm.mem_used + res + growth - budget, (
         "%s: staged osd.%d waits in preboot for room to peak: needs %s (peak %s x margin "
         "%.2f), used %s + reserved %s, budget %s" % (
@@ -105,11 +138,11 @@ def boot_deficit(t: Decision, o, others: Optional[List[int]] = None) -> Tuple[in
             fmt_bytes(res), fmt_bytes(budget)))
 
 
-def peer_wait(t: Decision, o) -> bool:
-    """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host."""
-    peering = peering_on(t.ctx.view.by_id, t.booting, t.granted, o.host)
+def peer_wait(p: Preboot, o) -> Optional[str]:
+    """A staged OSD waits in preboot while PEERING_PER_HOST OSDs peer on its host: the reason
+    that says so, None where it need not wait."""
+    peering = peering_on(p.ctx.view.by_id, p.cols["booting"], p.cols["granted"], o.host)
     if len(peering) < PEERING_PER_HOST:
-        return False
-    t.reasons.append("%s: staged osd.%d waits in preboot for osd.%s to peer" % (
-        o.host, o.id, ",".join(map(str, peering))))
-    return True
+        return None
+    return "%s: staged osd.%d waits in preboot for osd.%s to peer" % (
+        o.host, o.id, ",".join(map(str, peering)))
