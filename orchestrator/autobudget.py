@@ -28,67 +28,74 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+from .context import Context
 from .reserve import past_peak
-from .decision import Decision, fmt_bytes
+from .decision import fmt_bytes
+from .predict import Predictor
+from .stageout import StageOut
 from .model import (AUTO_RAISED_FRACTION, BUDGET_AUTO, BUDGET_HELD, BUDGET_RAISED,
-                    BUDGET_VALIDATED)
+                    BUDGET_VALIDATED, Columns)
 
 AUTO_EVIDENCE = 3      # OSDs past their peak within their predictions before the raise
 AUTO_OUTGROWTH_SHARE = 0.5   # of the room above a raised budget (5 % of RAM): OSDs of a host
                              # grown past their predictions by more hold the budget at its base
 
 
-def _ours(t: Decision) -> List:
-    ids = set(t.booting) | set(t.settling)
-    return [t.ctx.view.by_id[x] for x in sorted(ids) if x in t.ctx.view.by_id]
+def _ours(ctx: Context, cols: Columns) -> List:
+    ids = set(cols["booting"]) | set(cols["settling"])
+    return [ctx.view.by_id[x] for x in sorted(ids) if x in ctx.view.by_id]
 
 
-def outgrown(t: Decision) -> List[str]:
+def outgrown(ctx: Context, predictor: Predictor, cols: Columns) -> List[str]:
     """Hosts where this run's OSDs (booting or settling) together grew past the peaks their
     starts were admitted on by more than AUTO_OUTGROWTH_SHARE of the room above a raised
     budget: that room holds one tick of growth past a prediction."""
     over: Dict[str, int] = {}
-    for o in _ours(t):
-        top = max(t.peaks.get(o.id, 0), o.rss_bytes)
+    peaks = cols["peaks"]
+    for o in _ours(ctx, cols):
+        top = max(peaks.get(o.id, 0), o.rss_bytes)
         # admitted_peak >= load_bound: nothing outgrown, and the footprint policy is not
         # asked (plan()'s cost)
-        if top <= t.predictor.load_bound(o.id):
+        if top <= predictor.load_bound(o.id):
             continue
-        over[o.host] = over.get(o.host, 0) + max(0, top - t.predictor.admitted_peak(o))
+        over[o.host] = over.get(o.host, 0) + max(0, top - predictor.admitted_peak(o))
+    hostmem = ctx.view.hostmem
     return ["%s (%s past their predictions)" % (h, fmt_bytes(n)) for h, n in sorted(over.items())
-            if h in t.ctx.view.hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
-            * t.ctx.view.hostmem[h].cap]
+            if h in hostmem and n > AUTO_OUTGROWTH_SHARE * (1.0 - AUTO_RAISED_FRACTION)
+            * hostmem[h].cap]
 
 
-def within(t: Decision) -> List[int]:
+def within(ctx: Context, predictor: Predictor, cols: Columns) -> List[int]:
     """OSDs of this run past their peak, that peak at or below the one admitted."""
-    return [o.id for o in _ours(t) if o.id in t.settling and past_peak(t.predictor, t.peaks, o)
-            and t.peaks.get(o.id, 0) <= t.predictor.admitted_peak(o)]
+    peaks = cols["peaks"]
+    return [o.id for o in _ours(ctx, cols) if o.id in cols["settling"] and
+            past_peak(predictor, peaks, o) and peaks.get(o.id, 0) <= predictor.admitted_peak(o)]
 
 
-def update(t: Decision) -> None:
-    """Move t.budget_state by the rules above (once per tick, before any budget is used)."""
-    if t.ctx.state is None or t.budget_state == BUDGET_HELD:
-        return
-    auto = t.ctx.intent.budget.kind == BUDGET_AUTO
-    failed = sorted(x for x, n in t.failures.items() if n > 0)
-    over = outgrown(t)
+def update(ctx: Context, predictor: Predictor, cols: Columns, budget_state: str) -> StageOut:
+    """The budget_state record moved by the rules above (once per tick, before any budget is
+    used), and the reason that says so."""
+    if ctx.state is None or budget_state == BUDGET_HELD:
+        return StageOut()
+    auto = ctx.intent.budget.kind == BUDGET_AUTO
+    failed = sorted(x for x, n in cols["failures"].items() if n > 0)
+    over = outgrown(ctx, predictor, cols)
     if failed or over:
-        t.budget_state = BUDGET_HELD
-        note = "%s: %s" % ("held at %g%%" % (t.ctx.intent.budget.value * 100) if auto else
+        state = BUDGET_HELD
+        note = "%s: %s" % ("held at %g%%" % (ctx.intent.budget.value * 100) if auto else
                            "warm-up margin kept", (
             "OSDs on %s" % over[0]) if over else (
             "osd.%d failed a start" % failed[0]))
-    elif t.budget_state in (BUDGET_RAISED, BUDGET_VALIDATED):
-        return
+    elif budget_state in (BUDGET_RAISED, BUDGET_VALIDATED):
+        return StageOut()
     else:
-        ok = within(t)
+        ok = within(ctx, predictor, cols)
         if len(ok) < AUTO_EVIDENCE:
-            return
-        t.budget_state = BUDGET_RAISED if auto else BUDGET_VALIDATED
+            return StageOut()
+        state = BUDGET_RAISED if auto else BUDGET_VALIDATED
         note = "%s: osd.%s peaked within their predictions" % (
             "raised to %g%%" % (AUTO_RAISED_FRACTION * 100) if auto else
             "predictions validated, warm-up margin off",
             ", osd.".join(str(x) for x in ok[:AUTO_EVIDENCE]))
-    t.reasons.append("budget %s %s" % (t.ctx.intent.budget.kind, note))
-    t.clear_budgets()
+    return StageOut(reasons=("budget %s %s" % (ctx.intent.budget.kind, note),),
+                    records=(("budget_state", state),))

@@ -102,7 +102,7 @@ class Decision:
         self.kept_preboot: Set[int] = set()       # granted OSDs gate 2 keeps in preboot
         self.hosts_summary: Dict[str, dict] = {}
         self.ends_by: Optional[float] = None      # ending.ends_by, set by plan()
-        self._budgets: Dict[str, int] = {}
+        self._budgets: Dict[Tuple[str, str], int] = {}
         # peak predictions over this decision's own maps, observations and finished set
         self.predictor = Predictor(ctx.view, ctx.policies.footprint, ctx.now, self.cols,
                                    self.observations, self.finished)
@@ -145,14 +145,12 @@ class Decision:
 
     def budget(self, host: str) -> int:
         """The host's budget in bytes; an auto budget at the fraction its state gives
-        (autobudget.py moves the state)."""
-        if host not in self._budgets:
+        (autobudget.py moves the state; a budget is kept per host and state)."""
+        key = (host, self.budget_state)
+        if key not in self._budgets:
             b = budget_now(self.ctx.intent.budget, self.budget_state)
-            self._budgets[host] = int(self.ctx.policies.budget(self.ctx.view.hostmem[host], b))
-        return self._budgets[host]
-
-    def clear_budgets(self) -> None:
-        self._budgets.clear()
+            self._budgets[key] = int(self.ctx.policies.budget(self.ctx.view.hostmem[host], b))
+        return self._budgets[key]
 
     def progress(self) -> Progress:
         """The progress as it stands now (what policies see, and what plan() returns)."""

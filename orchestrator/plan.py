@@ -110,7 +110,9 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
 
     The stages run in the order below (within a stage name, actions keep this order). Those
     called as t.apply(stage(ctx, records...)) read the frozen Context and the records they
-    are given and return a StageOut (stageout.py); the others write the Decision `t`."""
+    are given and return a StageOut (stageout.py); those called as t.apply_each(...) yield one
+    StageOut per decision, each applied before the next is made; the others write the
+    Decision `t`."""
     validate_intent(intent)
     if snapshot.epoch < progress.epoch:
         msg = "stale osd map epoch %d < %d" % (snapshot.epoch, progress.epoch)
@@ -131,7 +133,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
         t.apply_each(track_settling(lifecycle(t), t.new_restarts))
         t.apply(shrink.track(ctx, t.shrink_at, t.shrink_rss))
         t.apply_each(track_in_flight(lifecycle(t)))
-        autobudget.update(t)
+        t.apply(autobudget.update(ctx, t.predictor, t.cols, t.budget_state))
         t.apply(hold_osds(ctx, t.booting, t.held_osds))
     # the first memory response: needs no ok-to-stop, no tcmalloc
     t.apply(throttle(ctx, t.budget, t.cols, t.saved_config, t.restoring))
