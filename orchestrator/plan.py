@@ -140,7 +140,7 @@ def plan(snapshot: Snapshot, intent: Intent, progress: Progress, policies: Polic
     stops = stop_check(ctx, t.new_restarts)
     over = memory_stage(t, stops)
     if ctx.state in ("new", "running"):
-        lower_targets(t)
+        t.apply(lower_targets(ctx, t.predictor, t.budget, t.saved_config, t.restoring))
         t.apply_each(boots(preboot(t), t.rss_flat, over))
         t.apply(clear_stale_noup(ctx, t.held_osds, t.granted))
         t.apply_each(regrants(lifecycle(t), over))
@@ -175,12 +175,13 @@ def _run_state(i: Intent, p: Progress):
 
 
 def _restore_flags(t: Decision, why: str) -> None:
-    restore_settings(t, why)
+    t.apply(restore_settings(t.ctx, t.saved_config, t.restoring, why))
     saved = t.saved_flags or frozenset()
     set_now = {a.flag for a in t.stage["flags"] if isinstance(a, SetFlag)}
     for f in RUN_CLUSTER_FLAGS:
         if f not in saved and (f in t.ctx.snapshot.cluster_flags or f in set_now):
-            restore.unset_flag(t, f, "%s: restore flags saved at start" % why)
+            t.apply(restore.unset_flag(t.ctx, t.restoring_flags, f,
+                                       "%s: restore flags saved at start" % why))
 
 
 def _tail(t: Decision) -> None:
@@ -210,7 +211,7 @@ def _tail(t: Decision) -> None:
     if t.ctx.state is None:
         t.apply(incomplete_report(t.ctx, t.phase, t.stalled_since, t.hosts_summary))
         if t.saved_config:
-            restore_settings(t, "after the run")
+            t.apply(restore_settings(t.ctx, t.saved_config, t.restoring, "after the run"))
     t.apply(_aborted_report(t.ctx, t.phase, t.stopped))
     t.ends_by = ends_by(t, SETTLE_MAX_S)
     if t.ctx.state is not None and not t.actions():

@@ -23,19 +23,11 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from .actions import RestoreConfig, UnsetFlag
 from .context import Context
-from .decision import Decision
 from .stageout import Health, Staged, StageOut
 
 RESTORE_RETRY_S = 30.0
 MEMORY_TARGET = "osd_memory_target"
 PENDING = "RECOVERY_RESTORE_PENDING"
-
-
-def restore_config(t: Decision, who: str, name: str, value: Optional[str], stage: str,
-                   reason: str) -> None:
-    """Emit a RestoreConfig and keep it pending until the snapshot confirms it."""
-    t.emit(stage, restore_into(t.saved_config, t.restoring, who, name, value, reason,
-                               t.ctx.now))
 
 
 def restore_into(saved_config: Dict[str, Optional[str]],
@@ -48,10 +40,14 @@ def restore_into(saved_config: Dict[str, Optional[str]],
     return RestoreConfig(who=who, name=name, value=value, reason=reason)
 
 
-def unset_flag(t: Decision, flag: str, reason: str) -> None:
-    """Emit an UnsetFlag of a run flag and keep it pending until the OSD map shows it gone."""
-    t.emit("tail", UnsetFlag(flag=flag, reason=reason))
-    t.restoring_flags[flag] = t.ctx.now
+def unset_flag(ctx: Context, restoring_flags: Mapping[str, float], flag: str,
+               reason: str) -> StageOut:
+    """An UnsetFlag of a run flag, pending (the restoring_flags record) until the OSD map
+    shows it gone."""
+    pending = dict(restoring_flags)
+    pending[flag] = ctx.now
+    return StageOut(actions=(("tail", UnsetFlag(flag=flag, reason=reason)),),
+                    records=(("restoring_flags", pending),))
 
 
 def current(ctx: Context, who: str, name: str):

@@ -32,12 +32,15 @@ kernel kill OSDs once their caches refill).
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from .actions import SetConfig
+from .context import Context
 from .model import OsdState
-from .decision import Decision, fmt_bytes
-from .restore import before_value, restore_config
+from .decision import fmt_bytes
+from .predict import Predictor
+from .restore import before_value, restore_into
+from .stageout import Budget, StageOut
 
 MEMORY_TARGET = "osd_memory_target"
 DEFAULT_TARGET = 4 << 30        # Ceph's osd_memory_target default
@@ -54,54 +57,71 @@ def _target(o: OsdState) -> int:
     return o.memory_target or DEFAULT_TARGET
 
 
-def _base(t: Decision, host: str) -> int:
-    hm = t.ctx.view.hostmem[host]
-    return max(0, hm.mem_used - sum(o.rss_bytes for o in t.ctx.view.by_host.get(host, ())))
+def _base(ctx: Context, host: str) -> int:
+    hm = ctx.view.hostmem[host]
+    return max(0, hm.mem_used - sum(o.rss_bytes for o in ctx.view.by_host.get(host, ())))
 
 
-def lower_targets(t: Decision) -> None:
-    """First tick of a run (and while it runs): lower the target on constrained hosts."""
-    down = {c.id for c in t.ctx.view.candidates}
-    for host in t.ctx.view.scope_hosts():
-        if host not in t.ctx.view.hostmem:
+def lower_targets(ctx: Context, predictor: Predictor, budget: Budget,
+                  saved_config: Mapping[str, Optional[str]],
+                  restoring: Mapping[str, Tuple[Optional[str], float]]) -> StageOut:
+    """First tick of a run (and while it runs): lower the target on constrained hosts. The
+    SetConfigs, and each value before recorded write-ahead (the saved_config record; a
+    restore still pending leaves the restoring record, restore.before_value)."""
+    saved, pending, acts = dict(saved_config), dict(restoring), []
+    down = {c.id for c in ctx.view.candidates}
+    for host in ctx.view.scope_hosts():
+        if host not in ctx.view.hostmem:
             continue
-        osds = t.ctx.view.by_host.get(host, [])
+        osds = ctx.view.by_host.get(host, [])
         cands = [o for o in osds if o.id in down]
         if not cands:
             continue
-        room = t.budget(host) - _base(t, host) - max(t.predictor.predict(o.id) for o in cands)
+        room = budget(host) - _base(ctx, host) - max(predictor.predict(o.id) for o in cands)
         ratio = TARGET_RSS_RATIO if all(o.heap_release is True for o in osds) else BLIND_RSS_RATIO
         want = max(MIN_TARGET, int(room / len(osds) / ratio))
         for o in osds:
-            if o.memory_target is None or key(o.id) in t.saved_config or want >= _target(o):
+            if o.memory_target is None or key(o.id) in saved or want >= _target(o):
                 continue
-            t.saved_config[key(o.id)] = before_value(
-                t.restoring, key(o.id), str(o.memory_target) if o.memory_target else None)
-            t.emit("flags", SetConfig(who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
-                                      reason="%s: %d OSDs x %s do not leave room for the next "
-                                      "start in budget %s: caches trimmed for the run" % (
-                                          host, len(osds), fmt_bytes(_target(o)),
-                                          fmt_bytes(t.budget(host)))))
+            saved[key(o.id)] = before_value(
+                pending, key(o.id), str(o.memory_target) if o.memory_target else None)
+            acts.append(("flags", SetConfig(
+                who="osd.%d" % o.id, name=MEMORY_TARGET, value=str(want),
+                reason="%s: %d OSDs x %s do not leave room for the next start in budget %s: "
+                "caches trimmed for the run" % (host, len(osds), fmt_bytes(_target(o)),
+                                                fmt_bytes(budget(host))))))
+    if not acts:
+        return StageOut()
+    return StageOut(actions=tuple(acts), records=(("saved_config", saved),
+                                                  ("restoring", pending)))
 
 
-def restore_settings(t: Decision, why: str) -> None:
-    """RestoreConfig for every setting this run changed, except those a host cannot hold."""
+def restore_settings(ctx: Context, saved_config: Mapping[str, Optional[str]],
+                     restoring: Mapping[str, Tuple[Optional[str], float]],
+                     why: str) -> StageOut:
+    """RestoreConfig for every setting this run changed (each key moves from the
+    saved_config record to the restoring record, restore.restore_into), except those a host
+    cannot hold."""
+    saved, pending, acts = dict(saved_config), dict(restoring), []
     kept: Dict[str, List[str]] = {}
-    for k in sorted(t.saved_config):
+    for k in sorted(saved_config):
         who, name = k.split(" ", 1)
-        before = t.saved_config[k]
-        o = t.ctx.view.by_id.get(int(who[4:])) if who.startswith("osd.") else None
-        if o is not None and name == MEMORY_TARGET and not _fits(t, o.host, before):
+        before = saved_config[k]
+        o = ctx.view.by_id.get(int(who[4:])) if who.startswith("osd.") else None
+        if o is not None and name == MEMORY_TARGET and not _fits(ctx, o.host, before):
             kept.setdefault(o.host, []).append(who)
             continue
-        restore_config(t, who, name, before, "tail", (
-            "%s: restore the setting saved at start" % why) + _until_restart(o, name))
-    for host, whos in sorted(kept.items()):
-        t.health("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the restored "
-                 "target would not fit the host's RAM (restore by hand: ceph config rm "
-                 "<osd> %s)" % (host, MEMORY_TARGET, ", ".join(whos),
-                                len(t.ctx.view.by_host.get(host, ())), MEMORY_TARGET),
-                 count=len(whos))
+        acts.append(("tail", restore_into(saved, pending, who, name, before, (
+            "%s: restore the setting saved at start" % why) + _until_restart(o, name),
+            ctx.now)))
+    health = tuple(("RECOVERY_SETTING_KEPT", "%s: %s kept lowered on %s: %d OSDs at the "
+                    "restored target would not fit the host's RAM (restore by hand: ceph "
+                    "config rm <osd> %s)" % (host, MEMORY_TARGET, ", ".join(whos),
+                                             len(ctx.view.by_host.get(host, ())),
+                                             MEMORY_TARGET), len(whos))
+                   for host, whos in sorted(kept.items()))
+    return StageOut(actions=tuple(acts), health=health,
+                    records=(("saved_config", saved), ("restoring", pending)))
 
 
 def _until_restart(o, name: str) -> str:
@@ -113,10 +133,10 @@ def _until_restart(o, name: str) -> str:
     return " (if built without tcmalloc, caches sized at its start stay so until its next start)"
 
 
-def _fits(t: Decision, host: str, before) -> bool:
-    hm = t.ctx.view.hostmem.get(host)
+def _fits(ctx: Context, host: str, before) -> bool:
+    hm = ctx.view.hostmem.get(host)
     if hm is None:
         return True
     target = int(before) if before else DEFAULT_TARGET
-    n = len(t.ctx.view.by_host.get(host, ()))
-    return _base(t, host) + n * target * TARGET_RSS_RATIO <= hm.mem_total
+    n = len(ctx.view.by_host.get(host, ()))
+    return _base(ctx, host) + n * target * TARGET_RSS_RATIO <= hm.mem_total
