@@ -23,10 +23,10 @@ Rules:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .actions import Done, GrantStart, AllowBoot, MarkOut, RestartOsd
-from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Intent
+from .actions import Action, Done, GrantStart, AllowBoot, MarkOut, RestartOsd
+from .model import DAEMON_REBUILDING, PHASE_DONE, PHASE_RUNNING, Columns, Intent
 from .context import Context
 from .bootclock import clock_bound, grant_clock
 from .decision import Decision, fmt_bytes
@@ -51,41 +51,47 @@ def track_service(ctx: Context, service_at: Optional[float], inactive_pg_s: floa
                              ("inactive_seen", (ctx.now, inactive)), ("service_at", service_at)))
 
 
-def _progressing(t: Decision) -> bool:
-    """Progress: a grant or a boot this tick, a grant younger than boot_timeout that the run
-    does not itself keep in preboot, or an OSD settling (its memory may still fall). A grant
-    past boot_timeout is no progress, whatever its OSD does (inflight._timed_out)."""
-    was = t.ctx.progress.osd_map("granted")
-    new = [a for a in t.stage["grants"] if isinstance(a, GrantStart) and a.osd not in was] + \
-        [a for a in t.stage["boots"] if isinstance(a, AllowBoot)]
-    live = [x for x in t.granted if x not in t.kept_preboot and
-            t.ctx.now - grant_clock(x, t.granted, t.booting, t.rebuild_seen, t.rebuild_from)
-            < t.ctx.intent.boot_timeout_s]
-    return bool(new or live or t.settling)
+def _progressing(ctx: Context, stage: Mapping[str, Sequence[Action]], cols: Columns,
+                 kept_preboot: AbstractSet[int]) -> bool:
+    """Progress: a grant or a boot this tick (`stage`: its actions so far), a grant younger
+    than boot_timeout that the run does not itself keep in preboot, or an OSD settling (its
+    memory may still fall). A grant past boot_timeout is no progress, whatever its OSD does
+    (inflight._timed_out)."""
+    was = ctx.progress.osd_map("granted")
+    new = [a for a in stage["grants"] if isinstance(a, GrantStart) and a.osd not in was] + \
+        [a for a in stage["boots"] if isinstance(a, AllowBoot)]
+    granted = cols["granted"]
+    live = [x for x in granted if x not in kept_preboot and
+            ctx.now - grant_clock(x, granted, cols["booting"], cols["rebuild_seen"],
+                                  cols["rebuild_from"]) < ctx.intent.boot_timeout_s]
+    return bool(new or live or cols["settling"])
 
 
-def ends_by(t: Decision, settle_max_s: float) -> Optional[float]:
+def ends_by(ctx: Context, phase: str, stalled_since: Optional[float], cols: Columns,
+            settle_max_s: float) -> Optional[float]:
     """The latest time a running run can end if nothing progresses from now on: every
     grant in flight times out boot_timeout after its grant (or its boot, or the end of its
     allocator rebuild, which holds the clock at most REBUILD_MAX_S), settling lasts at
     most `settle_max_s` (inflight.SETTLE_MAX_S), and the stall clock then ends the run after
     stall_limit. None for a run not running (paused: the operator holds it)."""
-    if t.phase != PHASE_RUNNING:
+    if phase != PHASE_RUNNING:
         return None
-    if t.stalled_since is not None:
-        return t.stalled_since + t.ctx.intent.stall_limit_s
-    last = t.ctx.now
-    for x in t.granted:
-        bound = clock_bound(x, t.granted, t.booting, t.rebuild_seen, t.rebuild_from, t.ctx.now)
-        last = max(last, bound + t.ctx.intent.boot_timeout_s)
-    for x, at in t.settling.items():
+    if stalled_since is not None:
+        return stalled_since + ctx.intent.stall_limit_s
+    last = ctx.now
+    granted = cols["granted"]
+    for x in granted:
+        bound = clock_bound(x, granted, cols["booting"], cols["rebuild_seen"],
+                            cols["rebuild_from"], ctx.now)
+        last = max(last, bound + ctx.intent.boot_timeout_s)
+    for x, at in cols["settling"].items():
         last = max(last, at + settle_max_s)
-    return last + t.ctx.intent.stall_limit_s
+    return last + ctx.intent.stall_limit_s
 
 
 def end_if_stalled(t: Decision, restore) -> bool:
     """In a running run: start, reset or act on the stall clock. True if the run ended now."""
-    if not t.ctx.view.candidates or _progressing(t):
+    if not t.ctx.view.candidates or _progressing(t.ctx, t.stage, t.cols, t.kept_preboot):
         t.stalled_since = None
         return False
     if t.stalled_since is None:
@@ -93,7 +99,7 @@ def end_if_stalled(t: Decision, restore) -> bool:
     if t.ctx.now - t.stalled_since < t.ctx.intent.stall_limit_s:
         return False
     _withdraw_restarts(t)
-    withdraw_grants(t, "run ended incomplete", spare_rebuilds=True)
+    t.apply(withdraw_grants(t.ctx, t.cols, "run ended incomplete", spare_rebuilds=True))
     restore(t, "run ended incomplete")
     left = sorted(o.id for o in t.ctx.view.candidates)
     if t.ctx.intent.leave_out:

@@ -205,7 +205,7 @@ def _tail(t: Decision) -> None:
         t.health("RECOVERY_PAUSED", "paused by operator: %d granted, %d waiting" % (
             len(t.granted), len(v.candidates)), count=len(t.granted))
     elif t.ctx.state == "abort":
-        withdraw_grants(t, "run aborted")
+        t.apply(withdraw_grants(t.ctx, t.cols, "run aborted"))
         _restore_flags(t, "run aborted")
         t.phase, t.finished_at = PHASE_ABORTED, t.ctx.now
     if t.ctx.state is None:
@@ -213,7 +213,7 @@ def _tail(t: Decision) -> None:
         if t.saved_config:
             t.apply(restore_settings(t.ctx, t.saved_config, t.restoring, "after the run"))
     t.apply(_aborted_report(t.ctx, t.phase, t.stopped))
-    t.ends_by = ends_by(t, SETTLE_MAX_S)
+    t.ends_by = ends_by(t.ctx, t.phase, t.stalled_since, t.cols, SETTLE_MAX_S)
     if t.ctx.state is not None and not t.actions():
         t.emit("tail", Wait(reason="%d in flight, %d settling, %d waiting%s" % (
             len(t.granted), len(t.settling),

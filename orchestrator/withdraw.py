@@ -20,10 +20,9 @@ from typing import Mapping
 
 from .actions import StopOsd
 from .context import Context
-from .model import PROC_STOPPED, clear_osd
+from .model import PROC_STOPPED, Columns
 from .bootclock import rebuilding
-from .decision import Decision
-from .stageout import Staged, StageOut, put
+from .stageout import Staged, StageOut, join, put
 
 STOP_RETRY_S = 30.0
 
@@ -62,15 +61,23 @@ def track_stops(ctx: Context, stopped: Mapping[int, float],
     return StageOut(actions=tuple(acts), records=(("stopped", keep),))
 
 
-def withdraw_grants(t: Decision, why: str, spare_rebuilds: bool = False) -> None:
-    """A run that ends (incomplete, aborted) leaves no grant behind (module docstring);
-    `spare_rebuilds`: leave an OSD rebuilding its allocator running (held)."""
-    for osd_id in sorted(t.granted):
-        o = t.ctx.view.by_id.get(osd_id)
-        if spare_rebuilds and rebuilding(osd_id, t.rebuild_seen, t.ctx.now):
-            t.reasons.append("osd.%d left running, held: still rebuilding its allocator "
-                             "(a stop would start the rebuild again)" % osd_id)
-        elif osd_id not in t.booting and o is not None and not o.up:
-            t.apply(stop_process(t.ctx, t.stopped, o, why))
-        clear_osd(t.cols, osd_id, ("granted", "booting", "staged", "rebuild_from",
-                                   "rebuild_seen"))
+def withdraw_grants(ctx: Context, cols: Columns, why: str,
+                    spare_rebuilds: bool = False) -> StageOut:
+    """A run that ends (incomplete, aborted) leaves no grant behind (module docstring):
+    the stops, and the run's columns without its grants; `spare_rebuilds`: leave an OSD
+    rebuilding its allocator running (held)."""
+    granted = sorted(cols["granted"])
+    stopped, outs = cols["stopped"], []
+    for osd_id in granted:
+        o = ctx.view.by_id.get(osd_id)
+        if spare_rebuilds and rebuilding(osd_id, cols["rebuild_seen"], ctx.now):
+            outs.append(StageOut(reasons=("osd.%d left running, held: still rebuilding its "
+                                          "allocator (a stop would start the rebuild again)"
+                                          % osd_id,)))
+        elif osd_id not in cols["booting"] and o is not None and not o.up:
+            outs.append(stop_process(ctx, stopped, o, why))
+            stopped = dict(outs[-1].records).get("stopped", stopped)
+    gone = set(granted)
+    return join(*outs, StageOut(records=tuple(
+        (n, {k: v for k, v in cols[n].items() if k not in gone})
+        for n in ("granted", "booting", "staged", "rebuild_from", "rebuild_seen"))))
