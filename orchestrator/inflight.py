@@ -212,9 +212,10 @@ def track_settling(lc: Lifecycle, new_restarts: AbstractSet[int]) -> Iterator[St
         peaks, grew_at = cols["peaks"], cols["grew_at"]
         if o.rss_bytes > peaks.get(osd_id, 0) * 1.01:
             grew_at = put(grew_at, osd_id, ctx.now)
+        if osd_id not in peaks or o.rss_bytes > peaks[osd_id]:
+            peaks = put(peaks, osd_id, max(peaks.get(osd_id, 0), o.rss_bytes))
         quiet = ctx.now - grew_at.get(osd_id, since) >= SETTLE_QUIET_S
-        yield StageOut(records=(("grew_at", grew_at), ("peaks", put(
-            peaks, osd_id, max(peaks.get(osd_id, 0), o.rss_bytes)))))
+        yield StageOut(records=(("grew_at", grew_at), ("peaks", peaks)))
         if (o.pgs > 0 and o.pgs_degraded == 0) or quiet or ctx.now - since >= SETTLE_MAX_S:
             yield settled_observation(lc, o)
             yield join(StageOut(records=cleared(cols, osd_id, SETTLE_MARKERS)),
