@@ -46,6 +46,9 @@ COMMAND_RATES = (200.0, 400.0)
 QUIET_S = 20.0
 RATE_STEP_S = 10.0
 HELPERS_PER_WORKER = 250
+# a worker enrols its 250 helpers one session each; at 1,000 helpers on this machine that
+# took minutes while the mgr and mon were busy
+ENROLL_TIMEOUT_S = 600.0
 
 
 def mgr_usage(state: Dict[str, Any], seconds: float) -> Dict[str, float]:
@@ -76,13 +79,19 @@ class Load(object):
         hosts = state["scale_hosts"]
         names = sorted(hosts, key=lambda h: int(h[4:]))
         down = [h for h in names if hosts[h]["rack"] == "rack0"]
-        self.outs, self.procs = [], []
+        self.outs, self.procs, self.ready, self.go = [], [], [], []
         for k in range(0, len(names), HELPERS_PER_WORKER):
             part = names[k:k + HELPERS_PER_WORKER]
             spec = os.path.join(state["dir"], "run", "load-%s-%d.json" % (tag, k))
+            ready, go = spec.replace(".json", ".ready"), spec.replace(".json", ".go")
+            for stale in (ready, go):
+                if os.path.exists(stale):
+                    os.unlink(stale)
+            self.ready.append(ready)
+            self.go.append(go)
             with open(spec, "w") as f:
                 json.dump({"hosts": {h: hosts[h]["osds"] for h in part}, "down": down,
-                           "steps": steps, "start_at": self.start_at(len(names)),
+                           "steps": steps, "ready": ready, "go": go,
                            "transport": transport}, f)
             out = spec.replace(".json", ".out.json")
             argv = release.prefix(state) + [
@@ -94,11 +103,20 @@ class Load(object):
                                                stdin=subprocess.DEVNULL))
             self.outs.append(out)
 
-    def start_at(self, hosts: int) -> float:
-        """Steps begin once every helper has connected (about 25 ms a key, measured) and,
-        for the endpoint, sent its first report by command."""
-        if not hasattr(self, "_t0"):
-            self._t0 = time.time() + 10.0 + 0.05 * hosts
+    def begin(self, timeout: float = ENROLL_TIMEOUT_S) -> float:
+        """Wait until every worker has enrolled its helpers (each connected on its own key
+        and, for the endpoint, sent its first report by command), at most `timeout`; then
+        give them all one start time, a second from now, and return it. The steps, and the
+        run measured beside them, begin only once no helper is still enrolling."""
+        t_asked = time.monotonic()
+        self.workers_ready = wait_until(lambda: sum(os.path.exists(r) for r in self.ready),
+                                        timeout, 0.5, done=lambda n: n == len(self.ready))
+        self.enrol_s = round(time.monotonic() - t_asked, 1)
+        self._t0 = time.time() + 1.0
+        for go in self.go:
+            with open(go + ".tmp", "w") as f:
+                f.write("%.3f" % self._t0)
+            os.rename(go + ".tmp", go)
         return self._t0
 
     def wait(self, timeout: float) -> Dict[str, Any]:
@@ -159,7 +177,7 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
     hosts = len(state["scale_hosts"])
     load = Load(state, [[WARM_S + RUN_S, 5.0], [QUIET_S, 0.0]] + rate_steps(hosts, RATES),
                 "run")
-    t_start = load.start_at(hosts) + WARM_S
+    t_start = load.begin() + WARM_S
     time.sleep(max(0.0, t_start - time.time()))
     other = sorted(h for h, v in state["scale_hosts"].items() if v["rack"] == "rack1")[0]
     started, mark = time.time(), mon_log_mark(state)
@@ -176,7 +194,8 @@ def run_phase(state: Dict[str, Any], log: Callable[..., None]) -> Tuple[Dict[str
     launch.ceph(state, "recovery", "abort", json_out=False, check=False, timeout=30)
     both = load.wait(timeout=QUIET_S + len(RATES) * RATE_STEP_S + 300)
     run = {"steps": both["steps"][:1], "ops": both["ops"], "perf": doc, "run_started": started,
-           "start_cmd_s": cmd_s, "osd_metadata_requests": asked}
+           "start_cmd_s": cmd_s, "osd_metadata_requests": asked, "enrol_s": load.enrol_s,
+           "workers_ready": load.workers_ready, "workers": len(load.ready)}
     return run, {"steps": both["steps"][2:]}
 
 
@@ -212,8 +231,9 @@ def rate_steps(hosts: int, rates: Tuple[float, ...]) -> List[List[float]]:
 def rate_phase(state: Dict[str, Any], transport: str, rates: Tuple[float, ...]
                ) -> Dict[str, Any]:
     steps = rate_steps(len(state["scale_hosts"]), rates)
-    return Load(state, steps, "rate-" + transport, transport).wait(
-        timeout=len(rates) * RATE_STEP_S + 300)
+    load = Load(state, steps, "rate-" + transport, transport)
+    load.begin()
+    return load.wait(timeout=len(rates) * RATE_STEP_S + 300)
 
 
 def pg_map_loaded(state: Dict[str, Any], pgs: int, timeout: float = 300.0) -> None:

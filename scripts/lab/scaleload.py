@@ -13,7 +13,9 @@ other host's OSDs run at RUN_RSS.
 
     python3 -m ceph_recovery_tools.lab.scaleload --conf C --keyring K --spec S --out O
 spec (JSON): {"hosts": {host: [osd ids]}, "down": [hosts], "steps": [[seconds, interval]],
-"start_at": when the first step begins (epoch s), "transport": "command" | "endpoint"}.
+"start_at": when the first step begins (epoch s), "transport": "command" | "endpoint"}; or,
+instead of "start_at", "ready" and "go" files: the worker writes "ready" once its hosts are
+enrolled and begins its first step at the time the bench writes to "go" (start_time()).
 "command" sends every report as the command on the host's own session; "endpoint" sends one
 report by command (its reply names the module's report endpoint and the host's token), closes
 the session, and posts the others to the endpoint, as the helper does.
@@ -45,6 +47,8 @@ PREFIX = "recovery helper-report"
 CALL_TIMEOUT_S = 30
 # hosts enrolled at once (a session, one report by command, the session closed)
 ENROLL_THREADS = 16
+# how long a worker waits for the bench's start time once its hosts are enrolled
+GO_WAIT_S = 900
 
 
 class Host(object):
@@ -200,6 +204,25 @@ def senders(conf: str, keyring: str, hosts: List[Host], transport: str) -> Tuple
     return [command_sender(c) for c in clusters], clusters
 
 
+def start_time(spec: Dict[str, Any]) -> float:
+    """When the first step begins. With "ready" and "go" files in the spec, this worker says
+    it has enrolled its hosts (writes "ready") and waits (at most GO_WAIT_S) for the time
+    written to "go", which the bench writes once every worker is ready; else "start_at"."""
+    if spec.get("ready"):
+        with open(spec["ready"], "w") as f:
+            f.write("%.3f" % time.time())
+    go = spec.get("go")
+    if not go:
+        return float(spec.get("start_at") or time.time() + 1.0)
+    deadline = time.time() + GO_WAIT_S
+    while not os.path.exists(go):
+        if time.time() > deadline:
+            raise RuntimeError("no start time in %s after %d s" % (go, GO_WAIT_S))
+        time.sleep(0.2)
+    with open(go) as f:
+        return float(f.read())
+
+
 def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
     down = set(spec.get("down", ()))
     names = sorted(spec["hosts"])
@@ -207,7 +230,7 @@ def run(conf: str, keyring: str, spec: Dict[str, Any]) -> Dict[str, Any]:
     sends, clusters = senders(conf, keyring, hosts, spec.get("transport", "command"))
     steps = spec["steps"]
     recs = [Step(float(i), float(sec)) for sec, i in steps]
-    t0 = float(spec.get("start_at") or time.time() + 1.0)
+    t0 = start_time(spec)
     n = max(1, len(hosts))
     threads = [threading.Thread(target=play, args=(s, h, steps, recs, (k + 0.5) / n, t0),
                                 daemon=True)

@@ -52,7 +52,8 @@ def test_helpers_report_and_a_rack_run_instructs_them_in_turn(scale_lab):
     launch.ceph(state, "config", "set", "mgr", "mgr/recovery/boot_timeout", "20",
                 json_out=False)
     load = Load(state, [[10.0 + RUN_S, 2.0]], "itest")
-    time.sleep(max(0.0, load.start_at(OPTS["hosts"]) + 10.0 - time.time()))
+    time.sleep(max(0.0, load.begin(300.0) + 10.0 - time.time()))
+    assert load.workers_ready == len(load.ready)
     launch.ceph(state, "recovery", "start-controlled", "--scope", "rack0", json_out=False)
     result = load.wait(timeout=RUN_S + 120)
     steps = result["steps"][0]

@@ -21,3 +21,20 @@ def test_a_silent_step_sends_nothing_and_the_next_step_starts_after_it():
     # reports due at 0.25, 0.75, then (the pause) 2.25, 2.75 s: none while it held
     assert len([t for t in sent if t >= t0 + 2.0]) == 2
     assert not [t for t in sent if t0 + 1.6 <= t < t0 + 2.0]
+
+
+def test_a_worker_says_it_is_ready_and_starts_at_the_time_the_bench_gives(tmp_path):
+    import threading
+    from ceph_recovery_tools.lab.scaleload import start_time
+    ready, go = tmp_path / "w.ready", tmp_path / "w.go"
+
+    def bench():
+        while not ready.exists():
+            time.sleep(0.01)
+        (tmp_path / "w.go.tmp").write_text("1234.5")
+        (tmp_path / "w.go.tmp").rename(go)
+    t = threading.Thread(target=bench)
+    t.start()
+    assert start_time({"ready": str(ready), "go": str(go), "start_at": 99.0}) == 1234.5
+    t.join()
+    assert start_time({"start_at": 99.0}) == 99.0
