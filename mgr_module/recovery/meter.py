@@ -24,6 +24,13 @@ def _pct(values: List[float], q: float) -> Optional[float]:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
+def _add(series: Dict[str, Deque[float]], counts: Dict[str, int], name: str, seconds: float,
+         keep: int) -> None:
+    """One duration (kept in ms, the last `keep` of them) and one more to the count."""
+    series.setdefault(name, deque(maxlen=keep)).append(seconds * 1000.0)
+    counts[name] = counts.get(name, 0) + 1
+
+
 def _summary(count: int, ms: Deque[float]) -> Dict[str, Any]:
     return {"count": count, "max_ms": round(max(ms), 3),
             "p50_ms": round(_pct(list(ms), 0.5) or 0.0, 3),
@@ -101,14 +108,12 @@ class Meter(object):
 
     def call(self, name: str, seconds: float) -> None:
         with self.lock:
-            self.calls.setdefault(name, deque(maxlen=KEEP_CALLS)).append(seconds * 1000.0)
-            self.counts[name] = self.counts.get(name, 0) + 1
+            _add(self.calls, self.counts, name, seconds, KEEP_CALLS)
 
     def read_apart(self, what: str, seconds: float) -> None:
         """A read made on a thread of its own, outside every tick (pgreader.py)."""
         with self.lock:
-            self.background.setdefault(what, deque(maxlen=KEEP_TICKS)).append(seconds * 1000.0)
-            self.background_counts[what] = self.background_counts.get(what, 0) + 1
+            _add(self.background, self.background_counts, what, seconds, KEEP_TICKS)
 
     def doc(self, since: float = 0.0) -> Dict[str, Any]:
         with self.lock:

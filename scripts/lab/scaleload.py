@@ -207,7 +207,8 @@ def senders(conf: str, keyring: str, hosts: List[Host], transport: str) -> Tuple
 def start_time(spec: Dict[str, Any]) -> float:
     """When the first step begins. With "ready" and "go" files in the spec, this worker says
     it has enrolled its hosts (writes "ready") and waits (at most GO_WAIT_S) for the time
-    written to "go", which the bench writes once every worker is ready; else "start_at"."""
+    written to "go", which the bench writes once every worker is ready; else "start_at".
+    The wait is a plain poll: this runs in the release's chroot, which has no tenacity."""
     if spec.get("ready"):
         with open(spec["ready"], "w") as f:
             f.write("%.3f" % time.time())
